@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # the phase functions are called through run_phase
+# Installs what is missing, builds stallscope and runs every test: what CI runs
+# (.ci/run) and what a developer runs on a fresh Debian 12 machine.
+#
+# Phases, each timed, with the CI budget it must stay within (2 cores):
+#   setup          scripts/setup.sh                                      4 min
+#   release-build  Release build in build/ (gcc)                         6 min
+#   release-tests  ctest, all labels                 } together         10 min
+#   asan-tests     ctest of the ASan+UBSan build     }
+#   asan-build     ASan+UBSan build of the core libraries in build-asan/ (clang)
+#   fuzz           scripts/fuzz.sh 60: the reader fuzzer for 60 s
+#                  asan-build and the fuzzer's own build together         6 min
+#                  fuzzing itself                                         1 min
+# A phase that passes its budget is stopped and fails (setup is not stopped,
+# since killing apt-get can break dpkg; it fails afterwards instead).
+# Later phases run after a failed one where they can, so one run shows
+# everything; the exit status is non-zero if any phase failed.
+#
+# Usage: scripts/test.sh [--quick] [--no-setup]
+#   --quick     skip the sanitizer build, its tests and fuzzing
+#   --no-setup  do not run scripts/setup.sh
+# Environment:
+#   STALLSCOPE_BUILD_DIR       Release build directory (default: build)
+#   STALLSCOPE_ASAN_BUILD_DIR  sanitizer build directory (default: build-asan)
+#   STALLSCOPE_BUDGET_SCALE    multiply every budget (integer, default 1), for
+#                              machines slower than CI
+# ccache is used when installed; it is not required.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 1
+
+quick=0
+setup=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    --no-setup) setup=0 ;;
+    -h|--help) sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+build_dir=${STALLSCOPE_BUILD_DIR:-build}
+asan_dir=${STALLSCOPE_ASAN_BUILD_DIR:-build-asan}
+scale=${STALLSCOPE_BUDGET_SCALE:-1}
+case "$scale" in
+  ''|*[!0-9]*|0) echo "test.sh: STALLSCOPE_BUDGET_SCALE must be a positive integer" >&2; exit 2 ;;
+esac
+jobs=$(nproc)
+
+# Budgets in seconds.
+budget_setup=$((240 * scale))
+budget_build=$((360 * scale))
+budget_tests=$((600 * scale))       # release-tests + asan-tests
+budget_sanitizer=$((360 * scale))   # asan-build + the fuzzer's build
+fuzz_seconds=60
+fuzz_slack=$((30 * scale))          # fuzz.sh start-up and final report
+
+# Plain test logs (Boost.Test colours its output even into a pipe).
+export BOOST_TEST_COLOR_OUTPUT=${BOOST_TEST_COLOR_OUTPUT:-no}
+
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# ------------------------------------------------------------- phase runner --
+names=() statuses=() durations=() notes=()
+deadline=0
+
+now() { date +%s; }
+
+# within CMD...: runs CMD, stopped when the current phase's deadline passes.
+within() {
+  local left=$((deadline - $(now)))
+  if [ "$left" -le 0 ]; then
+    echo "test.sh: no time left in this phase's budget for: $*" >&2
+    return 124
+  fi
+  timeout --kill-after=30 "$left" "$@"
+}
+
+# run_phase NAME LIMIT_S KILL(0|1) FUNCTION: times FUNCTION and records the result.
+run_phase() {
+  local name=$1 limit=$2 kill=$3 fn=$4 start rc elapsed status note=""
+  printf '\n==== %s (budget %d s) ====\n' "$name" "$limit"
+  start=$(now)
+  if [ "$kill" -eq 1 ]; then deadline=$((start + limit)); else deadline=$((start + 100000)); fi
+  note_from_phase=""
+  "$fn"
+  rc=$?
+  elapsed=$(($(now) - start))
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    status=FAILED note="stopped: over its $limit s budget"
+  elif [ "$rc" -ne 0 ]; then
+    status=FAILED note="exit $rc"
+  elif [ "$elapsed" -gt "$limit" ]; then
+    status=FAILED note="took $elapsed s, over its $limit s budget"
+  else
+    status=ok
+  fi
+  [ -n "$note_from_phase" ] && note="${note:+$note; }$note_from_phase"
+  record "$name" "$status" "$elapsed" "$note"
+  printf -- '---- %s: %s in %d s%s\n' "$name" "$status" "$elapsed" "${note:+ ($note)}"
+  [ "$status" = ok ]
+}
+
+record() {
+  names+=("$1") statuses+=("$2") durations+=("$3") notes+=("$4")
+}
+
+not_run() {
+  record "$1" "not run" 0 "$2"
+  printf '\n==== %s: not run (%s) ====\n' "$1" "$2"
+}
+
+# Sums up a ctest LOG for the summary: failures, and skips (exit 77), since a
+# skip is not a pass.
+ctest_note() {
+  local failed total skipped
+  failed=$(sed -n 's/.* \([0-9]\+\) tests failed out of \([0-9]\+\)$/\1/p' "$1" | tail -n 1)
+  total=$(sed -n 's/.* tests failed out of \([0-9]\+\)$/\1/p' "$1" | tail -n 1)
+  skipped=$(grep -c -- '\*\*\*Skipped' "$1")
+  [ -n "$total" ] || return 0
+  note_from_phase="$total tests: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
+}
+
+# A build directory configured earlier with another generator cannot be
+# reconfigured for Ninja: drop its cache (the build outputs stay).
+reset_if_not_ninja() {
+  local cache=$1/CMakeCache.txt
+  if [ -f "$cache" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
+    echo "test.sh: $1 was configured with another generator; removing its CMake cache"
+    rm -rf "$cache" "$1/CMakeFiles"
+  fi
+}
+
+# ----------------------------------------------------------------- phases --
+phase_setup() {
+  scripts/setup.sh
+}
+
+phase_release_build() {
+  reset_if_not_ninja "$build_dir"
+  within cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" &&
+    within cmake --build "$build_dir" -j "$jobs"
+}
+
+phase_release_tests() {
+  within ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300 \
+    --no-tests=error 2>&1 | tee "$build_dir/test.sh-ctest.log"
+  local rc=${PIPESTATUS[0]}
+  ctest_note "$build_dir/test.sh-ctest.log"
+  return "$rc"
+}
+
+phase_asan_build() {
+  local compilers=()
+  if command -v clang++ >/dev/null 2>&1; then
+    # clang builds these about twice as fast as gcc with sanitizers on.
+    compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+  fi
+  reset_if_not_ninja "$asan_dir"
+  # RelWithDebInfo at -O1 and without NDEBUG: asserts stay on, stacks stay
+  # readable, and it compiles faster than -O2.
+  within cmake -S . -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+    -DSTALLSCOPE_SANITIZE=address,undefined -DSTALLSCOPE_CORE_ONLY=ON \
+    -DSTALLSCOPE_BUILD_BENCH=OFF "${compilers[@]}" "${launcher[@]}" &&
+    within cmake --build "$asan_dir" -j "$jobs"
+}
+
+phase_asan_tests() {
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    within ctest --test-dir "$asan_dir" --output-on-failure -j2 --timeout 300 \
+    --no-tests=error 2>&1 | tee "$asan_dir/test.sh-ctest.log"
+  local rc=${PIPESTATUS[0]}
+  ctest_note "$asan_dir/test.sh-ctest.log"
+  return "$rc"
+}
+
+phase_fuzz() {
+  if [ ! -e scripts/fuzz.sh ]; then
+    note_from_phase="scripts/fuzz.sh is missing"
+    echo "test.sh: scripts/fuzz.sh does not exist: the reader fuzzer cannot run" >&2
+    return 1
+  fi
+  if [ ! -x scripts/fuzz.sh ]; then
+    note_from_phase="scripts/fuzz.sh is not executable"
+    echo "test.sh: scripts/fuzz.sh is not executable (chmod +x it)" >&2
+    return 1
+  fi
+  within scripts/fuzz.sh "$fuzz_seconds"
+}
+
+# ------------------------------------------------------------------- main --
+t0=$(now)
+if [ "$setup" -eq 1 ]; then
+  run_phase setup "$budget_setup" 0 phase_setup
+else
+  record setup skipped 0 "--no-setup"
+fi
+
+tests_start_left=$budget_tests
+if run_phase release-build "$budget_build" 1 phase_release_build; then
+  t=$(now)
+  run_phase release-tests "$budget_tests" 1 phase_release_tests
+  tests_start_left=$((budget_tests - ($(now) - t)))
+else
+  not_run release-tests "release-build failed"
+fi
+
+if [ "$quick" -eq 1 ]; then
+  record asan-build skipped 0 "--quick"
+  record asan-tests skipped 0 "--quick"
+  record fuzz skipped 0 "--quick"
+else
+  t=$(now)
+  run_phase asan-build "$budget_sanitizer" 1 phase_asan_build
+  asan_build_ok=$?
+  build_left=$((budget_sanitizer - ($(now) - t)))
+  [ "$build_left" -gt 0 ] || build_left=0
+  if [ "$asan_build_ok" -eq 0 ]; then
+    if [ "$tests_start_left" -gt 0 ]; then
+      run_phase asan-tests "$tests_start_left" 1 phase_asan_tests
+    else
+      record asan-tests FAILED 0 "no time left of the $budget_tests s test budget"
+    fi
+  else
+    not_run asan-tests "asan-build failed"
+  fi
+  # The fuzzer's build shares the sanitizer-build budget; fuzzing has 60 s.
+  echo
+  echo "fuzz budget: ${fuzz_seconds} s fuzzing + ${fuzz_slack} s start-up + ${build_left} s" \
+    "left of the sanitizer-build budget for building the fuzzer"
+  run_phase fuzz "$((fuzz_seconds + fuzz_slack + build_left))" 1 phase_fuzz
+fi
+
+# ---------------------------------------------------------------- summary --
+total=$(($(now) - t0))
+printf '\n==== summary ====\n'
+bad=()
+for i in "${!names[@]}"; do
+  printf '  %-14s %-8s %5d s  %s\n' "${names[$i]}" "${statuses[$i]}" "${durations[$i]}" "${notes[$i]}"
+  case "${statuses[$i]}" in ok|skipped) ;; *) bad+=("${names[$i]}") ;; esac
+done
+if [ "${#bad[@]}" -eq 0 ]; then
+  extra=""
+  [ "$quick" -eq 1 ] && extra=" (--quick: no sanitizer build, no fuzzing)"
+  echo "test.sh: PASS in $total s$extra"
+  exit 0
+fi
+echo "test.sh: FAIL in $total s: ${bad[*]}"
+exit 1
