@@ -1,0 +1,99 @@
+// stallscope clocks — the one place where timestamps are taken and converted.
+//
+// Recording stores raw "ticks": invariant-TSC cycles where the CPU has an
+// invariant TSC (constant_tsc + nonstop_tsc), CLOCK_MONOTONIC nanoseconds
+// elsewhere. Every trace chunk carries a (ticks, CLOCK_MONOTONIC,
+// CLOCK_REALTIME) triple; readers turn ticks into nanoseconds by piecewise
+// linear interpolation between triples (TickConverter), so TSC frequency
+// error and NTP slewing never accumulate over a long run.
+//
+//   stallscope::Ticks t0 = stallscope::ticks_now();   // ~10 ns with TSC
+//   ... work ...
+//   int64_t ns = converter.to_mono_ns(stallscope::ticks_now());
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define STALLSCOPE_HAVE_RDTSC 1
+#else
+#define STALLSCOPE_HAVE_RDTSC 0
+#endif
+
+#include "stallscope/format.hpp"
+#include "stallscope/trace.h"
+
+namespace stallscope {
+
+using Ticks = uint64_t;
+
+namespace detail {
+// True when ticks are TSC cycles; fixed once, before any event is recorded
+// (set by the library constructor). Exported for the inline fast path.
+STALLSCOPE_API extern bool g_ticks_are_tsc;
+}  // namespace detail
+
+inline int64_t mono_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+inline int64_t real_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// The raw timestamp of the recorder. Thread-safe, never blocks.
+inline Ticks ticks_now() noexcept {
+#if STALLSCOPE_HAVE_RDTSC
+  if (__builtin_expect(detail::g_ticks_are_tsc, 1)) return __rdtsc();
+#endif
+  return static_cast<Ticks>(mono_ns());
+}
+
+// True when this machine's TSC is invariant (reads /proc/cpuinfo; slow,
+// call once).
+STALLSCOPE_API bool detect_invariant_tsc() noexcept;
+
+// A triple taken as close together as possible: ticks is read on both sides
+// of the clock_gettime pair and averaged; retried when preempted.
+STALLSCOPE_API format::ClockTriple sample_clock_triple() noexcept;
+
+// Nanoseconds per tick on this machine (1.0 without TSC), calibrated once
+// against CLOCK_MONOTONIC (the first call may sleep 2 ms); for converting
+// durations at record time. Traces are converted by the reader instead.
+STALLSCOPE_API double ns_per_tick() noexcept;
+
+// Converts ticks to CLOCK_MONOTONIC / CLOCK_REALTIME nanoseconds from a
+// stream of triples (piecewise linear; extrapolates with the nearest
+// segment's slope outside the known range). Feed triples in time order.
+class STALLSCOPE_API TickConverter {
+ public:
+  // `nominal_ns_per_tick` is used until two triples are known (1e9 / the
+  // header's tsc_hz for TSC files, 1.0 for ns ticks).
+  explicit TickConverter(bool ticks_are_ns = false, double nominal_ns_per_tick = 1.0)
+      : slope_(ticks_are_ns ? 1.0 : nominal_ns_per_tick),
+        real_slope_(slope_) {}
+
+  // Adds a triple. Triples whose ticks do not advance are ignored.
+  void add(const format::ClockTriple& t) noexcept;
+  int64_t to_mono_ns(Ticks t) const noexcept;
+  int64_t to_real_ns(Ticks t) const noexcept;
+  // Ticks span to ns using the current segment's slope.
+  int64_t duration_ns(Ticks start, Ticks dur) const noexcept;
+  bool ready() const noexcept { return n_ > 0; }
+  // Current nanoseconds-per-tick of the newest segment (1.0 before two triples).
+  double ns_per_tick() const noexcept { return slope_; }
+
+ private:
+  int n_ = 0;
+  format::ClockTriple prev_{}, cur_{};
+  double slope_;       // mono ns per tick on [prev_, cur_]
+  double real_slope_;  // real ns per tick on [prev_, cur_]
+};
+
+}  // namespace stallscope

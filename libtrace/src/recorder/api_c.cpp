@@ -1,0 +1,129 @@
+// The C API (trace.h) over the recorder.
+#include <cerrno>
+#include <cstring>
+
+#include "recorder/recorder.hpp"
+#include "stallscope/trace.h"
+#include "stallscope/trace.hpp"
+
+using namespace stallscope;
+
+namespace {
+
+constexpr uint8_t kPhaseBegin = format::kBegin;
+constexpr uint8_t kPhaseEnd = format::kEnd;
+
+void emit_phase(format::Kind kind, uint8_t phase, NameId name, uint64_t corr,
+                const void* ext = nullptr, uint32_t ext_bytes = 0) {
+  if (!enabled()) return;
+  format::CoreRecord r{static_cast<uint8_t>(kind), phase, 0, name, ticks_now(), 0, corr};
+  detail::emit(r, ext, ext_bytes);
+}
+
+// Validates caller-supplied extension records: lengths chain exactly.
+bool valid_ext(const void* ext, uint32_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(ext);
+  uint32_t off = 0;
+  while (off < bytes) {
+    if (bytes - off < sizeof(format::ExtHeader)) return false;
+    format::ExtHeader h;
+    std::memcpy(&h, p + off, sizeof h);
+    if (h.type < format::kExtBase || h.bytes < sizeof h || h.bytes % 8 != 0 ||
+        h.bytes > bytes - off)
+      return false;
+    off += h.bytes;
+  }
+  return true;
+}
+
+std::atomic<uint64_t> g_corr{1};
+
+}  // namespace
+
+extern "C" {
+
+int stallscope_init(void) { return detail::ensure_started() ? 0 : -ENODEV; }
+
+int stallscope_flush(void) {
+  if (detail::recorder().state.load() != detail::State::kRunning) return -ENODEV;
+  return detail::request_flush_and_wait(false, 10000) ? 0 : -ETIMEDOUT;
+}
+
+void stallscope_shutdown(void) { detail::close_recorder(); }
+
+uint64_t stallscope_clock_now(void) { return ticks_now(); }
+
+stallscope_name_t stallscope_name_intern(const char* name) {
+  return name != nullptr ? intern(name) : 0;
+}
+
+uint64_t stallscope_corr_next(void) { return g_corr.fetch_add(1, std::memory_order_relaxed); }
+
+void stallscope_thread_name_set(const char* name) {
+  if (name == nullptr || !detail::ensure_started()) return;
+  uint32_t track = detail::current_track();
+  if (track == 0) {  // not registered yet: register now, then name it
+    detail::register_current_thread();
+    track = detail::current_track();
+  }
+  if (track != 0) detail::recorder().registry.rename_track(track, name);
+}
+
+void stallscope_capture_set(int on) {
+  auto& r = detail::recorder();
+  if (r.state.load() != detail::State::kRunning) return;
+  const bool was = detail::g_capture.exchange(on != 0);
+  if (was == (on != 0)) return;
+  format::CoreRecord rec{static_cast<uint8_t>(format::Kind::kCapture),
+                         on != 0 ? kPhaseBegin : kPhaseEnd, 0, 0, ticks_now(), 0, 0};
+  detail::emit_internal(rec);
+  // A closed window should reach the file promptly (readers wait for it).
+  if (on == 0) r.wake_cv.notify_all();
+}
+
+int stallscope_capture_enabled(void) { return enabled() ? 1 : 0; }
+
+void stallscope_step_begin(uint64_t index) {
+  auto e = format::StepExt{{static_cast<uint8_t>(format::Ext::kStep), 0, sizeof(format::StepExt),
+                            static_cast<uint32_t>(format::StepSource::kApi)},
+                           index};
+  emit_phase(format::Kind::kStep, kPhaseBegin, 0, index, &e, sizeof e);
+}
+
+void stallscope_step_end(uint64_t index) {
+  emit_phase(format::Kind::kStep, kPhaseEnd, 0, index);
+}
+
+void stallscope_range_push(const char* name) {
+  if (!enabled()) return;
+  emit_phase(format::Kind::kRange, kPhaseBegin, name != nullptr ? intern(name) : 0, 0);
+}
+
+void stallscope_range_pop(void) { emit_phase(format::Kind::kRange, kPhaseEnd, 0, 0); }
+
+void stallscope_data_wait_record(uint64_t start, uint64_t end, uint64_t batch_id) {
+  record_data_wait(start, end, batch_id, format::WaitSource::kApi);
+}
+
+void stallscope_counter_record(stallscope_name_t name, double value, uint64_t subject) {
+  record_counter(name, value, subject);
+}
+
+void stallscope_mark(const char* text) {
+  if (!enabled() || text == nullptr) return;
+  record_mark(intern(text));
+}
+
+int stallscope_event_record(uint32_t kind, stallscope_name_t name, uint64_t start, uint64_t end,
+                            uint64_t corr, const void* ext, uint32_t ext_bytes) {
+  if (kind == 0 || kind >= format::kExtBase || (ext == nullptr && ext_bytes != 0) ||
+      end < start || !valid_ext(ext, ext_bytes))
+    return -EINVAL;
+  if (!enabled()) return -ENODEV;
+  const uint8_t phase = end == start && kind != STALLSCOPE_STEP ? format::kInstant
+                                                                  : format::kComplete;
+  format::CoreRecord r{static_cast<uint8_t>(kind), phase, 0, name, start, end - start, corr};
+  return detail::emit(r, ext, ext_bytes) ? 0 : -ENOBUFS;
+}
+
+}  // extern "C"

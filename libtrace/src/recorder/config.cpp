@@ -1,0 +1,77 @@
+#include "recorder/config.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+namespace stallscope::detail {
+namespace {
+
+struct Reader {
+  const sys::EnvLookup& env;
+  RecorderConfig& cfg;
+
+  // Parses an integer variable in [lo, hi]; returns false when unset or bad.
+  bool integer(const char* name, int64_t lo, int64_t hi, int64_t& out) {
+    const char* v = env(name);
+    if (v == nullptr || *v == '\0') return false;
+    int64_t x = 0;
+    const char* end = v + std::strlen(v);
+    auto [p, ec] = std::from_chars(v, end, x);
+    if (ec != std::errc() || p != end || x < lo || x > hi) {
+      cfg.warnings.push_back(std::string(name) + "='" + v + "' is not an integer in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) +
+                             "]; using the default");
+      return false;
+    }
+    out = x;
+    return true;
+  }
+
+  // Parses one of two words; returns -1 when unset or bad, else 0 or 1.
+  int choice(const char* name, const char* no, const char* yes) {
+    const char* v = env(name);
+    if (v == nullptr || *v == '\0') return -1;
+    std::string_view s(v);
+    if (s == no || s == "0" || s == "false") return 0;
+    if (s == yes || s == "1" || s == "true") return 1;
+    cfg.warnings.push_back(std::string(name) + "='" + v + "' must be '" + no + "' or '" + yes +
+                           "'; using the default");
+    return -1;
+  }
+};
+
+}  // namespace
+
+size_t round_buffer_size(size_t bytes) noexcept {
+  size_t n = 64u << 10;
+  while (n < bytes && n < (size_t{1} << 30)) n <<= 1;
+  return n;
+}
+
+RecorderConfig load_config(const sys::EnvLookup& env) {
+  RecorderConfig cfg;
+  Reader r{env, cfg};
+  int64_t x = 0;
+  if (int c = r.choice("STALLSCOPE_ENABLE", "off", "on"); c >= 0) cfg.enabled = c == 1;
+  if (int c = r.choice("STALLSCOPE_CAPTURE", "off", "on"); c >= 0) cfg.capture_at_start = c == 1;
+  if (int c = r.choice("STALLSCOPE_QUIET", "off", "on"); c >= 0) cfg.quiet = c == 1;
+  if (r.integer("STALLSCOPE_BUFFER_MB", 1, 1 << 16, x)) cfg.buffer_bytes = size_t(x) << 20;
+  if (r.integer("STALLSCOPE_THREAD_BUFFER_KB", 64, 1 << 20, x))
+    cfg.thread_buffer_bytes = size_t(x) << 10;
+  cfg.thread_buffer_bytes = round_buffer_size(cfg.thread_buffer_bytes);
+  if (r.integer("STALLSCOPE_MAX_MB", 0, int64_t{1} << 30, x)) cfg.max_file_bytes = uint64_t(x) << 20;
+  if (int c = r.choice("STALLSCOPE_MAX_MODE", "stop", "ring"); c >= 0)
+    cfg.disk_mode = c == 1 ? DiskMode::kRing : DiskMode::kStop;
+  if (r.integer("STALLSCOPE_FLUSH_MS", 1, 60000, x)) cfg.flush_ms = int(x);
+  if (r.integer("STALLSCOPE_SAMPLE_MS", 0, 60000, x)) cfg.sample_ms = int(x);
+  if (cfg.thread_buffer_bytes > cfg.buffer_bytes) {
+    cfg.warnings.push_back("STALLSCOPE_THREAD_BUFFER_KB exceeds STALLSCOPE_BUFFER_MB; "
+                           "one thread buffer uses the whole budget");
+    cfg.thread_buffer_bytes = round_buffer_size(cfg.buffer_bytes);
+    if (cfg.thread_buffer_bytes > cfg.buffer_bytes) cfg.thread_buffer_bytes >>= 1;
+  }
+  return cfg;
+}
+
+}  // namespace stallscope::detail

@@ -1,0 +1,38 @@
+// The recorder's configuration: every STALLSCOPE_* variable it reads,
+// parsed and validated once into one immutable struct
+// (docs/configuration.md lists them). A bad value is reported once on
+// stderr, naming the variable, and the default is used: a typo in a
+// tracing setting must never stop a training job.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sys/run_identity.hpp"
+
+namespace stallscope::detail {
+
+enum class DiskMode { kStop, kRing };
+
+struct RecorderConfig {
+  bool enabled = true;               // STALLSCOPE_ENABLE=0 turns recording off
+  bool capture_at_start = true;      // STALLSCOPE_CAPTURE=on|off
+  size_t buffer_bytes = 64u << 20;   // STALLSCOPE_BUFFER_MB: all thread buffers
+  size_t thread_buffer_bytes = 2u << 20;  // STALLSCOPE_THREAD_BUFFER_KB (power of 2)
+  uint64_t max_file_bytes = 256ull << 20; // STALLSCOPE_MAX_MB: per file (0 = none)
+  DiskMode disk_mode = DiskMode::kStop;   // STALLSCOPE_MAX_MODE=stop|ring
+  int flush_ms = 100;                // STALLSCOPE_FLUSH_MS
+  int sample_ms = 10;                // STALLSCOPE_SAMPLE_MS (0 = sampler off)
+  bool quiet = false;                // STALLSCOPE_QUIET=1: no notes on stderr
+  std::vector<std::string> warnings; // what was wrong, printed once at start
+};
+
+// Reads the configuration from `env` (the process environment by default).
+RecorderConfig load_config(const sys::EnvLookup& env);
+
+// Thread buffer size actually used: a power of two in [64 KiB, 1 GiB].
+size_t round_buffer_size(size_t bytes) noexcept;
+
+}  // namespace stallscope::detail

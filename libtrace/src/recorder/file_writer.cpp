@@ -1,0 +1,193 @@
+#include "recorder/file_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/checksum.hpp"
+#include "stallscope/clock.hpp"
+
+namespace stallscope::detail {
+
+namespace {
+// Descriptors at or above this number are rarely used by programs; moving
+// ours there makes a clash with the program's own numbering less likely.
+constexpr int kHighFd = 700;
+}  // namespace
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string FileWriter::segment_path(uint32_t seg) const {
+  if (!opts_.ring) return opts_.dir + "/" + opts_.base + ".sst";
+  return opts_.dir + "/" + opts_.base + ".seg" + std::to_string(seg) + ".sst";
+}
+
+int FileWriter::open(const WriterOptions& opts, std::string* error) {
+  opts_ = opts;
+  return open_segment(error);
+}
+
+int FileWriter::open_segment(std::string* error) {
+  path_ = segment_path(segment_);
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int err = errno;
+    if (error) *error = "cannot create " + path_ + ": " + std::strerror(err);
+    return -err;
+  }
+  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, kHighFd);
+  if (high >= 0) {
+    ::close(fd);
+    fd = high;
+  }
+  struct stat st{};
+  ::fstat(fd, &st);
+  fd_ = fd;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  offset_ = 0;
+  seq_ = 0;
+
+  format::FileHeader h = opts_.header;
+  std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+  h.version_major = format::kVersionMajor;
+  h.version_minor = format::kVersionMinor;
+  h.header_bytes = sizeof h;
+  h.segment = segment_;
+  h.ring_discarded = ring_discarded_;
+  if (opts_.ring) h.flags |= format::kFileRingSegment;
+  h.crc32 = checksum(&h, offsetof(format::FileHeader, crc32));
+  if (!write_all(&h, sizeof h)) {
+    if (error) *error = failure_;
+    return -EIO;
+  }
+  return 0;
+}
+
+void FileWriter::fail(const std::string& what, int err) {
+  if (failed_) return;
+  failed_ = true;
+  failure_ = what + " " + path_ + ": " + std::strerror(err) + "; tracing stopped";
+}
+
+bool FileWriter::write_all(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd_, p, n, static_cast<off_t>(offset_));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      fail("cannot write", w < 0 ? errno : ENOSPC);
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset_ += static_cast<uint64_t>(w);
+    total_bytes_ += static_cast<uint64_t>(w);
+  }
+  return true;
+}
+
+bool FileWriter::check_descriptor() {
+  if (failed_) return false;
+  struct stat st{};
+  if (::fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
+  // The program closed our descriptor (and may have reused the number):
+  // never write through it again. Reopen our own file by path.
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+    if (fd >= 0) ::close(fd);
+    fail("lost the descriptor of", EBADF);
+    return false;
+  }
+  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, kHighFd);
+  if (high >= 0) {
+    ::close(fd);
+    fd = high;
+  }
+  fd_ = fd;
+  return true;
+}
+
+bool FileWriter::emit(format::ChunkType type, const uint8_t* payload, uint32_t bytes) {
+  format::ChunkHeader c{};
+  c.magic = format::kChunkMagic;
+  c.type = static_cast<uint16_t>(type);
+  c.payload_bytes = bytes;
+  c.payload_crc32 = checksum(payload, bytes);
+  c.seq = seq_++;
+  c.clock = sample_clock_triple();
+  // One buffer, one write: a reader never sees a header without payload
+  // unless the process died inside this call.
+  std::vector<uint8_t> buf(sizeof c + bytes);
+  std::memcpy(buf.data(), &c, sizeof c);
+  if (bytes != 0) std::memcpy(buf.data() + sizeof c, payload, bytes);
+  return write_all(buf.data(), buf.size());
+}
+
+bool FileWriter::rotate() {
+  std::vector<uint8_t> end;  // segments end with an End chunk of their own
+  format::EndSummary s{};
+  s.end_mono_ns = static_cast<uint64_t>(mono_ns());
+  s.bytes_written = offset_;
+  end.resize(sizeof s);
+  std::memcpy(end.data(), &s, sizeof s);
+  emit(format::ChunkType::kEnd, end.data(), static_cast<uint32_t>(end.size()));
+  ::close(fd_);
+  fd_ = -1;
+  ++segment_;
+  if (segment_ >= kRingSegments) {
+    uint32_t old = segment_ - kRingSegments;
+    ::unlink(segment_path(old).c_str());
+    ring_discarded_ += segment_events_[old % kRingSegments];
+  }
+  segment_events_[segment_ % kRingSegments] = 0;
+  std::string err;
+  if (open_segment(&err) != 0) return false;
+  for (auto& [type, data] : sticky_)
+    if (!emit(type, data.data(), static_cast<uint32_t>(data.size()))) return false;
+  return true;
+}
+
+FileWriter::Write FileWriter::write_chunk(format::ChunkType type, const uint8_t* payload,
+                                          uint32_t bytes, bool sticky, uint64_t events) {
+  if (failed_ || fd_ < 0) return Write::kFailed;
+  if (sticky) sticky_.emplace_back(type, std::vector<uint8_t>(payload, payload + bytes));
+  const uint64_t need = sizeof(format::ChunkHeader) + bytes;
+  if (opts_.max_bytes != 0) {
+    if (opts_.ring) {
+      const uint64_t seg_max = opts_.max_bytes / kRingSegments;
+      if (offset_ + need > seg_max && type == format::ChunkType::kEvents && !rotate())
+        return Write::kFailed;
+    } else if (total_bytes_ + need > opts_.max_bytes) {
+      return Write::kBudget;
+    }
+  }
+  if (!emit(type, payload, bytes)) return Write::kFailed;
+  segment_events_[segment_ % kRingSegments] += events;
+  return Write::kOk;
+}
+
+uint32_t FileWriter::chunk_target() const {
+  constexpr uint64_t kDefault = 8u << 20, kMin = 64u << 10;
+  if (opts_.max_bytes == 0) return kDefault;
+  // Chunks small against the budget: a stop-mode file fills up to its
+  // budget, and a ring segment holds several chunks.
+  const uint64_t t = opts_.max_bytes / (opts_.ring ? kRingSegments : 1) / 16;
+  return static_cast<uint32_t>(t < kMin ? kMin : t > kDefault ? kDefault : t);
+}
+
+void FileWriter::close(const std::vector<uint8_t>& end_payload) {
+  if (fd_ < 0) return;
+  if (!failed_ && check_descriptor())
+    emit(format::ChunkType::kEnd, end_payload.data(), static_cast<uint32_t>(end_payload.size()));
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace stallscope::detail
+

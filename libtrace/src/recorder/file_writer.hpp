@@ -1,0 +1,86 @@
+// Writes trace chunks to the process's file, within the disk budget.
+//
+// Stop mode: once the next chunk would pass the budget, event chunks are
+// refused (the caller counts their events as disk drops) and only the End
+// chunk is still written. Ring mode: the budget is split into kRingSegments
+// segment files <base>.seg<N>.sst, each complete on its own; when one is
+// full the oldest is deleted (its events counted as discarded) and a new one
+// starts with the string, track, metadata and attachment chunks re-emitted.
+//
+// A write error (ENOSPC, EIO, …) stops tracing with one warning. Before each
+// batch of writes the descriptor is checked to still be our file, so a
+// program that closes all descriptors and reuses the number never receives
+// our bytes (RELIABILITY.md 5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stallscope/format.hpp"
+
+namespace stallscope::detail {
+
+inline constexpr int kRingSegments = 4;
+
+struct WriterOptions {
+  std::string dir;
+  std::string base;            // "<host>-r<rank>-<pid>"
+  uint64_t max_bytes = 0;      // 0 = unlimited
+  bool ring = false;
+  format::FileHeader header{}; // magic/version/crc filled by the writer
+};
+
+class FileWriter {
+ public:
+  FileWriter() = default;
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  // Creates the first file; returns 0 or -errno (error text in `error`).
+  int open(const WriterOptions& opts, std::string* error);
+  // Chunks that every ring segment must repeat (strings, tracks, metadata,
+  // attachments) are "sticky": the writer keeps a copy.
+  enum class Write { kOk, kBudget, kFailed };
+  Write write_chunk(format::ChunkType type, const uint8_t* payload, uint32_t bytes,
+                    bool sticky, uint64_t events);
+  // Writes the End chunk (beyond the budget if need be) and closes.
+  void close(const std::vector<uint8_t>& end_payload);
+
+  // Before a batch of writes: is the descriptor still ours? Reopens the
+  // file when the program closed it; false when tracing must stop.
+  bool check_descriptor();
+
+  // Largest events chunk worth writing: a ring segment holds several.
+  uint32_t chunk_target() const;
+  bool failed() const { return failed_; }
+  const std::string& failure() const { return failure_; }
+  const std::string& path() const { return path_; }
+  uint64_t bytes_written() const { return total_bytes_; }
+  uint64_t ring_discarded() const { return ring_discarded_; }
+
+ private:
+  int open_segment(std::string* error);
+  bool rotate();
+  bool write_all(const void* data, size_t n);
+  bool emit(format::ChunkType type, const uint8_t* payload, uint32_t bytes);
+  void fail(const std::string& what, int err);
+  std::string segment_path(uint32_t seg) const;
+
+  WriterOptions opts_;
+  int fd_ = -1;
+  uint64_t dev_ = 0, ino_ = 0;
+  std::string path_;
+  uint64_t offset_ = 0;        // size of the current file
+  uint64_t total_bytes_ = 0;   // over all segments
+  uint64_t seq_ = 0;
+  uint32_t segment_ = 0;
+  uint64_t segment_events_[kRingSegments] = {};
+  uint64_t ring_discarded_ = 0;
+  bool failed_ = false;
+  std::string failure_;
+  std::vector<std::pair<format::ChunkType, std::vector<uint8_t>>> sticky_;
+};
+
+}  // namespace stallscope::detail

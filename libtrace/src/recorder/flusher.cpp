@@ -1,0 +1,232 @@
+// The flusher thread: drains thread buffers into chunks at a bounded
+// interval (sooner when a buffer fills up), polls the run directory's
+// control file, and performs flushes requested from signal handlers.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "recorder/recorder.hpp"
+#include "stallscope/clock.hpp"
+
+namespace stallscope::detail {
+namespace {
+
+constexpr int kTickMs = 10;
+constexpr int kControlPollMs = 100;
+
+struct Pending {
+  std::vector<uint8_t> payload;
+  std::vector<std::pair<uint32_t, RecordCounts>> counts;  // per track block
+};
+
+// Drains what one buffer holds now into `p` as track blocks of at most
+// `target` bytes; `full` is called whenever `p` reaches the target.
+template <typename Full>
+void drain_buffer(ThreadBuffer& b, Pending& p, size_t target, Full&& full) {
+  size_t left = b.pending_bytes();  // what a fast producer adds waits
+  while (left > 0) {
+    const size_t at = p.payload.size();
+    p.payload.resize(at + sizeof(format::TrackBlock));
+    const size_t n = b.drain(p.payload, target < left ? target : left);
+    if (n == 0) {
+      p.payload.resize(at);
+      return;
+    }
+    format::TrackBlock blk{b.track_id(), static_cast<uint32_t>(n)};
+    std::memcpy(p.payload.data() + at, &blk, sizeof blk);
+    RecordCounts c;
+    count_records(p.payload.data() + at + sizeof blk, n, c);
+    p.counts.emplace_back(b.track_id(), c);
+    left = n < left ? left - n : 0;
+    if (p.payload.size() >= target) full();
+  }
+}
+
+void account(Recorder& r, const Pending& p, bool written) {
+  for (const auto& [track, c] : p.counts) {
+    if (r.track_written.size() <= track) r.track_written.resize(track + 1, 0);
+    if (r.track_disk_dropped.size() <= track) r.track_disk_dropped.resize(track + 1, 0);
+    (written ? r.track_written : r.track_disk_dropped)[track] += c.events;
+    if (!written) r.disk_dropped += c.events;
+  }
+}
+
+void stop_on_failure(Recorder& r) {
+  if (r.state.load() == State::kFailed) return;
+  warn(r.writer.failure());
+  g_capture.store(false, std::memory_order_relaxed);
+  r.state.store(State::kFailed);
+}
+
+void write_events(Recorder& r, Pending& p) {
+  if (p.payload.empty()) return;
+  uint64_t events = 0;
+  for (const auto& pc : p.counts) events += pc.second.events;
+  auto res = r.writer.write_chunk(format::ChunkType::kEvents, p.payload.data(),
+                                  static_cast<uint32_t>(p.payload.size()), false, events);
+  account(r, p, res == FileWriter::Write::kOk);
+  if (res == FileWriter::Write::kFailed) stop_on_failure(r);
+  p.payload.clear();
+  p.counts.clear();
+}
+
+void write_table(Recorder& r, format::ChunkType type, const std::vector<uint8_t>& payload) {
+  if (payload.empty()) return;
+  if (r.writer.write_chunk(type, payload.data(), static_cast<uint32_t>(payload.size()), true,
+                           0) == FileWriter::Write::kFailed)
+    stop_on_failure(r);
+}
+
+void write_attachments(Recorder& r) {
+  std::vector<std::pair<std::string, std::string>> todo;
+  {
+    std::lock_guard lock(r.attach_mu);
+    todo.swap(r.pending_attachments);
+  }
+  for (const auto& [name, data] : todo) {
+    format::AttachmentHeader h{static_cast<uint32_t>(name.size()), 0, data.size()};
+    std::vector<uint8_t> payload(format::pad8(uint32_t(sizeof h + name.size() + data.size())), 0);
+    std::memcpy(payload.data(), &h, sizeof h);
+    std::memcpy(payload.data() + sizeof h, name.data(), name.size());
+    std::memcpy(payload.data() + sizeof h + name.size(), data.data(), data.size());
+    write_table(r, format::ChunkType::kAttachment, payload);
+  }
+}
+
+std::vector<uint8_t> end_payload(Recorder& r) {
+  auto totals = r.registry.totals();
+  format::EndSummary s{};
+  s.n_tracks = static_cast<uint32_t>(totals.size());
+  s.end_mono_ns = static_cast<uint64_t>(mono_ns());
+  s.disk_dropped = r.disk_dropped;
+  s.bytes_written = r.writer.bytes_written();
+  std::vector<uint8_t> out(sizeof s + totals.size() * sizeof(format::TrackTotals));
+  std::memcpy(out.data(), &s, sizeof s);
+  size_t at = sizeof s;
+  for (const auto& t : totals) {
+    format::TrackTotals tt{};
+    tt.track_id = t.track_id;
+    tt.written = t.track_id < r.track_written.size() ? r.track_written[t.track_id] : 0;
+    tt.dropped_buffer = t.dropped_buffer;
+    tt.dropped_disk = t.track_id < r.track_disk_dropped.size() ? r.track_disk_dropped[t.track_id] : 0;
+    std::memcpy(out.data() + at, &tt, sizeof tt);
+    at += sizeof tt;
+  }
+  return out;
+}
+
+bool any_buffer_half_full(Recorder& r) {
+  for (ThreadBuffer* b : r.registry.buffers())
+    if (b->pending_bytes() * 2 > b->capacity()) return true;
+  return false;
+}
+
+void poll_control(Recorder& r) {
+  struct stat st{};
+  if (::stat(r.control_path.c_str(), &st) != 0) return;
+  const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (mtime == r.control_mtime_ns) return;
+  r.control_mtime_ns = mtime;
+  char buf[32] = {};
+  FILE* f = std::fopen(r.control_path.c_str(), "re");
+  if (f == nullptr) return;
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  std::string_view s(buf, n);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
+  if (s == "on" || s == "off") {
+    stallscope_capture_set(s == "on" ? 1 : 0);
+  } else {
+    warn(r.control_path + ": expected 'on' or 'off', found '" + std::string(s) + "'; ignored");
+  }
+}
+
+void flusher_main(Recorder* r) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "stallscope-flush");
+  using Clock = std::chrono::steady_clock;
+  auto next_flush = Clock::now() + std::chrono::milliseconds(r->cfg.flush_ms);
+  auto next_control = Clock::now();
+  while (!r->stop.load()) {
+    {
+      std::unique_lock lock(r->wake_mu);
+      r->wake_cv.wait_for(lock, std::chrono::milliseconds(kTickMs));
+    }
+    const auto now = Clock::now();
+    if (now >= next_control) {
+      poll_control(*r);
+      next_control = now + std::chrono::milliseconds(kControlPollMs);
+    }
+    const uint64_t requested = r->flush_requested.load();
+    const bool asked = requested > r->flush_done.load();
+    if (!asked && now < next_flush && !any_buffer_half_full(*r)) continue;
+    const bool final = asked && r->final_requested.load();
+    flush_now(*r, final);
+    next_flush = now + std::chrono::milliseconds(r->cfg.flush_ms);
+    if (asked) r->flush_done.store(requested);
+    if (final) return;
+  }
+}
+
+}  // namespace
+
+void flush_now(Recorder& r, bool final) {
+  std::lock_guard lock(r.flush_mu);
+  if (r.state.load() == State::kFailed || r.state.load() == State::kIdle) return;
+  if (r.writer.path().empty()) return;
+  if (!r.writer.failed() && !r.writer.check_descriptor()) stop_on_failure(r);
+  // Drain first, then take names and tracks: every name an event uses was
+  // interned before the event was written, so it is in this table chunk.
+  Pending p;
+  auto write_pending = [&r, &p] {
+    write_table(r, format::ChunkType::kStrings, r.registry.take_new_strings());
+    write_table(r, format::ChunkType::kTracks, r.registry.take_new_tracks());
+    write_events(r, p);
+  };
+  const size_t target = r.writer.chunk_target();
+  for (ThreadBuffer* b : r.registry.buffers()) drain_buffer(*b, p, target, write_pending);
+  write_table(r, format::ChunkType::kStrings, r.registry.take_new_strings());
+  write_table(r, format::ChunkType::kTracks, r.registry.take_new_tracks());
+  write_attachments(r);
+  write_events(r, p);
+  r.registry.collect_retired();
+  if (final) {
+    r.writer.close(end_payload(r));
+    r.state.store(State::kClosed);
+    g_capture.store(false, std::memory_order_relaxed);
+  }
+}
+
+void start_flusher(Recorder& r) { r.flusher = std::thread(flusher_main, &r); }
+
+bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
+  Recorder& r = recorder();
+  if (r.state.load() != State::kRunning || r.pid != ::getpid()) return false;
+  if (final) r.final_requested.store(true);
+  const uint64_t want = r.flush_requested.fetch_add(1) + 1;
+  for (int waited = 0; waited < timeout_ms; ++waited) {
+    if (r.flush_done.load() >= want) return true;
+    timespec ts{0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+  return false;
+}
+
+void close_recorder() {
+  Recorder& r = recorder();
+  if (r.state.load() != State::kRunning || r.pid != ::getpid()) return;
+  g_capture.store(false, std::memory_order_relaxed);
+  if (r.sampler) r.sampler->stop();
+  r.stop.store(true);
+  r.wake_cv.notify_all();
+  if (r.flusher.joinable() && r.flusher.get_id() != std::this_thread::get_id()) r.flusher.join();
+  if (r.state.load() == State::kRunning) flush_now(r, true);
+}
+
+}  // namespace stallscope::detail

@@ -1,0 +1,90 @@
+// The process's recorder: configuration, identity, registry, file and the
+// background threads (flusher, sampler). One instance per process, created
+// at the first event (or stallscope_init) and replaced in a fork child.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "recorder/config.hpp"
+#include "recorder/file_writer.hpp"
+#include "recorder/registry.hpp"
+#include "stallscope/trace.hpp"
+#include "sys/cpu_sampler.hpp"
+#include "sys/run_identity.hpp"
+
+namespace stallscope::detail {
+
+enum class State : int { kIdle, kRunning, kFailed, kClosed };
+
+struct Recorder {
+  RecorderConfig cfg;
+  Registry registry{64u << 20};
+  FileWriter writer;
+  std::string run_dir;
+  std::string control_path;
+  int pid = 0;
+  std::atomic<State> state{State::kIdle};
+
+  // Flusher thread and its wake-up.
+  std::thread flusher;
+  std::mutex flush_mu;      // one flush at a time
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  std::atomic<bool> stop{false};
+  // Signal and _exit paths ask the flusher for a flush and wait for the
+  // sequence to advance (nothing async-signal-unsafe in the handler).
+  std::atomic<uint64_t> flush_requested{0};
+  std::atomic<uint64_t> flush_done{0};
+  std::atomic<bool> final_requested{false};
+
+  std::unique_ptr<sys::CpuSampler> sampler;
+  ThreadBuffer* flusher_buffer = nullptr;  // the process track (capture marks)
+  uint32_t process_track = 0;
+  uint64_t disk_dropped = 0;
+  std::vector<uint64_t> track_written;       // events on disk, by track id
+  std::vector<uint64_t> track_disk_dropped;  // by track id
+  std::vector<std::pair<std::string, std::string>> pending_attachments;
+  std::mutex attach_mu;
+  std::mutex internal_mu;   // writers of the process track (rare)
+  int64_t control_mtime_ns = -1;
+};
+
+// The current recorder (never null after first use; leaked on purpose so
+// that exit-time and thread-exit paths never see a destroyed object).
+Recorder& recorder();
+// Starts recording if not started yet; false if tracing is off or failed.
+bool ensure_started();
+// Registers the calling thread; returns its buffer or nullptr.
+ThreadBuffer* register_current_thread();
+// Writes a record on the recorder's own process track, even while capture
+// is off (capture marks, notes).
+void emit_internal(const format::CoreRecord& core);
+// emit() with the extension gathered from pieces (batch_ready id lists).
+bool emit_pieces(const format::CoreRecord& core, const ThreadBuffer::Piece* pieces,
+                 size_t n) noexcept;
+// The calling thread's track id (0 before its first event).
+uint32_t current_track() noexcept;
+// Fork child: a fresh recorder that keeps the parent's interned names.
+void replace_recorder_after_fork();
+
+// Flusher (flusher.cpp).
+void start_flusher(Recorder& r);
+void flush_now(Recorder& r, bool final);
+// From any context, including signal handlers: wait up to `timeout_ms`
+// for the flusher to complete a (final) flush. Returns false on timeout.
+bool request_flush_and_wait(bool final, int timeout_ms) noexcept;
+// Final flush, End chunk, threads stopped (normal exit, shutdown).
+void close_recorder();
+
+// Lifecycle (lifecycle.cpp): exit and signal hooks, fork handling.
+void install_process_hooks();
+void warn(const std::string& text);
+
+}  // namespace stallscope::detail

@@ -1,0 +1,131 @@
+#include "recorder/registry.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+namespace stallscope::detail {
+
+uint32_t Registry::intern(std::string_view name) {
+  std::lock_guard lock(mu_);
+  try {
+    auto it = ids_.find(std::string(name));
+    if (it != ids_.end()) return it->second;
+    auto [pos, ok] = ids_.emplace(std::string(name), static_cast<uint32_t>(names_.size() + 1));
+    names_.push_back(pos->first);
+    return pos->second;
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
+}
+
+ThreadBuffer* Registry::add_thread(uint32_t tid, std::string_view name, size_t buffer_bytes,
+                                   format::TrackType type) {
+  const uint32_t name_id = name.empty() ? 0 : intern(name);
+  std::lock_guard lock(mu_);
+  const auto track_id = static_cast<uint32_t>(tracks_.size() + 1);
+  format::TrackEntry t{};
+  t.track_id = track_id;
+  t.type = static_cast<uint8_t>(type);
+  t.tid = tid;
+  t.name_id = name_id;
+  tracks_.push_back(t);
+  if (allocated_ + buffer_bytes > budget_) {
+    // Spend what is left on a smaller buffer rather than none at all.
+    size_t left = budget_ - allocated_;
+    buffer_bytes = 64u << 10;
+    while (buffer_bytes * 2 <= left) buffer_bytes *= 2;
+    if (buffer_bytes > left) return nullptr;
+  }
+  try {
+    buffers_.push_back(std::make_unique<ThreadBuffer>(track_id, buffer_bytes));
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+  allocated_ += buffer_bytes;
+  return buffers_.back().get();
+}
+
+void Registry::rename_track(uint32_t track_id, std::string_view name) {
+  const uint32_t name_id = intern(name);
+  std::lock_guard lock(mu_);
+  if (track_id == 0 || track_id > tracks_.size()) return;
+  tracks_[track_id - 1].name_id = name_id;
+  // Re-announced in the next tracks chunk; readers keep the last entry.
+  renamed_.push_back(tracks_[track_id - 1]);
+}
+
+void Registry::count_unbuffered(uint32_t track_id) {
+  std::lock_guard lock(mu_);
+  ++unbuffered_drops_[track_id];
+}
+
+std::vector<uint8_t> Registry::take_new_strings() {
+  std::lock_guard lock(mu_);
+  std::vector<uint8_t> out;
+  for (; strings_flushed_ < names_.size(); ++strings_flushed_) {
+    std::string_view s = names_[strings_flushed_];
+    format::StringEntry e{static_cast<uint32_t>(strings_flushed_ + 1),
+                          static_cast<uint32_t>(s.size())};
+    size_t at = out.size();
+    out.resize(at + sizeof e + format::pad8(e.bytes), 0);
+    std::memcpy(out.data() + at, &e, sizeof e);
+    std::memcpy(out.data() + at + sizeof e, s.data(), s.size());
+  }
+  return out;
+}
+
+std::vector<uint8_t> Registry::take_new_tracks() {
+  std::lock_guard lock(mu_);
+  std::vector<format::TrackEntry> fresh(tracks_.begin() + static_cast<ptrdiff_t>(tracks_flushed_),
+                                        tracks_.end());
+  fresh.insert(fresh.end(), renamed_.begin(), renamed_.end());
+  tracks_flushed_ = tracks_.size();
+  renamed_.clear();
+  std::vector<uint8_t> out(fresh.size() * sizeof(format::TrackEntry));
+  if (!out.empty()) std::memcpy(out.data(), fresh.data(), out.size());
+  return out;
+}
+
+std::vector<ThreadBuffer*> Registry::buffers() {
+  std::lock_guard lock(mu_);
+  std::vector<ThreadBuffer*> out;
+  out.reserve(buffers_.size());
+  for (auto& b : buffers_) out.push_back(b.get());
+  return out;
+}
+
+void Registry::collect_retired() {
+  std::lock_guard lock(mu_);
+  std::erase_if(buffers_, [this](const std::unique_ptr<ThreadBuffer>& b) {
+    if (!b->retired() || b->pending_bytes() != 0) return false;
+    // Its totals must survive the buffer.
+    unbuffered_drops_[b->track_id()] += b->dropped();
+    allocated_ -= b->capacity();
+    return true;
+  });
+}
+
+std::vector<Registry::Totals> Registry::totals() {
+  std::lock_guard lock(mu_);
+  std::vector<Totals> out;
+  for (const auto& t : tracks_) {
+    uint64_t dropped = 0;
+    if (auto it = unbuffered_drops_.find(t.track_id); it != unbuffered_drops_.end())
+      dropped = it->second;
+    for (auto& b : buffers_)
+      if (b->track_id() == t.track_id) dropped += b->dropped();
+    out.push_back({t.track_id, dropped});
+  }
+  return out;
+}
+
+void Registry::adopt_names_after_fork(const Registry& parent) {
+  // Single-threaded (fork child); the parent's mutex may be held forever.
+  ids_ = parent.ids_;
+  names_.assign(parent.names_.size(), std::string_view());
+  for (const auto& [name, id] : ids_) names_[id - 1] = name;
+  strings_flushed_ = 0;
+}
+
+}  // namespace stallscope::detail

@@ -1,0 +1,70 @@
+// What the recorder knows across threads: interned names, tracks, and the
+// thread buffers to drain. Registration takes a mutex (once per name or
+// thread); the hot path never touches this class.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "recorder/thread_buffer.hpp"
+#include "stallscope/format.hpp"
+
+namespace stallscope::detail {
+
+class Registry {
+ public:
+  explicit Registry(size_t memory_budget) : budget_(memory_budget) {}
+
+  // Returns the id of `name`, adding it when new (0 on allocation failure).
+  uint32_t intern(std::string_view name);
+  // Registers a track and, for threads, a buffer of `buffer_bytes` within
+  // the memory budget (nullptr when the budget is spent: the thread's events
+  // are then dropped and counted on its track).
+  ThreadBuffer* add_thread(uint32_t tid, std::string_view name, size_t buffer_bytes,
+                           format::TrackType type = format::TrackType::kThread);
+  void rename_track(uint32_t track_id, std::string_view name);
+  // Events of threads that got no buffer.
+  void count_unbuffered(uint32_t track_id);
+
+  // Flusher side: string and track entries added since the last call,
+  // serialized as chunk payloads (empty when none).
+  std::vector<uint8_t> take_new_strings();
+  std::vector<uint8_t> take_new_tracks();
+  // Buffers to drain (snapshot); retired, drained buffers are freed by
+  // collect_retired().
+  std::vector<ThreadBuffer*> buffers();
+  void collect_retired();
+  // Per-track totals for the End chunk (dropped_disk from the flusher).
+  struct Totals {
+    uint32_t track_id;
+    uint64_t dropped_buffer;
+  };
+  std::vector<Totals> totals();
+
+  // Fork child: takes over the parent's names (call sites cache their ids)
+  // so they are written again into the child's own file. The parent's
+  // tracks and buffers are not taken: their events are the parent's.
+  void adopt_names_after_fork(const Registry& parent);
+  void set_budget(size_t bytes) { budget_ = bytes; }
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  std::mutex mu_;
+  size_t budget_;
+  size_t allocated_ = 0;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::string_view> names_;   // by id - 1, views into ids_ keys
+  size_t strings_flushed_ = 0;
+  std::vector<format::TrackEntry> tracks_;
+  size_t tracks_flushed_ = 0;
+  std::vector<format::TrackEntry> renamed_;
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
+  std::unordered_map<uint32_t, uint64_t> unbuffered_drops_;
+};
+
+}  // namespace stallscope::detail

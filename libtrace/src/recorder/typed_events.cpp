@@ -1,0 +1,176 @@
+// The typed recorders of trace.hpp: each fills a core record and its
+// extension records on the stack and hands them to emit() in one piece.
+#include <algorithm>
+#include <cstring>
+
+#include "recorder/recorder.hpp"
+#include "stallscope/trace.hpp"
+
+namespace stallscope {
+namespace {
+
+using namespace format;
+
+template <typename E>
+E ext_of(Ext type, uint32_t aux = 0) {
+  E e{};
+  e.h.type = static_cast<uint8_t>(type);
+  e.h.bytes = static_cast<uint16_t>(sizeof(E));
+  e.h.aux = aux;
+  return e;
+}
+
+CoreRecord core_of(Kind kind, NameId name, Ticks start, Ticks end, uint64_t corr,
+                   uint8_t flags = 0) {
+  const bool instant = end == start && kind != Kind::kCounter;
+  return CoreRecord{static_cast<uint8_t>(kind),
+                    static_cast<uint8_t>(flags | (instant ? kInstant : kComplete)), 0, name,
+                    start, end >= start ? end - start : 0, corr};
+}
+
+template <typename E>
+bool emit_with(const CoreRecord& core, const E& ext) {
+  if (!enabled()) return false;
+  return detail::emit(core, &ext, sizeof ext);
+}
+
+}  // namespace
+
+bool record_step(uint64_t index, Ticks start, Ticks end, StepSource source) noexcept {
+  auto e = ext_of<StepExt>(Ext::kStep, static_cast<uint32_t>(source));
+  e.index = index;
+  return emit_with(core_of(Kind::kStep, 0, start, end, index), e);
+}
+
+bool record_storage_read(Ticks start, Ticks end, const StorageRead& r) noexcept {
+  auto e = ext_of<IoExt>(Ext::kIo, r.file);
+  e.bytes = r.bytes;
+  e.offset = r.offset;
+  e.hit_bytes = r.hit_bytes;
+  e.queued_ns = r.queued_ns;
+  e.sample_id = r.sample_id;
+  e.tier = static_cast<uint8_t>(r.tier);
+  e.cache = static_cast<uint8_t>(r.cache);
+  e.cache_method = static_cast<uint8_t>(r.cache_method);
+  e.queue_depth = r.queue_depth;
+  // Reads of one thread may be in flight together (io_uring): async.
+  return emit_with(core_of(Kind::kStorageRead, r.file, start, end, r.batch_id, kAsync), e);
+}
+
+bool record_preprocess(NameId name, Ticks start, Ticks end, const Work& w) noexcept {
+  auto e = ext_of<WorkExt>(Ext::kWork, w.worker);
+  e.sample_id = w.sample_id;
+  e.batch_id = w.batch_id;
+  e.count = w.count;
+  return emit_with(core_of(Kind::kPreprocess, name, start, end, w.batch_id), e);
+}
+
+bool record_data_wait(Ticks start, Ticks end, uint64_t batch_id, WaitSource how) noexcept {
+  auto e = ext_of<WorkExt>(Ext::kWork, static_cast<uint32_t>(how));
+  e.batch_id = batch_id;
+  return emit_with(core_of(Kind::kDataWait, 0, start, end, batch_id), e);
+}
+
+bool record_batch_ready(Ticks when, uint64_t batch_id, std::span<const uint64_t> ids) noexcept {
+  if (!enabled()) return false;
+  // One WorkExt, then the ids in id-list extensions of at most
+  // kMaxIdsPerExt each, gathered straight from the caller's span.
+  constexpr size_t kMaxPieces = 8;
+  if (ids.size() > kMaxPieces * kMaxIdsPerExt) ids = ids.first(kMaxPieces * kMaxIdsPerExt);
+  auto w = ext_of<WorkExt>(Ext::kWork);
+  w.batch_id = batch_id;
+  w.count = static_cast<uint32_t>(ids.size());
+  w.sample_id = ids.empty() ? 0 : ids.front();
+  IdListExt headers[kMaxPieces];
+  detail::ThreadBuffer::Piece pieces[1 + 2 * kMaxPieces];
+  size_t n = 0;
+  pieces[n++] = {&w, sizeof w};
+  for (size_t i = 0, k = 0; i < ids.size(); i += kMaxIdsPerExt, ++k) {
+    const size_t count = std::min<size_t>(kMaxIdsPerExt, ids.size() - i);
+    headers[k] = IdListExt{};
+    headers[k].h.type = static_cast<uint8_t>(Ext::kIdList);
+    headers[k].h.bytes = static_cast<uint16_t>(sizeof(IdListExt) + 8 * count);
+    headers[k].h.aux = static_cast<uint32_t>(count);
+    pieces[n++] = {&headers[k], sizeof(IdListExt)};
+    pieces[n++] = {ids.data() + i, 8 * count};
+  }
+  return detail::emit_pieces(core_of(Kind::kBatchReady, 0, when, when, batch_id), pieces, n);
+}
+
+bool record_api_call(Ticks start, Ticks end, const ApiCall& a) noexcept {
+  auto e = ext_of<ApiExt>(Ext::kApi, a.cbid);
+  e.domain = static_cast<uint8_t>(a.domain);
+  e.result = a.result;
+  return emit_with(core_of(Kind::kApiCall, a.name, start, end, a.corr), e);
+}
+
+bool record_copy(Ticks start, Ticks end, const Copy& c) noexcept {
+  auto e = ext_of<CopyExt>(Ext::kCopy, c.stream);
+  e.bytes = c.bytes;
+  e.src = static_cast<uint8_t>(c.src);
+  e.dst = static_cast<uint8_t>(c.dst);
+  e.device = c.device;
+  const uint8_t flags = c.emulated ? kEmulated : 0;
+  return emit_with(core_of(c.kind, 0, start, end, c.corr, flags), e);
+}
+
+bool record_kernel(Ticks start, Ticks end, const DeviceWork& k) noexcept {
+  auto e = ext_of<DeviceExt>(Ext::kDevice, k.stream);
+  e.device = k.device;
+  const uint8_t flags = k.emulated ? kEmulated : 0;
+  return emit_with(core_of(Kind::kKernel, k.name, start, end, k.corr, flags), e);
+}
+
+bool record_sync(Ticks start, Ticks end, const DeviceWork& what, uint16_t sync_kind) noexcept {
+  auto e = ext_of<DeviceExt>(Ext::kDevice, what.stream);
+  e.device = what.device;
+  e.sync_kind = sync_kind;
+  return emit_with(core_of(Kind::kSync, what.name, start, end, what.corr), e);
+}
+
+bool record_collective(Ticks start, Ticks end, const Collective& c) noexcept {
+  auto e = ext_of<CollectiveExt>(Ext::kCollective,
+                                 static_cast<uint32_t>(c.op) | (uint32_t{c.dtype} << 8));
+  e.bytes = c.bytes;
+  e.comm_id = c.comm_id;
+  e.seq = c.seq;
+  e.rank = c.rank;
+  e.nranks = c.nranks;
+  e.peer = c.peer;
+  const uint8_t flags = c.emulated ? kEmulated : 0;
+  return emit_with(core_of(Kind::kCollective, c.name, start, end, c.corr, flags), e);
+}
+
+bool record_range(NameId name, Ticks start, Ticks end, NameId domain) noexcept {
+  auto e = ext_of<RangeExt>(Ext::kRange, domain);
+  return emit_with(core_of(Kind::kRange, name, start, end, 0), e);
+}
+
+bool record_counter(NameId name, double value, uint64_t subject) noexcept {
+  if (!enabled()) return false;
+  CoreRecord r{static_cast<uint8_t>(Kind::kCounter), uint8_t{kInstant} | uint8_t{kValueDouble}, 0, name,
+               ticks_now(), 0, subject};
+  std::memcpy(&r.value, &value, sizeof value);
+  return detail::emit(r, nullptr, 0);
+}
+
+bool record_mark(NameId text) noexcept {
+  if (!enabled()) return false;
+  const Ticks t = ticks_now();
+  return detail::emit(CoreRecord{static_cast<uint8_t>(Kind::kMark), kInstant, 0, text, t, 0, 0},
+                      nullptr, 0);
+}
+
+int attach(std::string_view name, std::string_view data) noexcept {
+  if (!detail::ensure_started()) return -ENODEV;
+  auto& r = detail::recorder();
+  try {
+    std::lock_guard lock(r.attach_mu);
+    r.pending_attachments.emplace_back(std::string(name), std::string(data));
+  } catch (...) {
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,229 @@
+// A small traced program driven by the recorder tests: each mode records a
+// known set of events and then ends in a chosen way (normal exit, signal,
+// _exit, SIGKILL), so the tests can check what the file holds afterwards.
+// Usage: recorder_probe MODE [ARGS...]; prints facts the test compares
+// against (counts, pids) on stdout, one "key value" per line.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stallscope/trace.h"
+#include "stallscope/trace.hpp"
+
+namespace {
+
+using stallscope::Kind;
+
+void say(const char* key, unsigned long long value) {
+  std::printf("%s %llu\n", key, value);
+  std::fflush(stdout);
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+stallscope::NameId name(const char* s) { return stallscope::intern(s); }
+
+void spans(stallscope::NameId n, long count) {
+  for (long i = 0; i < count; ++i) stallscope::Span span(Kind::kPreprocess, n, uint64_t(i));
+}
+
+// T threads x N spans each; every thread reports how many it issued.
+int mode_threads(int threads, long per_thread) {
+  const auto n = name("work");
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) ts.emplace_back([&] { spans(n, per_thread); });
+  for (auto& t : ts) t.join();
+  say("issued", static_cast<unsigned long long>(threads) * per_thread);
+  return 0;
+}
+
+// One thread records and exits at once (nothing flushed yet); another
+// records, then idles until the process exits.
+int mode_thread_exit(long count) {
+  std::thread([count] { spans(name("exited_thread"), count); }).join();
+  // Static: the idle thread outlives main's frame.
+  static std::atomic<bool> recorded{false}, quit{false};
+  std::thread idle([count] {
+    spans(name("idle_thread"), count);
+    recorded = true;
+    while (!quit) sleep_ms(1);
+  });
+  while (!recorded) sleep_ms(1);
+  say("issued", 2 * count);
+  quit = true;
+  idle.detach();  // still alive when main returns
+  return 0;
+}
+
+int mode_kill_after_flush(long before) {
+  spans(name("before_flush"), before);
+  if (stallscope_flush() != 0) return 5;
+  say("flushed", before);
+  for (;;) {  // keeps recording until killed; these may be lost
+    spans(name("after_flush"), 10);
+    sleep_ms(1);
+  }
+}
+
+volatile sig_atomic_t g_handler_ran = 0;
+const char* g_marker = nullptr;
+
+void own_handler(int) {
+  g_handler_ran = 1;
+  int fd = ::open(g_marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    (void)!::write(fd, "handler ran\n", 12);
+    ::close(fd);
+  }
+  _exit(3);
+}
+
+int mode_wait_for_signal(bool own, const char* marker, long count) {
+  if (own) {
+    g_marker = marker;
+    signal(SIGTERM, own_handler);
+  }
+  spans(name("before_signal"), count);
+  say("ready", count);
+  for (;;) sleep_ms(5);
+}
+
+int mode_underscore_exit(long count) {
+  spans(name("before_exit"), count);
+  say("issued", count);
+  _exit(0);
+}
+
+// Closes every descriptor, then puts one of its own files on the number the
+// recorder used: nothing of the trace may land in that file.
+int mode_close_all(const char* own_file, long count) {
+  spans(name("before_close"), count);
+  stallscope_flush();
+  ::syscall(SYS_close_range, 3u, ~0u, 0u);
+  for (int fd = 3; fd < 1024; ++fd) {
+    int f = ::open(own_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (f < 0) return 6;
+    if (f != fd) {
+      ::dup2(f, fd);
+      ::close(f);
+    }
+  }
+  (void)!::write(700, "program data\n", 13);
+  spans(name("after_close"), count);
+  stallscope_flush();
+  say("issued", 2 * count);
+  return 0;
+}
+
+int mode_fork(long count) {
+  spans(name("parent_before"), count);
+  stallscope_flush();
+  pid_t child = fork();
+  if (child == 0) {
+    spans(name("child"), count);
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  spans(name("parent_after"), count);
+  say("child", static_cast<unsigned long long>(child));
+  say("parent", static_cast<unsigned long long>(getpid()));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
+}
+
+int mode_control(const char* control, long count) {
+  spans(name("capture_on"), count);
+  auto write_control = [control](const char* text) {
+    FILE* f = std::fopen(control, "w");
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  write_control("off\n");
+  for (int i = 0; i < 200 && stallscope_capture_enabled(); ++i) sleep_ms(5);
+  spans(name("capture_off"), count);
+  sleep_ms(20);  // a new mtime for the next write
+  write_control("on\n");
+  for (int i = 0; i < 200 && !stallscope_capture_enabled(); ++i) sleep_ms(5);
+  spans(name("capture_on_again"), count);
+  say("toggled", stallscope_capture_enabled());
+  return 0;
+}
+
+int mode_all_kinds() {
+  // One of everything the API offers, for the round trip test.
+  using namespace stallscope;
+  const Ticks t0 = ticks_now();
+  stallscope_thread_name_set("probe-main");
+  record_step(7, t0, t0 + 1000, format::StepSource::kApi);
+  stallscope_step_begin(8);
+  stallscope_step_end(8);
+  StorageRead io;
+  io.file = intern("/data/shard-0001.bin");
+  io.bytes = 4096;
+  io.offset = 5ull << 32;
+  io.hit_bytes = 1024;
+  io.queued_ns = 250;
+  io.sample_id = 42;
+  io.batch_id = 3;
+  io.tier = format::Tier::kNetwork;
+  io.cache = format::Cache::kPartial;
+  io.cache_method = format::CacheMethod::kNowait;
+  io.queue_depth = 32;
+  record_storage_read(t0, t0 + 2000, io);
+  record_preprocess(intern("decode"), t0, t0 + 3000, Work{42, 3, 4, 2});
+  record_data_wait(t0, t0 + 4000, 3, format::WaitSource::kHook);
+  std::vector<uint64_t> ids(10000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 1000 + i;
+  record_batch_ready(t0 + 5000, 3, ids);
+  record_api_call(t0, t0 + 100, ApiCall{intern("cudaLaunchKernel"), 77,
+                                        format::ApiDomain::kCudaRuntime, 211, 0});
+  record_copy(t0, t0 + 600, Copy{Kind::kH2D, 1 << 20, format::MemKind::kPageable,
+                                 format::MemKind::kDevice, 1, 9, 77, true});
+  record_copy(t0, t0 + 700, Copy{Kind::kD2H, 64, format::MemKind::kDevice,
+                                 format::MemKind::kPinned, 0, 2, 78, false});
+  record_copy(t0, t0 + 800, Copy{Kind::kD2D, 128, format::MemKind::kDevice,
+                                 format::MemKind::kDevice, 0, 2, 79, false});
+  record_copy(t0, t0 + 900, Copy{Kind::kMemset, 256, format::MemKind::kDevice,
+                                 format::MemKind::kDevice, 0, 2, 80, false});
+  record_kernel(t0, t0 + 5000, DeviceWork{intern("gemm"), 1, 9, 77, false});
+  record_sync(t0, t0 + 300, DeviceWork{intern("cudaStreamSynchronize"), 1, 9, 81, false}, 2);
+  record_collective(t0, t0 + 9000, Collective{intern("allreduce"), format::CollOp::kAllReduce,
+                                              7, 1 << 26, 0xabcdef, 12, 1, 4, -1, 82, true});
+  record_range(intern("forward"), t0, t0 + 1200, intern("user"));
+  stallscope_range_push("nested");
+  stallscope_range_pop();
+  record_counter(intern("queue.ready"), 2.5, 1234);
+  stallscope_mark("checkpoint");
+  stallscope_data_wait_record(t0, t0 + 10, 4);
+  return attach("config", "{\"workers\":4}") == 0 ? 0 : 8;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string mode = argv[1];
+  auto arg = [&](int i, long def) { return argc > i ? std::atol(argv[i]) : def; };
+  if (mode == "threads") return mode_threads(int(arg(2, 8)), arg(3, 1000));
+  if (mode == "thread-exit") return mode_thread_exit(arg(2, 1000));
+  if (mode == "kill-after-flush") return mode_kill_after_flush(arg(2, 1000));
+  if (mode == "signal-own") return mode_wait_for_signal(true, argv[2], arg(3, 1000));
+  if (mode == "signal-default") return mode_wait_for_signal(false, nullptr, arg(2, 1000));
+  if (mode == "underscore-exit") return mode_underscore_exit(arg(2, 1000));
+  if (mode == "close-all") return mode_close_all(argv[2], arg(3, 1000));
+  if (mode == "fork") return mode_fork(arg(2, 1000));
+  if (mode == "control") return mode_control(argv[2], arg(3, 100));
+  if (mode == "all-kinds") return mode_all_kinds();
+  return 2;
+}
