@@ -1,0 +1,219 @@
+// The sampling thread and one tick. The tables it reads live in
+// sampler_tables.cpp (threads, children) and idle_cpus.cpp (/proc/stat).
+#include "sys/cpu_sampler.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "stallscope/clock.hpp"
+#include "sys/idle_cpus.hpp"
+#include "sys/proc_text.hpp"
+#include "sys/sampler_tables.hpp"
+
+namespace stallscope::sys {
+namespace {
+
+// Linux thread names hold 15 bytes: "stallscope-sampler" would be refused.
+constexpr const char* kThreadName = "stallscope-samp";
+constexpr int kMaxPeriodMs = 60000;
+constexpr int kIdleWindowMs = 50;  // default /proc/stat window, see idle_every
+
+}  // namespace
+
+struct CpuSampler::State {
+  // Thread control.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;    // guarded by mu
+  pid_t owner_pid = 0;  // the process that started the thread
+  // Sampling state, touched only under tick_mu.
+  std::mutex tick_mu;
+  bool opened = false;
+  ThreadTable threads;
+  ChildTable children;
+  IdleCpuMeter idle;
+  AffinityReader affinity_reader;
+  std::vector<int> affinity;
+  CgroupCpu cgroup;
+  OwnedFd cgroup_stat;
+  int cgroup_every = 1;  // ticks per CFS period
+  char cgroup_text[2048];
+  int64_t last_relist_ns = 0;
+  uint64_t ticks = 0;
+  // Published for stats().
+  std::atomic<uint64_t> samples{0}, own_cpu_ns{0}, errors{0}, n_threads{0}, n_children{0};
+  std::atomic<int64_t> start_ns{0}, stop_ns{0};
+
+  void open(const SysPaths& p, int period_ms);
+  void relist(pid_t self);
+  void sample_process(const CounterSink& sink, bool read_idle);
+  bool every(int n) const { return ticks % static_cast<uint64_t>(n) == 0; }
+  void sample_cgroup(const CounterSink& sink);
+};
+
+// Opened lazily on the first tick, so constructing a sampler does no I/O.
+// Each source that fails to open is simply absent.
+void CpuSampler::State::open(const SysPaths& p, int period_ms) {
+  opened = true;
+  threads.open(p.proc);
+  idle.open(p.proc);
+  cgroup = read_cgroup_cpu(p);
+  const std::string stat_file = cgroup_cpu_stat_file(cgroup);
+  if (!stat_file.empty()) cgroup_stat.open_at(AT_FDCWD, stat_file.c_str(), O_RDONLY);
+  // The kernel updates throttling counters once per CFS period (100 ms by
+  // default): reading cpu.stat more often learns nothing.
+  const int64_t cfs_period_us = cgroup.period_us > 0 ? cgroup.period_us : 100000;
+  cgroup_every = static_cast<int>(std::clamp<int64_t>(cfs_period_us / (period_ms * 1000), 1, 1000));
+}
+
+void CpuSampler::State::relist(pid_t self) {
+  threads.relist(self);
+  children.relist(threads.dir_fd(), threads.ran_since_relist());
+  // The main thread's set (taskset or the program may change it).
+  if (affinity_reader.read(::getpid(), affinity)) idle.set_cpus(affinity);
+  idle.revalidate();
+  if (cgroup_stat.valid() && !cgroup_stat.still_ours()) {
+    cgroup_stat.forget();  // the program closed it; reopen a descriptor of our own
+    cgroup_stat.open_at(AT_FDCWD, cgroup_cpu_stat_file(cgroup).c_str(), O_RDONLY);
+  }
+  n_threads.store(threads.size(), std::memory_order_relaxed);
+  n_children.store(children.size(), std::memory_order_relaxed);
+}
+
+void CpuSampler::State::sample_cgroup(const CounterSink& sink) {
+  if (!cgroup_stat.valid()) return;
+  const ssize_t n = cgroup_stat.pread_text(cgroup_text, sizeof cgroup_text);
+  if (n <= 0) return;
+  parse_cgroup_cpu_stat({cgroup_text, static_cast<size_t>(n)}, cgroup.version, cgroup);
+  sink("cgroup.nr_throttled", static_cast<double>(cgroup.nr_throttled), 0);
+  sink("cgroup.throttled_ns", static_cast<double>(cgroup.throttled_ns), 0);
+}
+
+void CpuSampler::State::sample_process(const CounterSink& sink, bool read_idle) {
+  uint64_t ns = 0;
+  if (read_cpu_clock(CLOCK_PROCESS_CPUTIME_ID, ns))
+    sink("cpu.process_ns", static_cast<double>(ns), 0);
+  if (const auto idle_cpus = read_idle ? idle.sample() : std::nullopt) {
+    sink("cpu.idle", *idle_cpus, 0);
+  }
+  if (every(cgroup_every)) sample_cgroup(sink);
+  // Last, so that it includes this tick's own cost.
+  if (read_cpu_clock(CLOCK_THREAD_CPUTIME_ID, ns)) {
+    own_cpu_ns.store(ns, std::memory_order_relaxed);
+    sink("sampler.cpu_ns", static_cast<double>(ns), 0);
+  }
+}
+
+CpuSampler::CpuSampler(SamplerOptions opts) : opts_(std::move(opts)), state_(new State) {
+  opts_.period_ms = std::clamp(opts_.period_ms, 1, kMaxPeriodMs);
+  opts_.relist_ms = std::max(opts_.relist_ms, 0);
+  opts_.fault_every = std::max(opts_.fault_every, 1);
+  if (opts_.idle_every <= 0)
+    opts_.idle_every = std::max(1, (kIdleWindowMs + opts_.period_ms / 2) / opts_.period_ms);
+  if (!opts_.sink) opts_.sink = [](const char*, double, uint64_t) {};
+}
+
+CpuSampler::~CpuSampler() { stop(); }
+
+void CpuSampler::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    state_->stop = false;
+  }
+  state_->start_ns = mono_ns();
+  state_->stop_ns = 0;
+  state_->owner_pid = ::getpid();
+  // Block every signal before creating the thread so it starts with all of
+  // them blocked: the program's handlers never run on it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::exception&) {  // EAGAIN (thread limit): sample nothing
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void CpuSampler::stop() {
+  if (!thread_.joinable()) return;
+  if (state_->owner_pid != ::getpid()) {
+    // Forked child: the thread does not exist here and the mutexes may have
+    // been copied locked. Touch neither.
+    thread_.detach();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  thread_.join();
+  state_->stop_ns = mono_ns();
+}
+
+void CpuSampler::run() {
+  State& s = *state_;
+  pthread_setname_np(pthread_self(), kThreadName);
+  const auto period = std::chrono::milliseconds(opts_.period_ms);
+  auto next = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lk(s.mu);
+  while (!s.stop) {
+    lk.unlock();
+    sample_once();
+    lk.lock();
+    next += period;
+    const auto now = std::chrono::steady_clock::now();
+    if (next <= now) next = now + period;  // overran (suspended?): skip, never burst
+    s.cv.wait_until(lk, next, [&s] { return s.stop; });
+  }
+}
+
+void CpuSampler::sample_once() {
+  std::lock_guard<std::mutex> lk(state_->tick_mu);
+  try {
+    tick();
+  } catch (...) {  // the sink threw (or allocation failed): lose this tick only
+    state_->errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void CpuSampler::tick() {
+  State& s = *state_;
+  if (!s.opened) s.open(opts_.paths, opts_.period_ms);
+  const pid_t self = ::gettid();
+  const int64_t now = mono_ns();
+  if (s.ticks == 0 || now - s.last_relist_ns >= int64_t{opts_.relist_ms} * 1000000) {
+    s.relist(self);
+    s.last_relist_ns = now;
+  }
+  s.threads.sample(opts_.sink, self, s.every(opts_.fault_every));
+  s.children.sample(opts_.sink);
+  s.sample_process(opts_.sink, s.every(opts_.idle_every));
+  ++s.ticks;
+  s.samples.fetch_add(1, std::memory_order_relaxed);
+}
+
+SamplerStats CpuSampler::stats() const {
+  const State& s = *state_;
+  SamplerStats st;
+  st.samples = s.samples.load(std::memory_order_relaxed);
+  st.own_cpu_ns = s.own_cpu_ns.load(std::memory_order_relaxed);
+  st.errors = s.errors.load(std::memory_order_relaxed);
+  st.threads = s.n_threads.load(std::memory_order_relaxed);
+  st.children = s.n_children.load(std::memory_order_relaxed);
+  const int64_t start = s.start_ns.load(), stop = s.stop_ns.load();
+  if (start != 0) st.wall_ns = static_cast<uint64_t>((stop != 0 ? stop : mono_ns()) - start);
+  return st;
+}
+
+}  // namespace stallscope::sys

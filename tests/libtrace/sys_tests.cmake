@@ -1,0 +1,15 @@
+# System probes (libtrace/src/sys): white-box suites linking the object
+# library directly, without the recorder.
+stallscope_add_test(test_run_identity
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_run_identity.cpp
+  LIBS stallscope_sys
+  LABELS unit)
+stallscope_add_test(test_process_facts
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_process_facts.cpp
+  LIBS stallscope_sys
+  LABELS unit)
+stallscope_add_test(test_cpu_sampler
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cpu_sampler.cpp
+  LIBS stallscope_sys
+  LABELS unit fault
+  TIMEOUT 180)
