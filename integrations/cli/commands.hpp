@@ -1,0 +1,38 @@
+// The subcommands of `stallscope`. Each lives in its own file and registers
+// itself on the top-level CLI11 app; main.cpp runs the one that was chosen.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace stallscope::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInput = 1;  // unreadable input, failed output
+inline constexpr int kExitUsage = 2;  // bad flags or arguments
+
+struct Command {
+  CLI::App* app = nullptr;   // the parsed subcommand
+  std::function<int()> run;  // runs it after a successful parse; returns the exit code
+};
+
+Command add_info_command(CLI::App& parent);
+Command add_export_command(CLI::App& parent);
+Command add_report_command(CLI::App& parent);
+Command add_diff_command(CLI::App& parent);
+
+// Expands files and run directories into trace files. Prints one line per
+// path that yields none ("stallscope <cmd>: <path>: ...") and sets *failed.
+std::vector<std::string> expand_inputs(const std::string& cmd,
+                                       const std::vector<std::string>& paths, bool* failed);
+
+// Prints "[i/n] path" on one rewritten stderr line when stderr is a
+// terminal (long runs show progress; logs stay clean). Call with i == n to
+// clear the line.
+void show_progress(size_t i, size_t n, const std::string& path);
+
+}  // namespace stallscope::cli

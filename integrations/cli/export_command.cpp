@@ -1,0 +1,130 @@
+// `stallscope export --chrome OUT.json PATH... [--from T] [--to T] [--steps A:B]`:
+// Chrome trace-event JSON for ui.perfetto.dev, written through a temporary
+// file that replaces OUT.json only when complete.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "stallscope/chrome_export.hpp"
+#include "stallscope/file_summary.hpp"  // format_bytes
+
+namespace stallscope::cli {
+
+namespace {
+
+struct ExportOptions {
+  std::string chrome;
+  std::vector<std::string> paths;
+  std::string from, to, steps;
+};
+
+// Flags whose text CLI11 cannot check: false after printing what was wrong.
+bool parse_window(const ExportOptions& in, reader::ChromeExportOptions& out) {
+  std::string error;
+  auto bad = [&](const char* flag) {
+    std::cerr << "stallscope export: " << flag << ": " << error << "\n"
+              << "Run with --help for more information.\n";
+    return false;
+  };
+  reader::TimeBound b;
+  if (!in.from.empty()) {
+    if (!reader::parse_time_bound(in.from, b, &error)) return bad("--from");
+    out.from = b;
+  }
+  if (!in.to.empty()) {
+    if (!reader::parse_time_bound(in.to, b, &error)) return bad("--to");
+    out.to = b;
+  }
+  if (!in.steps.empty()) {
+    std::pair<uint64_t, uint64_t> range;
+    if (!reader::parse_step_range(in.steps, range, &error)) return bad("--steps");
+    out.steps = range;
+  }
+  return true;
+}
+
+void report(const reader::ChromeExportResult& res, const std::string& dest) {
+  show_progress(1, 1, "");  // clear the progress line
+  for (const auto& w : res.warnings) std::cerr << "stallscope export: warning: " << w << "\n";
+  for (const auto& e : res.errors) std::cerr << "stallscope export: error: " << e << "\n";
+  std::cerr << "stallscope export: wrote " << res.events << " trace events ("
+            << reader::format_bytes(res.bytes) << ") to " << dest << "\n";
+}
+
+int export_to_stdout(std::vector<reader::TraceReader>& readers,
+                     const reader::ChromeExportOptions& opt) {
+  const auto res = reader::export_chrome(readers, std::cout, opt);
+  std::cout.flush();
+  report(res, "standard output");
+  return res.ok() && std::cout.good() ? kExitOk : kExitInput;
+}
+
+int export_to_file(std::vector<reader::TraceReader>& readers,
+                   const reader::ChromeExportOptions& opt, const std::string& dest) {
+  const std::string tmp = dest + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    std::cerr << "stallscope export: cannot write " << tmp << ": " << std::strerror(errno) << "\n";
+    return kExitInput;
+  }
+  const auto res = reader::export_chrome(readers, out, opt);
+  out.close();
+  if (!out || std::rename(tmp.c_str(), dest.c_str()) != 0) {
+    std::cerr << "stallscope export: cannot write " << dest << ": " << std::strerror(errno) << "\n";
+    std::remove(tmp.c_str());
+    return kExitInput;
+  }
+  report(res, dest);
+  return res.ok() ? kExitOk : kExitInput;
+}
+
+int run_export(const ExportOptions& in) {
+  reader::ChromeExportOptions opt;
+  if (!parse_window(in, opt)) return kExitUsage;
+  opt.progress = show_progress;
+  bool failed = false;
+  const auto files = expand_inputs("export", in.paths, &failed);
+  if (failed || files.empty()) return kExitInput;
+  std::vector<reader::TraceReader> readers;
+  readers.reserve(files.size());
+  for (const auto& f : files) readers.emplace_back(f);
+  return in.chrome == "-" ? export_to_stdout(readers, opt)
+                          : export_to_file(readers, opt, in.chrome);
+}
+
+}  // namespace
+
+Command add_export_command(CLI::App& parent) {
+  auto opt = std::make_shared<ExportOptions>();
+  CLI::App* sub = parent.add_subcommand("export", "Convert traces for other viewers (Chrome JSON)");
+  sub->add_option("--chrome", opt->chrome,
+                  "Write Chrome trace-event JSON here ('-' = standard output); open it in "
+                  "ui.perfetto.dev")
+      ->required()
+      ->type_name("OUT.json");
+  sub->add_option("PATH", opt->paths, "Trace files (.sst) or run directories")
+      ->required()
+      ->type_name("PATH");
+  sub->add_option("--from", opt->from,
+                  "Keep events ending at or after this time: ns after the trace start, or with a "
+                  "unit (250us, 1.5ms, 2s); '@' prefix = absolute CLOCK_MONOTONIC ns")
+      ->type_name("TIME");
+  sub->add_option("--to", opt->to, "Keep events starting at or before this time (as --from)")
+      ->type_name("TIME");
+  sub->add_option("--steps", opt->steps,
+                  "Keep the window of steps A..B (inclusive; from step events), e.g. 100:110")
+      ->type_name("A:B");
+  sub->footer(
+      "The trace start is the earliest recorder start among the files; JSON timestamps count\n"
+      "from it. A warning is printed when the output would pass ~1 GiB, about what a browser\n"
+      "can open: narrow it with --from/--to or --steps.\n"
+      "Exit status: 0 written, 1 an input unreadable (the readable part is still written) or\n"
+      "the output unwritable, 2 usage error.");
+  return {sub, [opt] { return run_export(*opt); }};
+}
+
+}  // namespace stallscope::cli

@@ -1,0 +1,75 @@
+// stallscope — the command line. A dispatcher: each subcommand registers
+// itself (commands.hpp) and runs when chosen. Exit codes: 0 success,
+// 1 unreadable input or failed output, 2 usage error.
+#include <algorithm>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace {
+
+constexpr const char* kFooter = R"(Examples:
+  stallscope info stallscope-run/                 what each trace file holds
+  stallscope export --chrome t.json run/ --steps 100:110
+                                                  open t.json in ui.perfetto.dev
+
+Run 'stallscope <command> --help' for a command's options; docs/cli.md has more.)";
+
+// CLI11 reports --help and --version as "errors" with exit code 0.
+int handle_parse_error(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == 0) return app.exit(e);
+  app.exit(e);  // prints the message and "Run with --help for more information."
+  return stallscope::cli::kExitUsage;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"stallscope: where each training step's time goes, and what to change",
+               "stallscope"};
+  app.set_version_flag("--version", STALLSCOPE_VERSION);
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  std::vector<stallscope::cli::Command> commands = {
+      stallscope::cli::add_info_command(app),
+      stallscope::cli::add_export_command(app),
+      stallscope::cli::add_report_command(app),
+      stallscope::cli::add_diff_command(app),
+  };
+  // CLI11 would only say "A subcommand is required": name the unknown word.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    if (std::none_of(commands.begin(), commands.end(),
+                     [&](const auto& c) { return c.app->get_name() == word; })) {
+      std::string names;
+      for (const auto& c : commands) {
+        if (!names.empty()) names += ", ";
+        names += c.app->get_name();
+      }
+      std::cerr << "stallscope: unknown command '" << word << "' (commands: " << names << ")\n"
+                << "Run with --help for more information.\n";
+      return stallscope::cli::kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return handle_parse_error(app, e);
+  }
+  for (auto& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return stallscope::cli::kExitUsage;  // unreachable: a subcommand is required
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // out of memory, a failed stream …
+    std::cerr << "stallscope: " << e.what() << "\n";
+    return stallscope::cli::kExitInput;
+  }
+}

@@ -1,0 +1,290 @@
+// Event streaming: one events chunk in memory, records decoded with memcpy
+// straight from it. Every length is checked against its container before
+// anything is read; on malformed input the stream stops with an error that
+// names the offset, after yielding every event before it.
+#include <algorithm>
+#include <cstring>
+
+#include "reader/reader_impl.hpp"
+
+namespace stallscope::reader {
+
+namespace {
+
+template <typename T>
+T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+int64_t clamp_ns(int64_t v) { return std::clamp(v, -kMaxAbsNs, kMaxAbsNs); }
+
+const char* ext_label(uint8_t type) {
+  static constexpr const char* kLabels[] = {"io",         "work", "id_list", "copy", "device",
+                                            "collective", "api",  "step",    "range"};
+  return kLabels[type - format::kExtBase];
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ clocks --
+
+void TraceReader::Impl::reset_stream() {
+  Stream& s = stream;
+  const bool ticks_ns = (header.flags & format::kFileTicksAreNs) != 0;
+  s.conv = TickConverter(ticks_ns, ticks_ns ? 1.0 : nominal_ns_per_tick);
+  s.have_triple = false;
+  s.next_chunk = first_chunk;
+  s.size = s.pos = s.block_end = 0;
+  s.unknown_kinds = s.unknown_exts = s.clamped_times = 0;
+  s.done = !header_ok || (status == Status::kError && valid_end <= first_chunk);
+  update_tick_limit();
+  if (header_ok) add_triple(header.start);
+}
+
+// Ticks this far from the newest triple (or durations this long) still
+// convert to within ±2^60 ns: beyond it the double-to-int cast would overflow.
+void TraceReader::Impl::update_tick_limit() {
+  const double limit = static_cast<double>(kMaxTripleMonoNs) / stream.conv.ns_per_tick();
+  stream.max_tick_delta =
+      limit >= 4e18 ? int64_t{4000000000000000000} : static_cast<int64_t>(limit);
+}
+
+void TraceReader::Impl::add_triple(const format::ClockTriple& t) {
+  Stream& s = stream;
+  if (!sane_triple(t)) return;
+  if (s.have_triple && t.ticks <= s.cur_ticks) return;  // TickConverter ignores these too
+  s.conv.add(t);
+  s.have_triple = true;
+  s.cur_ticks = t.ticks;
+  update_tick_limit();
+}
+
+int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
+  Stream& s = stream;
+  if (!s.have_triple) return clamp_ns(static_cast<int64_t>(ticks));
+  const auto d = static_cast<int64_t>(ticks - s.cur_ticks);
+  if (d > s.max_tick_delta || d < -s.max_tick_delta) {
+    ++s.clamped_times;
+    return d > 0 ? kMaxAbsNs : -kMaxAbsNs;
+  }
+  return clamp_ns(s.conv.to_mono_ns(ticks));
+}
+
+void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c) {
+  using format::Kind;
+  const bool has_dur = e.phase == format::kComplete &&
+                       c.kind != static_cast<uint8_t>(Kind::kCounter) &&
+                       c.kind != static_cast<uint8_t>(Kind::kGap);
+  if ((c.flags & format::kTimesNs) != 0) {
+    e.ts_ns = clamp_ns(static_cast<int64_t>(c.ts));
+    e.dur_ns = has_dur ? static_cast<int64_t>(std::min<uint64_t>(c.value, kMaxAbsNs)) : 0;
+    return;
+  }
+  e.ts_ns = ticks_to_ns(c.ts);
+  e.dur_ns = 0;
+  if (!has_dur) return;
+  if (c.value > static_cast<uint64_t>(stream.max_tick_delta)) {
+    ++stream.clamped_times;
+    e.dur_ns = kMaxAbsNs;
+  } else {
+    e.dur_ns = std::clamp<int64_t>(stream.conv.duration_ns(c.ts, c.value), 0, kMaxAbsNs);
+  }
+}
+
+// ------------------------------------------------------------------ chunks --
+
+bool TraceReader::Impl::load_next_events_chunk() {
+  Stream& s = stream;
+  while (s.next_chunk < valid_end) {
+    const uint64_t off = s.next_chunk;
+    format::ChunkHeader h{};
+    std::string why;
+    // The index pass accepted this header; re-checking guards against a
+    // file changed underneath us.
+    if (read_chunk_header(off, h, why) != ChunkRead::kOk)
+      return fail(off, why.empty() ? "chunk changed since the file was opened" : why);
+    add_triple(h.clock);
+    s.next_chunk = off + sizeof h + h.payload_bytes;
+    if (static_cast<format::ChunkType>(h.type) != format::ChunkType::kEvents) continue;
+    if (!read_payload(off, h, s.buf)) return false;
+    s.payload_off = off + sizeof h;
+    s.size = h.payload_bytes;
+    s.pos = s.block_end = 0;
+    return true;
+  }
+  return false;
+}
+
+bool TraceReader::Impl::open_block() {
+  Stream& s = stream;
+  const uint64_t off = s.payload_off + s.pos;
+  if (s.size - s.pos < sizeof(format::TrackBlock))
+    return fail(off, "track block header runs past its chunk");
+  const auto b = load<format::TrackBlock>(s.buf.data() + s.pos);
+  const size_t room = s.size - s.pos - sizeof b;
+  if (b.bytes % 8 != 0)
+    return fail(off, "track block of " + std::to_string(b.bytes) + " bytes (not a multiple of 8)");
+  if (b.bytes > room)
+    return fail(off, "track block of " + std::to_string(b.bytes) + " bytes runs past its chunk (" +
+                         std::to_string(room) + " bytes left)");
+  s.pos += sizeof b;
+  s.block_end = s.pos + b.bytes;
+  s.track_id = b.track_id;
+  return true;
+}
+
+// ----------------------------------------------------------------- records --
+
+bool TraceReader::Impl::next(Event& e) {
+  Stream& s = stream;
+  while (!s.done) {
+    if (s.pos < s.block_end) {
+      const int r = decode_record(e);
+      if (r > 0) return true;
+      if (r < 0) break;
+      continue;
+    }
+    if (s.pos < s.size) {
+      if (!open_block()) break;
+      continue;
+    }
+    if (!load_next_events_chunk()) break;
+  }
+  finish_stream();
+  return false;
+}
+
+int TraceReader::Impl::decode_record(Event& e) {
+  Stream& s = stream;
+  const uint64_t off = s.payload_off + s.pos;
+  if (s.buf[s.pos] >= format::kExtBase) {
+    fail(off, "extension record without a core record before it");
+    return -1;
+  }
+  if (s.block_end - s.pos < sizeof(format::CoreRecord)) {
+    fail(off, "core record runs past its track block");
+    return -1;
+  }
+  const auto c = load<format::CoreRecord>(s.buf.data() + s.pos);
+  s.pos += sizeof c;
+  const bool known = c.kind != 0 && c.kind <= static_cast<uint8_t>(format::Kind::kMaxKnown);
+  e.ext_mask = 0;
+  s.ids.clear();
+  while (s.pos < s.block_end && s.buf[s.pos] >= format::kExtBase) {
+    if (!read_ext(e, known)) return -1;
+  }
+  if (!known) {
+    ++s.unknown_kinds;
+    return 0;
+  }
+  e.kind = c.kind;
+  e.flags = c.flags;
+  e.phase = c.flags & format::kPhaseMask;
+  e.aux = c.aux;
+  e.track_id = s.track_id;
+  e.name_id = c.name_id;
+  e.ts_raw = c.ts;
+  e.value = c.value;
+  e.corr = c.corr;
+  e.offset = off;
+  e.ids = std::span<const uint64_t>(s.ids.data(), s.ids.size());
+  fill_times(e, c);
+  return 1;
+}
+
+bool TraceReader::Impl::read_ext(Event& e, bool known) {
+  Stream& s = stream;
+  const uint64_t off = s.payload_off + s.pos;
+  if (s.block_end - s.pos < sizeof(format::ExtHeader))
+    return fail(off, "extension header runs past its track block");
+  const auto h = load<format::ExtHeader>(s.buf.data() + s.pos);
+  if (h.bytes < sizeof h || h.bytes % 8 != 0)
+    return fail(off, "extension of " + std::to_string(h.bytes) +
+                         " bytes (must be at least 8 and a multiple of 8)");
+  if (h.bytes > s.block_end - s.pos)
+    return fail(off,
+                "extension of " + std::to_string(h.bytes) + " bytes runs past its track block");
+  if (known && !apply_ext(e, h, s.buf.data() + s.pos, off)) return false;
+  s.pos += h.bytes;
+  return true;
+}
+
+namespace {
+
+template <typename T>
+bool copy_ext(T& dst, const format::ExtHeader& h, const uint8_t* p, uint32_t& mask) {
+  if (h.bytes < sizeof(T)) return false;
+  std::memcpy(&dst, p, sizeof(T));  // a longer (newer) extension keeps its v1 prefix
+  mask |= 1u << (h.type - format::kExtBase);
+  return true;
+}
+
+}  // namespace
+
+bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p,
+                                  uint64_t off) {
+  using format::Ext;
+  bool ok = true;
+  switch (static_cast<Ext>(h.type)) {
+    case Ext::kIo:
+      ok = copy_ext(e.io, h, p, e.ext_mask);
+      break;
+    case Ext::kWork:
+      ok = copy_ext(e.work, h, p, e.ext_mask);
+      break;
+    case Ext::kCopy:
+      ok = copy_ext(e.copy, h, p, e.ext_mask);
+      break;
+    case Ext::kDevice:
+      ok = copy_ext(e.device, h, p, e.ext_mask);
+      break;
+    case Ext::kCollective:
+      ok = copy_ext(e.collective, h, p, e.ext_mask);
+      break;
+    case Ext::kApi:
+      ok = copy_ext(e.api, h, p, e.ext_mask);
+      break;
+    case Ext::kStep:
+      ok = copy_ext(e.step, h, p, e.ext_mask);
+      break;
+    case Ext::kRange:
+      ok = copy_ext(e.range, h, p, e.ext_mask);
+      break;
+    case Ext::kIdList: {
+      const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
+      if (h.aux > fit)
+        return fail(off, "id list claims " + std::to_string(h.aux) + " ids but holds " +
+                             std::to_string(fit));
+      e.ext_mask |= ext_bit(Ext::kIdList);
+      if (h.aux == 0) return true;  // (memcpy into an empty vector's null data() is UB)
+      const size_t old = stream.ids.size();
+      stream.ids.resize(old + h.aux);  // bounded by the checked extension length
+      std::memcpy(stream.ids.data() + old, p + sizeof h, size_t{h.aux} * sizeof(uint64_t));
+      return true;
+    }
+    default:
+      ++stream.unknown_exts;
+      return true;
+  }
+  if (!ok)
+    return fail(off, std::string("extension ") + ext_label(h.type) + " of " +
+                         std::to_string(h.bytes) + " bytes is shorter than format 1 defines");
+  return true;
+}
+
+void TraceReader::Impl::finish_stream() {
+  Stream& s = stream;
+  s.done = true;
+  if (s.finished_once) return;
+  s.finished_once = true;
+  if (s.unknown_kinds > 0 || s.unknown_exts > 0)
+    warn("skipped " + std::to_string(s.unknown_kinds) + " records of unknown kinds and " +
+         std::to_string(s.unknown_exts) + " unknown extensions (written by a newer stallscope?)");
+  if (s.clamped_times > 0)
+    warn(std::to_string(s.clamped_times) +
+         " timestamps or durations were out of range of the clock triples and were clamped");
+}
+
+}  // namespace stallscope::reader

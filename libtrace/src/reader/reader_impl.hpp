@@ -1,0 +1,137 @@
+// Private state of TraceReader, shared by reader.cpp (open, index pass),
+// tables.cpp (strings, tracks, metadata, attachments, End) and
+// event_stream.cpp (event decoding).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reader/file_io.hpp"
+#include "stallscope/clock.hpp"
+#include "stallscope/reader.hpp"
+
+namespace stallscope::reader {
+
+// Bounds on converted times: a corrupt triple or tick count saturates here
+// instead of overflowing (ts + dur and differences of two times stay in int64).
+inline constexpr int64_t kMaxAbsNs = int64_t{1} << 61;
+inline constexpr int64_t kMaxTripleMonoNs = int64_t{1} << 60;
+
+// Triples outside these bounds (corrupt) are ignored by the clock math.
+inline bool sane_triple(const format::ClockTriple& t) noexcept {
+  return t.mono_ns >= -kMaxTripleMonoNs && t.mono_ns <= kMaxTripleMonoNs &&
+         t.real_ns >= -kMaxAbsNs && t.real_ns <= kMaxAbsNs;
+}
+
+// Interned strings by id. Dense ids (the recorder's 1, 2, 3 …) go to a
+// vector; others to a map, so a corrupt id never sizes an allocation.
+class StringTable {
+ public:
+  void add(uint32_t id, std::string_view s);
+  std::string_view get(uint32_t id) const noexcept;
+  size_t size() const noexcept { return count_; }
+
+ private:
+  std::vector<std::string> dense_;
+  std::vector<bool> dense_set_;
+  std::unordered_map<uint32_t, std::string> sparse_;
+  size_t count_ = 0;
+};
+
+// Result of reading one chunk header.
+enum class ChunkRead : uint8_t { kOk, kEof, kCut, kBad };
+
+// Event streaming state: one chunk payload in memory, a cursor into it.
+struct Stream {
+  uint64_t next_chunk = 0;   // file offset of the next chunk header
+  std::vector<uint8_t> buf;  // current events payload (capacity reused)
+  uint64_t payload_off = 0;  // file offset of buf[0]
+  size_t size = 0;           // bytes of buf in use
+  size_t pos = 0;            // next byte to decode
+  size_t block_end = 0;      // end of the current track block
+  uint32_t track_id = 0;
+  TickConverter conv;
+  bool have_triple = false;
+  uint64_t cur_ticks = 0;      // ticks of the converter's newest triple
+  int64_t max_tick_delta = 0;  // |t - cur_ticks| that converts without overflow
+  std::vector<uint64_t> ids;   // concatenated IdList ids of the current event
+  uint64_t unknown_kinds = 0;
+  uint64_t unknown_exts = 0;
+  uint64_t clamped_times = 0;
+  bool done = false;
+  bool finished_once = false;
+};
+
+struct TraceReader::Impl {
+  std::string path;
+  detail::File file;
+  Status status = Status::kTruncated;
+  bool header_ok = false;
+  std::string error;
+  std::vector<Diagnostic> diagnostics;
+
+  format::FileHeader header{};
+  uint64_t file_bytes = 0;
+  uint64_t lost_bytes = 0;
+  uint64_t event_payload_bytes = 0;
+  uint64_t first_chunk = 0;  // offset of the first chunk (header_bytes)
+  uint64_t valid_end = 0;    // end of the chunks the index pass accepted
+  double nominal_ns_per_tick = 1.0;
+
+  StringTable strings;
+  std::vector<TrackInfo> tracks;
+  std::unordered_map<uint32_t, size_t> track_index;
+  nlohmann::json metadata = nlohmann::json::object();
+  std::string metadata_text = "{}";
+  std::string host;
+  int64_t rank = -1;
+  std::vector<Attachment> attachments;
+  EndTotals end;
+  uint64_t unknown_chunks = 0;
+  std::vector<std::pair<int64_t, int64_t>> clock_points;  // (mono, real - mono)
+
+  Stream stream;
+
+  // ---- reader.cpp
+  void open(std::span<const uint8_t>* memory);  // nullptr: the file at `path`
+  bool read_header();
+  void set_nominal_rate();
+  void index_chunks();
+  void finish_index();
+  bool index_one(uint64_t off, const format::ChunkHeader& h);
+  ChunkRead read_chunk_header(uint64_t off, format::ChunkHeader& h, std::string& why);
+  bool read_payload(uint64_t off, const format::ChunkHeader& h, std::vector<uint8_t>& out);
+  bool fail(uint64_t offset, std::string_view what);
+  void warn(std::string message);
+
+  // ---- tables.cpp
+  bool parse_strings(std::span<const uint8_t> p, uint64_t off);
+  bool parse_tracks(std::span<const uint8_t> p, uint64_t off);
+  void parse_metadata(std::span<const uint8_t> p, uint64_t off);
+  bool parse_attachment(std::span<const uint8_t> p, uint64_t off);
+  bool parse_end(std::span<const uint8_t> p, uint64_t off);
+  void extract_identity();
+
+  // ---- event_stream.cpp
+  void reset_stream();
+  bool next(Event& e);
+  void add_triple(const format::ClockTriple& t);
+  void update_tick_limit();
+  bool load_next_events_chunk();
+  bool open_block();
+  int decode_record(Event& e);  // 1 event, 0 skipped, -1 error
+  bool read_ext(Event& e, bool known);
+  bool apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p, uint64_t off);
+  void fill_times(Event& e, const format::CoreRecord& c);
+  int64_t ticks_to_ns(uint64_t ticks);
+  void finish_stream();
+};
+
+}  // namespace stallscope::reader

@@ -1,0 +1,81 @@
+// libFuzzer target: any bytes through TraceReader (tables and events), the
+// info summary and the Chrome exporter. Must stay clean under ASan/UBSan
+// (RELIABILITY.md 6). Run through scripts/fuzz.sh.
+//
+// Each input runs twice: as given, and with its checksums recomputed, so
+// mutations also reach the record decoders behind the CRC checks.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <span>
+#include <streambuf>
+#include <vector>
+
+#include "common/checksum.hpp"
+#include "stallscope/chrome_export.hpp"
+#include "stallscope/file_summary.hpp"
+#include "stallscope/reader.hpp"
+
+namespace {
+
+// Discards output but counts it, so the exporter's writes are exercised.
+class NullBuf : public std::streambuf {
+ protected:
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+  int_type overflow(int_type c) override { return traits_type::not_eof(c); }
+};
+
+// A copy of the input with the header CRC and every whole chunk's payload
+// CRC made to match (chunks found by walking payload_bytes).
+std::vector<uint8_t> resealed(const uint8_t* data, size_t size) {
+  using stallscope::detail::checksum;
+  std::vector<uint8_t> b(data, data + size);
+  if (size < 96) return b;
+  const uint32_t hcrc = checksum(b.data(), 92);
+  std::memcpy(&b[92], &hcrc, 4);
+  uint32_t header_bytes;
+  std::memcpy(&header_bytes, &b[12], 4);
+  uint64_t off = header_bytes < 96 ? 96 : header_bytes;
+  while (off <= size && size - off >= 48) {
+    uint32_t len;
+    std::memcpy(&len, &b[off + 8], 4);
+    if (len > size - off - 48) break;
+    const uint32_t crc = checksum(&b[off + 48], len);
+    std::memcpy(&b[off + 12], &crc, 4);
+    off += 48 + uint64_t{len};
+  }
+  return b;
+}
+
+void run_one(std::span<const uint8_t> bytes) {
+  using namespace stallscope::reader;
+  {
+    TraceReader r("fuzz.sst", bytes);
+    (void)summarize_file(r);
+    r.rewind();
+    Event e;
+    while (r.next(e)) {
+      for (uint64_t id : e.ids) (void)id;  // the span must be readable
+      (void)r.string(e.name_id);
+      (void)r.track(e.track_id);
+    }
+    (void)r.to_real_ns(0);
+  }
+  std::vector<TraceReader> readers;
+  readers.emplace_back("fuzz.sst", bytes);
+  NullBuf buf;
+  std::ostream out(&buf);
+  ChromeExportOptions opt;
+  if (!bytes.empty() && (bytes.back() & 1) != 0) opt.steps = {{0, 3}};
+  (void)export_chrome(readers, out, opt);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  run_one({data, size});
+  const auto sealed = resealed(data, size);
+  run_one(sealed);
+  return 0;
+}
