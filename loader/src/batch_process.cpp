@@ -1,0 +1,187 @@
+// Preprocessing on the pool's pipeline (preprocess_pool.hpp): the error
+// policy for samples that failed to read (input stage), the user transform
+// per group of samples (one preprocess span per group), then in batch order
+// the collate into staging memory (one span), the H2D copy and batch_ready.
+#include <errno.h>
+
+#include <pthread.h>
+
+#include <cstring>
+
+#include "loader_impl.hpp"
+
+namespace stallscope::loader {
+
+namespace {
+
+// Applies the error policy to sample `i`: false when the batch must fail.
+bool on_sample_error(Loader::Impl& L, BatchState& b, int err, const std::string& text) {
+  if (L.cfg.on_error == ErrorPolicy::kFail) {
+    if (b.err == 0) {
+      b.err = err < 0 ? err : -EIO;
+      b.error = text;
+    }
+    return false;
+  }
+  ++b.skipped;
+  const uint64_t total = ++L.skipped;
+  if (enabled()) {
+    record_counter(L.names.skipped, static_cast<double>(total));
+    if (total <= 100) record_mark(intern("loader: skipped sample: " + text));
+  }
+  return true;
+}
+
+int64_t concatenate(std::span<const Sample> samples, std::span<std::byte> dst) {
+  uint64_t at = 0;
+  for (const Sample& s : samples) {
+    if (s.bytes.size() > dst.size() - at) return -ENOSPC;
+    if (!s.bytes.empty()) std::memcpy(dst.data() + at, s.bytes.data(), s.bytes.size());
+    at += s.bytes.size();
+  }
+  return static_cast<int64_t>(at);
+}
+
+// Samples that were read without error, in plan order.
+bool gather_samples(Loader::Impl& L, BatchState& b) {
+  b.samples.clear();
+  b.samples.reserve(b.reads.size());
+  for (const auto& r : b.reads) {
+    if (r.err != 0) {
+      if (!on_sample_error(L, b, r.err, r.error)) return false;
+      continue;
+    }
+    Sample s;
+    s.index = r.trace_sample - 1;
+    s.bytes = {r.view, static_cast<size_t>(r.length)};
+    b.samples.push_back(std::move(s));
+  }
+  return true;
+}
+
+// Runs the transform on samples [g.begin, g.end) of the batch: one
+// preprocess span per group, with the worker and the first sample id.
+void transform_group(Loader::Impl& L, BatchState& b, const detail::Group& g) {
+  if (!L.pipe.transform || g.end == g.begin) return;
+  const Ticks t0 = ticks_now();
+  for (size_t i = g.begin; i < g.end && !L.cancel.load(std::memory_order_relaxed); ++i) {
+    try {
+      b.rc[i] = L.pipe.transform(b.samples[i]);
+    } catch (...) {
+      b.rc[i] = -ECANCELED;
+    }
+  }
+  if (enabled())
+    record_preprocess(L.names.transform, t0, ticks_now(),
+                      {b.samples[g.begin].index + 1, b.id, static_cast<uint32_t>(g.end - g.begin),
+                       detail::PreprocessPool::worker_index()});
+}
+
+// Drops samples whose transform failed (error policy), keeping the order.
+bool keep_transformed(Loader::Impl& L, BatchState& b) {
+  size_t keep = 0;
+  for (size_t i = 0; i < b.samples.size(); ++i) {
+    if (b.rc[i] != 0 && !on_sample_error(L, b, b.rc[i],
+                                         "sample " + std::to_string(b.samples[i].index) +
+                                             ": transform failed: " + std::strerror(-b.rc[i])))
+      return false;
+    if (b.rc[i] != 0) continue;
+    if (keep != i) b.samples[keep] = std::move(b.samples[i]);  // never a self-move
+    ++keep;
+  }
+  b.samples.resize(keep);
+  return true;
+}
+
+bool collate(Loader::Impl& L, BatchState& b, Slot& slot) {
+  const Ticks t0 = ticks_now();
+  std::span<std::byte> dst(static_cast<std::byte*>(slot.staging.data), slot.staging.bytes);
+  int64_t n;
+  try {
+    n = L.pipe.collate ? L.pipe.collate(b.samples, dst) : concatenate(b.samples, dst);
+  } catch (...) {
+    n = -ECANCELED;
+  }
+  if (n < 0) {
+    b.err = static_cast<int>(n);
+    b.error = "batch " + std::to_string(b.index) + ": collate failed: " + std::strerror(-b.err);
+    return false;
+  }
+  b.host_bytes = static_cast<uint64_t>(n);
+  if (enabled() && !b.samples.empty())
+    record_preprocess(L.names.collate, t0, ticks_now(),
+                      {b.samples.front().index + 1, b.id,
+                       static_cast<uint32_t>(b.samples.size()),
+                       detail::PreprocessPool::worker_index()});
+  return true;
+}
+
+}  // namespace
+
+// Pipeline input: the next batch in order once its reads are done (parked,
+// holding no worker, until then); nullptr at the end or on cancel.
+void* Loader::Impl::prep_next(size_t* items) noexcept {
+  if (prep_next_index >= n_batches) return nullptr;
+  const uint64_t k = prep_next_index;
+  BatchState& b = slots[k % slots.size()].batch;
+  pool->wait_until([&] {
+    return b.read_seq.load(std::memory_order_acquire) == k + 1 || cancel.load();
+  });
+  if (cancel.load()) return nullptr;
+  ++prep_next_index;
+  b.prep_ok = false;
+  try {
+    b.prep_ok = gather_samples(*this, b);
+    b.rc.assign(b.samples.size(), 0);
+  } catch (...) {
+    b.prep_ok = false;
+    if (b.err == 0) b.err = -ENOMEM, b.error = "loader: out of memory";
+  }
+  *items = b.prep_ok ? b.samples.size() : 0;
+  return &b;
+}
+
+void Loader::Impl::prep_work(const detail::Group& g) noexcept {
+  transform_group(*this, *static_cast<BatchState*>(g.batch), g);
+}
+
+// Pipeline output, in batch order: collate, H2D, batch_ready.
+void Loader::Impl::prep_finish(void* batch) noexcept {
+  BatchState* b = static_cast<BatchState*>(batch);
+  Slot& slot = slots[b->index % slots.size()];
+  if (!cancel.load() && b->prep_ok && keep_transformed(*this, *b) && collate(*this, *b, slot)) {
+    b->copy = device ? device->copy_h2d(slot.staging, b->host_bytes, b->id) : CopyTicket{};
+    try {
+      b->trace_ids.clear();
+      for (const Sample& s : b->samples) b->trace_ids.push_back(s.index + 1);
+    } catch (...) {
+    }
+    if (enabled()) record_batch_ready(ticks_now(), b->id, b->trace_ids);
+  }
+  mark_ready(b);
+}
+
+void Loader::Impl::run_prep() noexcept {
+  pthread_setname_np(pthread_self(), "ss-loader-prep");
+  detail::PoolStages stages{[this](size_t* n) { return prep_next(n); },
+                                  [this](const detail::Group& g) { prep_work(g); },
+                                  [this](void* b) { prep_finish(b); }};
+  try {
+    pool->run(stages, 4 * static_cast<size_t>(cfg.workers));
+  } catch (...) {
+    std::lock_guard lock(mu);
+    error = "loader: preprocessing pipeline failed";
+    stop = true;
+    ready_cv.notify_all();
+  }
+}
+
+void Loader::Impl::mark_ready(BatchState* b) noexcept {
+  std::lock_guard lock(mu);
+  b->ready = true;
+  ++ready_count;
+  if (enabled()) record_counter(names.batches_ready, ready_count);
+  ready_cv.notify_all();
+}
+
+}  // namespace stallscope::loader

@@ -1,0 +1,114 @@
+// The I/O thread: plans batches while slots are free, feeds their samples
+// to the read engine and hands each fully read batch to the preprocessing
+// pool. On stop it stops planning, drops queued requests and drains the
+// requests in flight before any buffer can be freed.
+#include <errno.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "loader_impl.hpp"
+#include "log.hpp"
+
+namespace stallscope::loader {
+
+namespace {
+
+constexpr int kPollMs = 20;
+constexpr auto kDrainLimit = std::chrono::seconds(10);
+
+// Lays out the batch's samples in its slot's arena and queues their reads.
+void plan_batch(Loader::Impl& L, uint64_t index, detail::ReadEngine& engine) {
+  Slot& slot = L.slots[index % L.slots.size()];
+  BatchState& b = slot.batch;
+  const size_t first = index * L.cfg.batch_size;
+  const size_t n = std::min<size_t>(L.cfg.batch_size, L.plan.samples.size() - first);
+  b.index = index;
+  b.id = L.batch_id(index);
+  b.reads.assign(n, {});
+  b.err = 0;
+  b.error.clear();
+  b.skipped = 0;
+  b.ready = false;
+  b.read_seq.store(0, std::memory_order_relaxed);
+  b.reads_left = static_cast<uint32_t>(n);
+  uint64_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t idx = L.plan.samples[first + i];
+    const SampleRef& s = L.ds.samples()[idx];
+    detail::SampleRead& r = b.reads[i];
+    r.file = s.file;
+    r.offset = s.offset;
+    r.length = s.length;
+    r.buf = slot.arena + at;
+    r.buf_bytes = detail::direct_span(s.offset, s.length);
+    r.trace_sample = idx + 1;
+    r.trace_batch = b.id;
+    r.owner = &b;
+    at += (r.buf_bytes + detail::kDirectAlign - 1) & ~(detail::kDirectAlign - 1);
+  }
+  for (auto& r : b.reads) engine.add(&r);
+}
+
+}  // namespace
+
+void Loader::Impl::run_io() noexcept {
+  uint64_t planned = 0;
+  pthread_setname_np(pthread_self(), "ss-loader-io");
+  detail::ReadEngine engine(*reader, *files, cfg.read_size, [this](detail::SampleRead* s) {
+    auto* b = static_cast<BatchState*>(s->owner);
+    if (--b->reads_left > 0) return;
+    b->read_seq.store(b->index + 1, std::memory_order_release);
+    pool->wake();
+  });
+  uint32_t last_in_flight = UINT32_MAX;
+  for (;;) {
+    {
+      std::unique_lock lock(mu);
+      if (stop) break;
+      if (engine.idle() && (planned == n_batches || planned >= released + slots.size()))
+        io_cv.wait_for(lock, std::chrono::milliseconds(kPollMs));
+      if (stop) break;
+      while (planned < n_batches && planned < released + slots.size()) {
+        lock.unlock();
+        try {
+          plan_batch(*this, planned, engine);
+        } catch (...) {
+          lock.lock();
+          break;
+        }
+        ++planned;
+        lock.lock();
+      }
+    }
+    if (const int rc = engine.poll(kPollMs); rc < 0) {
+      std::lock_guard lock(mu);
+      error = std::string("storage backend ") + std::string(reader->name()) +
+              " failed: " + std::strerror(-rc);
+      stop = true;
+      ready_cv.notify_all();
+      break;
+    }
+    {
+      std::lock_guard lock(mu);
+      io_stats = engine.stats();
+      fixed_reads = reader->fixed_reads();
+      direct_fallbacks = files->direct_fallbacks();
+    }
+    if (engine.in_flight() != last_in_flight && enabled()) {
+      last_in_flight = engine.in_flight();
+      record_counter(names.reads_in_flight, last_in_flight);
+    }
+  }
+  cancel.store(true);
+  engine.cancel_pending();
+  const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
+  while (!engine.idle() && std::chrono::steady_clock::now() < deadline) engine.poll(kPollMs);
+  if (!engine.idle()) detail::note("reads still in flight after 10 s at shutdown");
+  std::lock_guard lock(mu);
+  io_stats = engine.stats();
+  fixed_reads = reader->fixed_reads();
+  direct_fallbacks = files->direct_fallbacks();
+}
+
+}  // namespace stallscope::loader

@@ -1,0 +1,186 @@
+// The loader's public side: construction (backend, device, probe, memory),
+// epochs, and the consumer's next_batch() with its data_wait span.
+#include "stallscope/loader/loader.hpp"
+
+#include <errno.h>
+
+#include <algorithm>
+
+#include "loader_impl.hpp"
+#include "log.hpp"
+#include "stallscope/loader/probe.hpp"
+
+namespace stallscope::loader {
+
+namespace {
+constexpr double kProbeBudgetS = 0.5;
+}  // namespace
+
+Loader::Loader(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+
+Loader::~Loader() {
+  if (!impl_) return;
+  impl_->stop_epoch();
+  impl_->free_slots();
+}
+
+int Loader::create(Dataset ds, const Config& cfg, Pipeline p, std::unique_ptr<Loader>* out,
+                   std::string* error, Sys& sys) noexcept {
+  try {
+    if (int rc = validate(cfg, error); rc != 0) return rc;
+    auto impl = std::make_unique<Impl>(std::move(ds), cfg, std::move(p), sys);
+    if (int rc = impl->setup(error); rc != 0) return rc;
+    out->reset(new Loader(std::move(impl)));
+    return 0;
+  } catch (...) {
+    if (error) *error = "loader: out of memory";
+    return -ENOMEM;
+  }
+}
+
+int Loader::Impl::setup(std::string* err) noexcept {
+  std::string probe_json;
+  if (cfg.probe) {
+    ProbeReport rep;
+    if (run_storage_probe(ds, cfg.backend, cfg.read_size, kProbeBudgetS, sys, &rep) == 0)
+      probe_json = rep.json();
+  }
+  reader = make_reader(cfg.backend, {cfg.queue_depth, cfg.pread_threads}, sys, &backend_why);
+  if (!reader) {
+    if (err) *err = backend_why;
+    return -ENODEV;
+  }
+  STALLSCOPE_LOADER_NOTE_ONCE("%s", backend_why.c_str());
+  device = make_device(cfg.device, {cfg.pinned_gbps, cfg.pageable_gbps}, &device_why);
+  if (cfg.device != DeviceKind::kNone && device && device->emulated() &&
+      cfg.device != DeviceKind::kEmulated)
+    STALLSCOPE_LOADER_NOTE_ONCE("%s", device_why.c_str());
+  pool = std::make_unique<detail::PreprocessPool>(cfg.workers, cfg.group_size);
+  files = std::make_unique<detail::FileTable>(ds, sys, cfg.direct);
+  if (int rc = alloc_slots(); rc != 0) {
+    if (err) *err = "loader: cannot allocate batch memory";
+    return rc;
+  }
+  attach_facts(probe_json);
+  return 0;
+}
+
+uint64_t Loader::Impl::max_batch_bytes(bool direct_slack) const noexcept {
+  std::vector<uint64_t> sizes;
+  sizes.reserve(ds.size());
+  for (const auto& s : ds.samples())
+    sizes.push_back(direct_slack ? detail::direct_span(s.offset, s.length) + detail::kDirectAlign
+                                 : s.length);
+  const size_t k = std::min<size_t>(cfg.batch_size, sizes.size());
+  std::partial_sort(sizes.begin(), sizes.begin() + k, sizes.end(), std::greater<>());
+  uint64_t sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += sizes[i];
+  return std::max<uint64_t>(sum, 4096);
+}
+
+int Loader::Impl::alloc_slots() noexcept {
+  slots = std::vector<Slot>(cfg.prefetch_batches + 1);  // Slot holds atomics: not movable
+  const uint64_t arena = max_batch_bytes(true);
+  const uint64_t staging = pipe.staging_bytes ? pipe.staging_bytes : max_batch_bytes(false);
+  std::vector<BufferRange> ranges;
+  for (Slot& s : slots) {
+    s.arena = static_cast<std::byte*>(alloc_locked(arena, false, &s.arena_locked));
+    s.arena_bytes = arena;
+    s.staging = device ? device->alloc_host(staging, cfg.pinned) : HostBuffer{};
+    if (!device) {
+      s.staging.data = alloc_locked(staging, cfg.pinned, &s.staging.pinned);
+      s.staging.bytes = staging;
+    }
+    if (s.arena == nullptr || s.staging.data == nullptr) return -ENOMEM;
+    ranges.push_back({s.arena, arena});
+  }
+  if (const int rc = reader->register_buffers(ranges); rc < 0 && rc != -EOPNOTSUPP)
+    STALLSCOPE_LOADER_NOTE_ONCE("registered buffers refused (%s): unregistered reads",
+                                rc == -ENOMEM ? "ENOMEM, memlock limit" : "error");
+  return 0;
+}
+
+void Loader::Impl::free_slots() noexcept {
+  reader.reset();  // unregisters the arenas with the ring
+  for (Slot& s : slots) {
+    free_locked(s.arena, s.arena_bytes, s.arena_locked);
+    if (device) device->free_host(s.staging);
+    else free_locked(s.staging.data, s.staging.bytes, s.staging.pinned);
+  }
+  slots.clear();
+}
+
+void Loader::Impl::attach_facts(const std::string& probe_json) noexcept {
+  try {
+    if (!probe_json.empty()) attach("loader.probe", probe_json);
+    if (device) attach("device.model", device->model_json());
+    attach("loader.config",
+           "{\"backend\":\"" + std::string(reader->name()) + "\",\"backend_reason\":\"" +
+               backend_why + "\",\"device\":\"" + (device ? std::string(device->name()) : "none") +
+               "\",\"workers\":" + std::to_string(cfg.workers) +
+               ",\"queue_depth\":" + std::to_string(cfg.queue_depth) +
+               ",\"prefetch_batches\":" + std::to_string(cfg.prefetch_batches) +
+               ",\"batch_size\":" + std::to_string(cfg.batch_size) +
+               ",\"read_size\":" + std::to_string(cfg.read_size) +
+               ",\"pinned\":" + (cfg.pinned ? "true" : "false") + "}");
+  } catch (...) {
+  }
+}
+
+void Loader::Impl::stop_epoch() noexcept {
+  {
+    std::lock_guard lock(mu);
+    stop = true;
+  }
+  io_cv.notify_all();
+  ready_cv.notify_all();
+  if (io.joinable()) io.join();
+  cancel.store(true);
+  pool->wake();
+  if (prep.joinable()) prep.join();
+  for (Slot& s : slots)  // copies still running read the staging memory
+    if (device && s.batch.ready && s.batch.copy.seq != 0) device->wait(s.batch.copy);
+}
+
+int Loader::start_epoch(uint64_t epoch) noexcept {
+  Impl& L = *impl_;
+  L.stop_epoch();
+  try {
+    L.plan = make_epoch_plan(L.ds, {L.cfg.seed, epoch, L.cfg.rank, L.cfg.world_size,
+                                    L.cfg.shuffle});
+  } catch (...) {
+    return -ENOMEM;
+  }
+  const size_t n = L.plan.samples.size();
+  L.n_batches = L.cfg.drop_last ? n / L.cfg.batch_size
+                                : (n + L.cfg.batch_size - 1) / L.cfg.batch_size;
+  L.epoch = epoch;
+  L.past_io.reads += L.io_stats.reads;
+  L.past_io.bytes += L.io_stats.bytes;
+  L.past_io.retries += L.io_stats.retries;
+  L.past_io.short_reads += L.io_stats.short_reads;
+  L.past_io.stray += L.io_stats.stray;
+  L.past_io.hit_bytes += L.io_stats.hit_bytes;
+  L.past_io.miss_bytes += L.io_stats.miss_bytes;
+  L.io_stats = {};
+  L.released = L.next = 0;
+  L.holding = L.stop = false;
+  L.cancel.store(false);
+  L.ready_count = 0;
+  L.error.clear();
+  L.prep_next_index = 0;
+  for (Slot& s : L.slots) {
+    s.batch.ready = false;
+    s.batch.read_seq.store(0);
+  }
+  try {
+    L.prep = std::thread([&L] { L.run_prep(); });
+    L.io = std::thread([&L] { L.run_io(); });
+  } catch (...) {
+    L.stop_epoch();
+    return -EAGAIN;
+  }
+  return 0;
+}
+
+}  // namespace stallscope::loader

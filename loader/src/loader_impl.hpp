@@ -1,0 +1,117 @@
+// The loader's state, shared by its three parts: the I/O thread
+// (io_stage.cpp), the preprocessing tasks (batch_process.cpp) and the
+// consumer side (loader.cpp). Batch k of an epoch lives in slot k % slots;
+// the I/O thread starts batch k only once batch k - slots was released, which
+// bounds everything in flight to Config::prefetch_batches (+1 held by the
+// consumer).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <stallscope/trace.hpp>
+
+#include "file_table.hpp"
+#include "preprocess_pool.hpp"
+#include "read_engine.hpp"
+#include "stallscope/loader/device.hpp"
+#include "stallscope/loader/loader.hpp"
+#include "stallscope/loader/storage.hpp"
+
+namespace stallscope::loader {
+
+struct BatchState {
+  uint64_t index = 0;
+  uint64_t id = 0;
+  std::vector<detail::SampleRead> reads;
+  std::vector<Sample> samples;
+  std::vector<uint64_t> trace_ids;
+  std::vector<int> rc;            // transform result per sample
+  std::atomic<uint64_t> read_seq{0};  // index + 1 once all reads are done
+  bool prep_ok = false;           // pipeline only
+  uint32_t reads_left = 0;  // I/O thread only
+  int err = 0;
+  std::string error;
+  uint32_t skipped = 0;
+  uint64_t host_bytes = 0;
+  CopyTicket copy;
+  bool ready = false;       // under Impl::mu
+};
+
+struct Slot {
+  std::byte* arena = nullptr;  // read buffers of one batch
+  uint64_t arena_bytes = 0;
+  bool arena_locked = false;
+  HostBuffer staging;          // collated batch
+  BatchState batch;
+};
+
+struct Names {
+  NameId transform = intern("loader.transform");
+  NameId collate = intern("loader.collate");
+  NameId reads_in_flight = intern("loader.reads_in_flight");
+  NameId batches_ready = intern("loader.batches_ready");
+  NameId skipped = intern("loader.skipped_samples");
+};
+
+struct Loader::Impl {
+  Dataset ds;
+  Config cfg;
+  Pipeline pipe;
+  Sys& sys;
+  std::unique_ptr<StorageReader> reader;
+  std::unique_ptr<Device> device;
+  std::unique_ptr<detail::PreprocessPool> pool;
+  std::unique_ptr<detail::FileTable> files;
+  std::vector<Slot> slots;
+  Names names;
+  std::string backend_why, device_why, error;
+
+  // Epoch state.
+  EpochPlan plan;
+  uint64_t epoch = 0;
+  size_t n_batches = 0;
+  std::thread io;
+  std::thread prep;                   // runs the pool's pipeline
+  uint64_t prep_next_index = 0;       // pipeline input only
+  std::mutex mu;
+  std::condition_variable ready_cv;   // consumer waits for batches
+  std::condition_variable io_cv;      // I/O thread waits for free slots
+  uint64_t released = 0;              // batches the consumer gave back
+  uint64_t next = 0;                  // next batch for the consumer
+  bool holding = false;               // consumer holds batch next-1
+  bool stop = false;                  // end the epoch now
+  std::atomic<bool> cancel{false};    // read by preprocessing tasks
+  int ready_count = 0;
+
+  // Stats (atomics: written by several threads).
+  std::atomic<uint64_t> skipped{0}, batches{0};
+  detail::EngineStats io_stats;        // this epoch's, copied by the I/O thread (under mu)
+  detail::EngineStats past_io;         // earlier epochs'
+  uint64_t fixed_reads = 0, direct_fallbacks = 0;
+
+  Impl(Dataset d, const Config& c, Pipeline p, Sys& s)
+      : ds(std::move(d)), cfg(c), pipe(std::move(p)), sys(s) {}
+
+  int setup(std::string* err) noexcept;
+  int alloc_slots() noexcept;
+  void free_slots() noexcept;
+  void attach_facts(const std::string& probe_json) noexcept;
+  uint64_t max_batch_bytes(bool direct_slack) const noexcept;
+
+  void run_io() noexcept;            // io_stage.cpp
+  void run_prep() noexcept;           // batch_process.cpp
+  void* prep_next(size_t* items) noexcept;
+  void prep_work(const detail::Group& g) noexcept;
+  void prep_finish(void* batch) noexcept;
+  void stop_epoch() noexcept;
+  void mark_ready(BatchState* b) noexcept;
+  uint64_t batch_id(uint64_t index) const noexcept { return (epoch << 32) + index + 1; }
+};
+
+}  // namespace stallscope::loader

@@ -1,0 +1,85 @@
+// The emulated device (timing from its model, no host core while it
+// holds a copy), the CUDA fallback line, and locked memory refused by a
+// memlock limit without CAP_IPC_LOCK (RELIABILITY.md 23).
+#define BOOST_TEST_MODULE loader_device
+#include <boost/test/unit_test.hpp>
+
+#include <time.h>
+
+#include <chrono>
+
+#include "loader_fixtures.hpp"
+#include "stallscope/loader/device.hpp"
+
+using namespace stallscope;
+using namespace stallscope::test;
+namespace sl = stallscope::loader;
+
+namespace {
+double cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+double wall_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(loader_device)
+
+BOOST_AUTO_TEST_CASE(emulated_copies_take_the_modelled_time_without_a_host_core) {
+  auto dev = sl::make_emulated_device({1.0, 0.5});  // 1 GB/s pinned, 0.5 GB/s pageable
+  BOOST_REQUIRE(dev);
+  const uint64_t bytes = 64u << 20;
+  sl::HostBuffer pinned = dev->alloc_host(bytes, true);
+  sl::HostBuffer pageable = dev->alloc_host(bytes, false);
+  BOOST_REQUIRE(pinned.data && pageable.data);
+  BOOST_TEST(!pageable.pinned);
+  double w0 = wall_s(), c0 = cpu_s();
+  dev->wait(dev->copy_h2d(pinned, bytes, 1));
+  const double pinned_wall = wall_s() - w0, pinned_cpu = cpu_s() - c0;
+  BOOST_TEST(pinned_wall >= bytes / 1e9);
+  BOOST_TEST(pinned_wall < bytes / 1e9 + 0.05);
+  BOOST_TEST(pinned_cpu < 0.2 * pinned_wall);  // the device holds it sleeping
+  w0 = wall_s();
+  dev->wait(dev->copy_h2d(pageable, bytes, 2));
+  BOOST_TEST(wall_s() - w0 >= bytes / 0.5e9);
+  BOOST_TEST(dev->stats().copies == 2u);
+  BOOST_TEST(dev->model_json().find("\"h2d_pinned_gbps\":1.0") != std::string::npos,
+             dev->model_json());
+  dev->free_host(pinned);
+  dev->free_host(pageable);
+}
+
+BOOST_AUTO_TEST_CASE(no_driver_degrades_to_the_emulated_device_with_one_line) {
+  std::string why;
+  auto dev = sl::make_device(sl::DeviceKind::kAuto, {}, &why);
+  BOOST_REQUIRE(dev);
+  if (!dev->emulated()) return;  // a machine with a GPU: nothing to degrade
+  BOOST_TEST(why.rfind("no CUDA driver: ", 0) == 0u, why);
+  BOOST_TEST(why.find("using the emulated device") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(memlock_refused_falls_back_to_unlocked_and_unregistered) {
+  FileSet files({100000, 5, 40000, 3000000});
+  const auto r = run_cmd({"setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock",
+                          "prlimit", "--memlock=65536", loader_probe_path(), "epoch",
+                          files.root(), "--loader-device=emulated", "--loader-backend=uring",
+                          "--loader-direct=on", "--loader-probe=0"});
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  BOOST_TEST(r.value("samples") == 4);
+  BOOST_TEST(r.value("mismatches") == 0);
+  BOOST_TEST(r.value("fixed_reads") == 0);
+#if defined(__SANITIZE_ADDRESS__)
+  BOOST_TEST_MESSAGE("ASan turns mlock into a no-op: the lock refusal is not observable here");
+#else
+  BOOST_TEST(r.err.find("cannot lock staging memory") != std::string::npos, r.err);
+#endif
+  BOOST_TEST(r.err.find("registered buffers refused (ENOMEM") != std::string::npos, r.err);
+  const auto root = run_cmd({loader_probe_path(), "epoch", files.root(), "--loader-device=emulated",
+                             "--loader-backend=uring", "--loader-direct=on", "--loader-probe=0"});
+  BOOST_TEST(root.value("fixed_reads") > 0);  // with CAP_IPC_LOCK they are registered
+}
+
+BOOST_AUTO_TEST_SUITE_END()
