@@ -1,0 +1,66 @@
+// stallscope analyzer — trace files in, a Report out: steps, the exclusive
+// attribution of each step's wall time, the capacity model, the root cause
+// and remedies with predicted step times (DESIGN.md).
+//
+// Quickstart:
+//
+//   stallscope::analyzer::AnalyzeOptions opt;
+//   auto report = stallscope::analyzer::analyze_paths({"stallscope-run/"}, opt);
+//   stallscope::analyzer::write_text(std::cout, report, {});
+//
+// Streaming: each file is read once; memory holds a window of events per
+// rank (docs/report-guide.md "Memory"), the per-step table (~160 bytes per
+// step) and the lineage of recent batches. Throws AnalyzeError only for
+// unusable options (a bad --step-pattern); bad input becomes warnings and
+// errors inside the Report.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stallscope/analyzer/model.hpp"
+#include "stallscope/analyzer/report.hpp"
+
+namespace stallscope::analyzer {
+
+class AnalyzeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The default step pattern: ProfilerStep#N, step, train_step, iteration
+// (optionally followed by a number), case-insensitive.
+inline constexpr const char* kDefaultStepPattern =
+    R"(^(profilerstep#\d+|(train_)?step|iteration)([ _#:.-]*\d+)?$)";
+
+struct AnalyzeOptions {
+  std::string step_pattern = kDefaultStepPattern;  // ECMAScript, matched case-insensitively
+  // Events seen before the step source is chosen (the first window).
+  size_t decide_events = size_t{1} << 18;
+  // Events reaching the engine this long after a step's end still count
+  // toward it (recorder flush lag); later ones are counted as late.
+  int64_t lag_ns = 2'000'000'000;
+  // Lineage (reads, preprocessing, batches) is kept this long behind the
+  // step being attributed: a batch prefetched earlier than this is unsplit.
+  int64_t lineage_horizon_ns = 60'000'000'000;
+  int64_t sample_period_ns = 10'000'000;  // sampler period when metadata lacks it
+  size_t warmup_max = 20;                 // warm-up never exceeds this many steps
+  double outlier_factor = 2.0;            // outlier: wall >= factor × median step
+  size_t max_outliers = 10;
+  size_t max_remedies = 5;
+  // Called now and then with (bytes read, bytes total); empty = silent.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+// Analyzes trace files and run directories (several processes and ranks;
+// files are grouped by the `rank` of their metadata, then by host).
+Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opt);
+
+// Analyzes one rank held in memory (events in any order). The core of
+// analyze_paths, for tests and tools that build events themselves.
+RankReport analyze_rank(const RankTrace& trace, const AnalyzeOptions& opt);
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,144 @@
+// stallscope analyzer — what an analysis produces: per rank, every step with
+// its attribution, the summary over steady steps, outliers, the capacity
+// model, the root cause and the remedies. Renderers (render.hpp) print it;
+// docs/report-schema.md documents its JSON form.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stallscope/analyzer/parts.hpp"
+
+namespace stallscope::analyzer {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Which events defined the steps (most certain first).
+enum class StepSource : uint8_t { kStepEvents, kRanges, kDataWaits, kNone };
+std::string_view step_source_key(StepSource s) noexcept;  // "step_events", "ranges", …
+
+// How the data-stall time of a step was split (bits).
+enum SplitBits : uint8_t { kSplitLineage = 1, kSplitInferred = 2, kSplitNone = 4 };
+
+struct StepResult {
+  uint64_t index = 0;
+  int64_t start_ns = 0, end_ns = 0;  // monotonic ns of the rank
+  PartNs parts{};                    // sums to end_ns - start_ns exactly
+  bool warmup = false;
+  bool outlier = false;
+  bool closed_by_analyzer = false;   // its end event was missing
+  uint8_t split = 0;                 // SplitBits
+  int64_t wall() const noexcept { return end_ns - start_ns; }
+};
+
+struct PartStat {
+  int64_t total_ns = 0;  // over steady steps
+  double share = 0;      // of the steady steps' wall time, 0..1
+  double p50_ms = 0, p90_ms = 0;
+};
+
+// One named number shown as evidence or as a model input.
+struct Number {
+  std::string name;
+  double value = 0;
+  std::string unit;
+};
+
+// One stage of the input pipeline against the trainer's demand.
+struct Stage {
+  std::string name;          // "storage", "preprocessing", "h2d", "cpu"
+  bool measured = false;     // false: the run holds no events of this stage
+  double utilization = 0;    // busy / available, 0..1 (may exceed 1 for cpu)
+  double capacity = 0;       // batches (steps) per second the stage can sustain
+  double demand = 0;         // batches per second the trainer asks for
+  double headroom() const noexcept { return demand > 0 ? capacity / demand : 0; }
+  std::vector<Number> numbers;
+};
+
+struct CpuBudget {
+  bool known = false;
+  double affinity_cpus = 0;
+  double quota_cores = 0;      // 0 = no quota
+  int ranks_on_node = 1;
+  double budget_cores = 0;     // min(affinity, quota) / ranks_on_node
+  double used_cores = 0;       // CPU time of all the rank's processes / wall
+  double idle_during_stalls = -1;  // mean idle CPUs of the affinity set in stalls (-1 unknown)
+  double throttled_periods = 0;    // cgroup nr_throttled over the run
+  double throttled_ms = 0;
+};
+
+struct Remedy {
+  std::string id;             // stable: "raise_prefetch", …
+  std::string title;
+  std::string evidence;       // one sentence with the numbers
+  std::string model;          // the formula used
+  std::string loader_knob;    // stallscope loader knob
+  std::string pytorch_knob;   // the usual PyTorch equivalent
+  double step_ms = 0;         // current median steady step
+  double predicted_step_ms = 0;
+  bool bound = false;         // prediction is a bound ("at best"): an input was not measured
+  std::string inputs_from;    // "run", "probe:<name>", "assumed"
+  std::vector<Number> inputs;
+  double gain_ms() const noexcept { return step_ms - predicted_step_ms; }
+};
+
+struct Drops {
+  uint64_t buffer_dropped = 0;
+  uint64_t disk_dropped = 0;
+  uint64_t ring_discarded = 0;
+  size_t files_truncated = 0;
+  size_t files_error = 0;
+  uint64_t late_events = 0;  // arrived after their step was finalized (ignored)
+};
+
+// What the device, the trainer thread and the loader did during one step
+// (for the HTML timeline). Intervals are ns relative to the step start.
+struct Lane {
+  std::string name;  // "compute", "comm", "h2d", "other", "data wait", "api", "sync", "reads", "preprocess"
+  std::vector<std::pair<int64_t, int64_t>> spans;
+};
+struct Timeline {
+  std::string why;  // "typical", "longest"
+  uint64_t index = 0;
+  int64_t wall_ns = 0;
+  std::vector<Lane> lanes;
+};
+
+struct RankReport {
+  int64_t rank = -1;
+  std::string host;
+  std::vector<std::string> files;
+  uint64_t events = 0;
+  StepSource source = StepSource::kNone;
+  std::string source_detail;     // e.g. the matched range name or pattern
+  uint32_t trainer_tid = 0;
+  bool device_activity = false;
+  std::string compute_basis;     // "device", "cpu_only", "gpu_not_recorded"
+  std::vector<StepResult> steps;
+  size_t warmup_steps = 0;
+  size_t steady_steps = 0;
+  double step_p50_ms = 0, step_p90_ms = 0;
+  std::array<PartStat, kPartCount> parts{};
+  uint8_t split = 0;             // SplitBits over all steps
+  std::vector<Stage> stages;
+  CpuBudget cpu;
+  std::string bottleneck;        // stage name with the least headroom
+  std::string cause;             // "input-bound: storage", "compute-bound", …
+  std::string summary;           // the one-line summary
+  std::vector<Remedy> remedies;  // best predicted gain first
+  std::vector<Timeline> timelines;  // a typical and the longest steady step
+  Drops drops;
+  std::vector<std::string> warnings;
+};
+
+struct Report {
+  int schema_version = kSchemaVersion;
+  std::vector<std::string> inputs;
+  std::vector<RankReport> ranks;
+  std::vector<std::string> warnings;  // input-level: unreadable files …
+  std::vector<std::string> errors;
+};
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,110 @@
+#include "attribution.hpp"
+
+#include <algorithm>
+
+#include "stallscope/analyzer/report.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+// Intervals from each sync return until the next device work starts.
+Ivs after_sync_windows(const StepInputs& in, const Ivs& busy) {
+  Ivs out;
+  for (int64_t r : in.sync_returns) {
+    if (r < in.start || r >= in.end) continue;
+    auto it = std::lower_bound(busy.begin(), busy.end(), r,
+                               [](const Iv& v, int64_t t) { return v.b <= t; });
+    // Inside device work already: nothing idle follows this return yet.
+    if (it != busy.end() && it->a <= r) continue;
+    out.push_back({r, it == busy.end() ? in.end : it->a});
+  }
+  normalize(out);
+  return out;
+}
+
+// On-CPU ns within `set`, clamped to its length; all of it when unknown.
+int64_t cpu_within(const StepInputs& in, const Ivs& set, bool* unknown) {
+  const int64_t len = length(set);
+  if (len == 0) return 0;
+  const int64_t cpu = in.trainer_cpu ? in.trainer_cpu(set) : -1;
+  if (cpu < 0) {
+    *unknown = true;
+    return len;
+  }
+  return std::clamp<int64_t>(cpu, 0, len);
+}
+
+void split_data(const StepInputs& in, const Ivs& stall, StepParts& out) {
+  const int64_t len = length(stall);
+  if (len == 0) return;
+  DataSplit d = in.split_stall ? in.split_stall(stall) : DataSplit{0, 0, len, kSplitNone};
+  // The splitter's pieces must cover the stall exactly; any rounding goes to unknown.
+  d.storage = std::clamp<int64_t>(d.storage, 0, len);
+  d.preprocess = std::clamp<int64_t>(d.preprocess, 0, len - d.storage);
+  out.parts[idx(Part::kDataStorage)] = d.storage;
+  out.parts[idx(Part::kDataPreprocess)] = d.preprocess;
+  out.parts[idx(Part::kDataUnknown)] = len - d.storage - d.preprocess;
+  out.split = d.bits;
+}
+
+void split_host(const StepInputs& in, const Ivs& host, const Ivs& busy, StepParts& out) {
+  Ivs after, rest, launch, rest2;
+  intersect(host, after_sync_windows(in, busy), after);
+  subtract(host, after, rest);
+  intersect(rest, in.api_calls, launch);
+  subtract(rest, launch, rest2);
+  const int64_t cpu = cpu_within(in, rest2, &out.cpu_unknown);
+  out.parts[idx(Part::kHostAfterSync)] = length(after);
+  out.parts[idx(Part::kHostLaunch)] = length(launch);
+  out.parts[idx(Part::kHostCpu)] = cpu;
+  out.parts[idx(Part::kHostBlocked)] = length(rest2) - cpu;
+}
+
+// No device activity recorded: the trainer's own on-CPU time is the compute.
+StepParts attribute_cpu_only(const StepInputs& in) {
+  StepParts out;
+  const Ivs whole{{in.start, in.end}};
+  Ivs stall, busy_host, launch, rest;
+  intersect(whole, in.data_waits, stall);
+  subtract(whole, stall, busy_host);
+  intersect(busy_host, in.api_calls, launch);
+  subtract(busy_host, launch, rest);
+  const int64_t cpu = cpu_within(in, rest, &out.cpu_unknown);
+  out.parts[idx(Part::kCompute)] = cpu;
+  out.parts[idx(Part::kHostLaunch)] = length(launch);
+  out.parts[idx(Part::kHostBlocked)] = length(rest) - cpu;
+  split_data(in, stall, out);
+  return out;
+}
+
+}  // namespace
+
+StepParts attribute_step(const StepInputs& in) {
+  if (!in.device_activity) return attribute_cpu_only(in);
+  StepParts out;
+  const Ivs whole{{in.start, in.end}};
+  Ivs busy, t1, t2, comm_exposed, straggler, h2d, other, idle, stall, host;
+  // Priority: compute > communication > H2D > other device work.
+  out.parts[idx(Part::kCompute)] = length(in.compute);
+  subtract(in.comm, in.compute, comm_exposed);
+  intersect(comm_exposed, in.straggler, straggler);
+  out.parts[idx(Part::kStragglerWait)] = length(straggler);
+  out.parts[idx(Part::kCommTransfer)] = length(comm_exposed) - length(straggler);
+  unite(in.compute, in.comm, t1);
+  subtract(in.h2d, t1, h2d);
+  out.parts[idx(Part::kCopyH2D)] = length(h2d);
+  unite(t1, in.h2d, t2);
+  subtract(in.other, t2, other);
+  out.parts[idx(Part::kCopyOther)] = length(other);
+  unite(t2, in.other, busy);
+  // Device idle: the trainer waits for data, or the host is the cause.
+  subtract(whole, busy, idle);
+  intersect(idle, in.data_waits, stall);
+  subtract(idle, stall, host);
+  split_data(in, stall, out);
+  split_host(in, host, busy, out);
+  return out;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,41 @@
+// The attribution core: one step's wall time split into exclusive parts
+// (DESIGN.md "How a step is attributed"), from interval sets already clipped
+// to the step. Pure: no I/O, no state; the parts always sum to end - start.
+#pragma once
+
+#include <functional>
+
+#include "interval.hpp"
+#include "stallscope/analyzer/parts.hpp"
+
+namespace stallscope::analyzer {
+
+// How a data stall was split: storage / preprocessing / unknown ns.
+struct DataSplit {
+  int64_t storage = 0, preprocess = 0, unknown = 0;
+  uint8_t bits = 0;  // SplitBits
+};
+
+struct StepInputs {
+  int64_t start = 0, end = 0;
+  // Device side, each normalized and clipped to [start, end).
+  Ivs compute, comm, straggler, h2d, other;
+  bool device_activity = true;  // false: the rank recorded no device work at all
+  // Trainer thread, normalized and clipped.
+  Ivs data_waits, api_calls;
+  std::vector<int64_t> sync_returns;  // ends of blocking syncs / D2H copies, sorted
+  // CPU ns the trainer thread used within a set of intervals (-1: unknown).
+  std::function<int64_t(const Ivs&)> trainer_cpu;
+  // Splits stalled intervals (normalized) into storage / preprocessing / unknown.
+  std::function<DataSplit(const Ivs&)> split_stall;
+};
+
+struct StepParts {
+  PartNs parts{};
+  uint8_t split = 0;         // SplitBits of the data stall
+  bool cpu_unknown = false;  // no CPU samples: host/compute time not split by CPU
+};
+
+StepParts attribute_step(const StepInputs& in);
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,189 @@
+#include "capacity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace stallscope::analyzer {
+
+namespace {
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+std::string pct(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f %%", share * 100);
+  return buf;
+}
+
+double share(const RankReport& r, Part p) { return r.parts[idx(p)].share; }
+
+double data_share(const RankReport& r) {
+  return share(r, Part::kDataStorage) + share(r, Part::kDataPreprocess) + share(r, Part::kDataUnknown);
+}
+
+// Batches per second the trainer would take if data were never late.
+double demand_per_s(const RankReport& r) {
+  const double busy_ms = mean_step_ms(r) - mean_part_ms(r, Part::kDataStorage) -
+                         mean_part_ms(r, Part::kDataPreprocess) - mean_part_ms(r, Part::kDataUnknown);
+  return busy_ms > 0 ? 1000.0 / busy_ms : 0;
+}
+
+double wall_s(const RunStats& s) {
+  return s.last_ns > s.first_ns ? static_cast<double>(s.last_ns - s.first_ns) / 1e9 : 0;
+}
+
+double batches_per_step(const RankReport& r, const RunStats& s) {
+  return s.batches > 0 && !r.steps.empty() ? ratio(double(s.batches), double(r.steps.size())) : 1.0;
+}
+
+Stage storage_stage(const RankReport& r, const RunStats& s) {
+  Stage st{"storage"};
+  uint64_t bytes = 0, miss = 0, reads = 0;
+  int64_t busy = 0;
+  for (const auto& t : s.tiers) {
+    bytes += t.bytes;
+    miss += t.miss_bytes;
+    busy += t.busy_ns;
+    reads += t.reads;
+  }
+  if (reads == 0) return st;
+  st.measured = true;
+  const double bw = ratio(double(bytes), double(busy) / 1e9);
+  const double per_batch = ratio(double(bytes), double(std::max<uint64_t>(s.batches, r.steps.size())));
+  st.utilization = ratio(double(busy) / 1e9, wall_s(s));
+  st.capacity = ratio(bw, per_batch);
+  st.numbers = {{"bytes_per_batch", per_batch, "B"}, {"read_bandwidth", bw, "B/s"},
+                {"cache_miss_bytes", double(miss), "B"}, {"reads", double(reads), ""},
+                {"mean_queue_depth", ratio(double(s.qd_sum), double(s.qd_reads)), ""},
+                {"mean_read_bytes", ratio(double(bytes), double(reads)), "B"},
+                {"files", double(s.files.size()), ""}};
+  return st;
+}
+
+Stage preprocess_stage(const RankReport& r, const RunStats& s) {
+  Stage st{"preprocessing"};
+  if (s.pre_items == 0) return st;
+  st.measured = true;
+  const double workers = double(s.workers.size());
+  const double per_sample_s = ratio(double(s.pre_busy_ns) / 1e9, double(s.pre_samples));
+  const double samples_per_batch =
+      s.batches > 0 ? ratio(double(s.batch_samples), double(s.batches))
+                    : ratio(double(s.pre_samples), double(std::max<size_t>(r.steps.size(), 1)));
+  st.utilization = ratio(double(s.pre_busy_ns) / 1e9, workers * wall_s(s));
+  st.capacity = ratio(workers, per_sample_s * samples_per_batch);
+  st.numbers = {{"workers", workers, ""}, {"busy_per_sample", per_sample_s * 1e3, "ms"},
+                {"samples_per_batch", samples_per_batch, ""}};
+  return st;
+}
+
+Stage h2d_stage(const RankReport& r, const RunStats& s) {
+  Stage st{"h2d"};
+  const uint64_t bytes = s.h2d_bytes[0] + s.h2d_bytes[1];
+  if (bytes == 0) return st;
+  st.measured = true;
+  const int64_t ns = s.h2d_ns[0] + s.h2d_ns[1];
+  const double per_step = ratio(double(bytes), double(std::max<size_t>(r.steps.size(), 1)));
+  st.utilization = ratio(double(ns) / 1e9, wall_s(s));
+  st.capacity = ratio(ratio(double(bytes), double(ns) / 1e9), per_step);
+  st.numbers = {{"bytes_per_step", per_step, "B"},
+                {"pageable_bandwidth", ratio(double(s.h2d_bytes[0]), double(s.h2d_ns[0]) / 1e9), "B/s"},
+                {"pinned_bandwidth", ratio(double(s.h2d_bytes[1]), double(s.h2d_ns[1]) / 1e9), "B/s"},
+                {"pageable_bytes", double(s.h2d_bytes[0]), "B"}};
+  return st;
+}
+
+// CPU cores the rank's processes used on average (CPU ns per ns).
+double used_cores(const RunStats& s, const RankTrace& t) {
+  double ns = 0;
+  for (const auto& [proc, c] : s.process_cpu) ns += c.rate();
+  for (const auto& [key, c] : s.child_cpu) {
+    const bool traced = std::any_of(t.procs.begin(), t.procs.end(),
+                                    [&](const ProcessDesc& p) { return p.pid == key.second; });
+    if (!traced) ns += c.rate();  // a child without its own trace file
+  }
+  return ns / 1e9;
+}
+
+CpuBudget cpu_budget(const RunStats& s, const RankTrace& t) {
+  CpuBudget b;
+  if (t.procs.empty() || t.procs[0].affinity_cpus <= 0) return b;
+  b.known = true;
+  b.affinity_cpus = double(t.procs[0].affinity_cpus);
+  b.quota_cores = t.procs[0].quota_cores;
+  b.ranks_on_node = int(std::max<int64_t>(1, t.probes.ranks_on_node));
+  const double cap = b.quota_cores > 0 ? std::min(b.affinity_cpus, b.quota_cores) : b.affinity_cpus;
+  b.budget_cores = cap / b.ranks_on_node;
+  b.used_cores = used_cores(s, t);
+  if (s.stall_idle_covered > 0) b.idle_during_stalls = s.stall_idle_integral / double(s.stall_idle_covered);
+  for (const auto& [p, c] : s.throttled_periods) b.throttled_periods += c.delta();
+  for (const auto& [p, c] : s.throttled_ns) b.throttled_ms += c.delta() / 1e6;
+  return b;
+}
+
+Stage cpu_stage(const RankReport& r) {
+  Stage st{"cpu"};
+  if (!r.cpu.known || r.cpu.used_cores <= 0) return st;
+  st.measured = true;
+  st.utilization = ratio(r.cpu.used_cores, r.cpu.budget_cores);
+  // The rate the CPUs could sustain if the work per batch stays the same.
+  st.capacity = st.utilization > 0 ? demand_per_s(r) * (1 - data_share(r)) / st.utilization : 0;
+  st.numbers = {{"budget_cores", r.cpu.budget_cores, ""}, {"used_cores", r.cpu.used_cores, ""},
+                {"idle_cpus_during_stalls", r.cpu.idle_during_stalls, ""},
+                {"throttled_periods", r.cpu.throttled_periods, ""}};
+  return st;
+}
+
+// The largest part other than compute names the cause, unless compute
+// dominates (>= 90 %: healthy) or nothing else reaches 5 %.
+std::string cause_of(const RankReport& r) {
+  if (r.steady_steps == 0) return "no steady steps";
+  if (share(r, Part::kCompute) >= 0.9) return "compute-bound (healthy)";
+  Part best = Part::kStragglerWait;
+  for (size_t p = 1; p < kPartCount; ++p)
+    if (r.parts[p].share > r.parts[idx(best)].share) best = static_cast<Part>(p);
+  if (r.parts[idx(best)].share < 0.05) return "compute-bound";
+  const std::string group(part_group(best));
+  const std::string kind = group == "data stall" ? "input-bound" : group + "-bound";
+  return kind + ": " + std::string(part_label(best)) + " " + pct(r.parts[idx(best)].share) + " of step time";
+}
+
+std::string bottleneck_of(const RankReport& r) {
+  const Stage* worst = nullptr;
+  for (const auto& st : r.stages)
+    if (st.measured && st.demand > 0 && (!worst || st.headroom() < worst->headroom())) worst = &st;
+  if (worst == nullptr || worst->headroom() >= 1.0) return "trainer";
+  return worst->name;
+}
+
+}  // namespace
+
+double mean_step_ms(const RankReport& r) {
+  int64_t total = 0;
+  for (const auto& p : r.parts) total += p.total_ns;
+  return r.steady_steps > 0 ? double(total) / 1e6 / double(r.steady_steps) : 0;
+}
+
+double mean_part_ms(const RankReport& r, Part p) {
+  return r.steady_steps > 0 ? double(r.parts[idx(p)].total_ns) / 1e6 / double(r.steady_steps) : 0;
+}
+
+const Stage* find_stage(const RankReport& r, const std::string& name) {
+  for (const auto& s : r.stages) if (s.name == name) return &s;
+  return nullptr;
+}
+
+void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
+  r.cpu = cpu_budget(s, t);
+  const double demand = demand_per_s(r) * batches_per_step(r, s);
+  r.stages = {storage_stage(r, s), preprocess_stage(r, s), h2d_stage(r, s), cpu_stage(r)};
+  for (auto& st : r.stages) st.demand = st.measured ? demand : 0;
+  r.bottleneck = bottleneck_of(r);
+  r.cause = cause_of(r);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; step p50 %.1f ms over %zu steady steps; bottleneck: %s",
+                r.step_p50_ms, r.steady_steps, r.bottleneck.c_str());
+  r.summary = r.cause + buf;
+}
+
+}  // namespace stallscope::analyzer

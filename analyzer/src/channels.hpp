@@ -1,0 +1,70 @@
+// Windowed event storage of the streaming engine: intervals waiting for the
+// steps they overlap (Channel) and sampled rates such as a thread's CPU use
+// (RateSeries). Both drop what finalized steps no longer need, so memory is
+// bounded by the events of the window, not of the trace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "interval.hpp"
+
+namespace stallscope::analyzer {
+
+// Intervals of one category, handed out step by step in increasing time.
+class Channel {
+ public:
+  void add(int64_t a, int64_t b) { pending_.push_back({a, b}); }
+  // Sorts what arrived since the last call (before a run of take()).
+  void prepare();
+  // The intervals overlapping [s, e), clipped and normalized. Calls must
+  // come with increasing s.
+  void take(int64_t s, int64_t e, Ivs& out);
+  // Forgets the intervals consumed by take().
+  void trim();
+  // Drops everything ending before t (used while no steps are known).
+  void drop_before(int64_t t);
+  size_t size() const noexcept { return pending_.size() + carry_.size(); }
+
+ private:
+  std::vector<Iv> pending_;
+  size_t cursor_ = 0;
+  size_t sorted_ = 0;  // pending_[cursor_, sorted_) is sorted by start
+  Ivs carry_;  // taken intervals that reach past the last step
+};
+
+// A piecewise-constant rate: segments [a, b) with a value per ns (CPU ns per
+// ns of a thread, idle CPUs). Built from cumulative or per-period samples.
+class RateSeries {
+ public:
+  // Cumulative sample (e.g. cpu.thread_ns): the increase since the previous
+  // sample is spread over at most `period_ns` before t (the sampler reports
+  // a thread only when its time changed).
+  void add_cumulative(int64_t t, double total, int64_t period_ns);
+  // Per-period sample (cpu.idle): `value` held since the previous sample.
+  void add_level(int64_t t, double value);
+  // ∫ rate over `set` (value × ns).
+  double integrate(const Ivs& set) const;
+  // ns of `set` covered by any segment.
+  int64_t covered(const Ivs& set) const;
+  void drop_before(int64_t t);
+  bool empty() const noexcept { return segs_.empty(); }
+  double first_total() const noexcept { return first_total_; }
+  double last_total() const noexcept { return last_total_; }
+  bool has_samples() const noexcept { return have_; }
+
+ private:
+  struct Seg {
+    int64_t a, b;
+    double v;
+  };
+  void push(const Seg& s);
+  std::deque<Seg> segs_;
+  bool have_ = false;
+  int64_t last_t_ = 0;
+  double last_total_ = 0, first_total_ = 0;
+};
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,217 @@
+// Routing of incoming events into the engine's channels, series, lineage
+// and totals; the choice of step source; trimming of what steps no longer need.
+#include <algorithm>
+
+#include "engine.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+constexpr size_t kMaxFiles = 1u << 16;
+constexpr uint64_t kSmallRead = 256u << 10;
+}  // namespace
+
+RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
+    : trace_(trace), opt_(opt), finder_(trace_, re_) {
+  try {
+    re_ = std::regex(opt.step_pattern, std::regex::ECMAScript | std::regex::icase |
+                                           std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw AnalyzeError("--step-pattern '" + opt.step_pattern + "': " + e.what());
+  }
+}
+
+void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
+  ++events_;
+  if (e.kind != Kind::kCounter && e.kind != Kind::kGap) {
+    stats_.first_ns = std::min(stats_.first_ns, e.start);
+    stats_.last_ns = std::max(stats_.last_ns, e.end);
+  }
+  if (e.end < finalized_until_ && e.kind != Kind::kCounter && e.kind != Kind::kGap) {
+    ++drops_.late_events;
+  }
+  switch (e.kind) {
+    case Kind::kStep: case Kind::kRange: finder_.on_event(e); break;
+    case Kind::kDataWait: finder_.on_event(e); route_trainer(e); break;
+    case Kind::kApiCall: case Kind::kSync: route_trainer(e); break;
+    case Kind::kStorageRead: case Kind::kPreprocess: case Kind::kBatchReady:
+      route_data(e, ids);
+      break;
+    case Kind::kKernel: case Kind::kCollective: case Kind::kH2D: case Kind::kD2H:
+    case Kind::kD2D: case Kind::kMemset:
+      route_device(e);
+      break;
+    case Kind::kCounter: on_counter(e); break;
+    case Kind::kGap: drops_.buffer_dropped += e.corr; break;
+    default: break;
+  }
+  if (!finder_.decided() && events_ % opt_.decide_events == 0) {
+    finder_.decide();
+    if (finder_.decided()) on_decided();
+  }
+}
+
+void RankEngine::route_device(const Ev& e) {
+  if (e.phase != format::kComplete) return;
+  device_seen_ = true;
+  switch (e.kind) {
+    case Kind::kKernel: compute_.add(e.start, e.end); ++stats_.kernels; break;
+    case Kind::kCollective: comm_.add(e.start, e.end); break;
+    case Kind::kH2D: {
+      h2d_.add(e.start, e.end);
+      const int pinned = e.src == static_cast<uint8_t>(format::MemKind::kPinned) ? 1 : 0;
+      stats_.h2d_bytes[pinned] += e.bytes;
+      stats_.h2d_ns[pinned] += e.dur();
+      break;
+    }
+    case Kind::kD2H: other_.add(e.start, e.end); d2h_.add(e.start, e.end); break;
+    default: other_.add(e.start, e.end); break;
+  }
+}
+
+RankEngine::TrainerChans* RankEngine::trainer_chans() {
+  if (!finder_.decided()) return nullptr;
+  auto it = chans_.find(finder_.trainer_track());
+  return it == chans_.end() ? nullptr : &it->second;
+}
+
+void RankEngine::route_trainer(const Ev& e) {
+  if (e.phase != format::kComplete) return;
+  if (e.kind == Kind::kApiCall) ++cuda_api_;
+  if (finder_.decided() && e.track != finder_.trainer_track()) return;
+  TrainerChans& c = chans_[e.track];
+  switch (e.kind) {
+    case Kind::kDataWait:
+      c.waits.add(e.start, e.end);
+      c.recs.push_back({e.start, e.end, e.batch_id != 0 ? e.batch_id : e.corr});
+      break;
+    case Kind::kApiCall: c.api.add(e.start, e.end); ++stats_.launches; break;
+    default: c.sync.add(e.start, e.end); break;
+  }
+}
+
+void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
+  if (e.kind == Kind::kBatchReady) {
+    lineage_.add_batch(e.batch_id != 0 ? e.batch_id : e.corr, e.start, ids);
+    ++stats_.batches;
+    stats_.batch_samples += ids.size();
+    return;
+  }
+  if (e.phase != format::kComplete) return;
+  if (e.kind == Kind::kStorageRead) {
+    lineage_.add_read(e);
+    reads_.add(e.start - static_cast<int64_t>(e.queued_ns), e.end);
+    TierStats& t = stats_.tiers[std::min<uint8_t>(e.tier, 3)];
+    ++t.reads;
+    t.bytes += e.bytes;
+    if (e.cache == static_cast<uint8_t>(format::Cache::kHit)) t.hit_bytes += e.bytes; else t.miss_bytes += e.bytes;
+    if (e.bytes < kSmallRead) ++t.small_reads;
+    t.busy_ns += std::max<int64_t>(0, e.end - std::max(e.start, t.cover_end));
+    t.cover_end = std::max(t.cover_end, e.end);
+    stats_.qd_sum += e.queue_depth;
+    ++stats_.qd_reads;
+    if (stats_.files.size() < kMaxFiles) stats_.files.insert(e.file);
+    return;
+  }
+  lineage_.add_preprocess(e);
+  pre_.add(e.start, e.end);
+  ++stats_.pre_items;
+  stats_.pre_samples += std::max<uint32_t>(e.count, 1);
+  stats_.pre_busy_ns += e.dur();
+  if (stats_.workers.size() < 4096) stats_.workers.insert({e.track, e.worker});
+}
+
+RankEngine::CounterKind RankEngine::counter_kind(uint32_t name) {
+  if (name >= counter_kinds_.size()) counter_kinds_.resize(name + 1, CounterKind::kUnknown);
+  CounterKind& k = counter_kinds_[name];
+  if (k != CounterKind::kUnknown) return k;
+  const std::string& n = trace_.names[name];
+  k = n == "cpu.thread_ns"         ? CounterKind::kThreadNs
+      : n == "cpu.child_ns"        ? CounterKind::kChildNs
+      : n == "cpu.process_ns"      ? CounterKind::kProcessNs
+      : n == "cpu.idle"            ? CounterKind::kIdle
+      : n == "cgroup.nr_throttled" ? CounterKind::kThrottledPeriods
+      : n == "cgroup.throttled_ns" ? CounterKind::kThrottledNs
+                                   : CounterKind::kOther;
+  return k;
+}
+
+void RankEngine::on_counter(const Ev& e) {
+  const uint32_t proc = trace_.tracks[e.track].proc;
+  switch (counter_kind(e.name)) {
+    case CounterKind::kThreadNs:
+      thread_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, opt_.sample_period_ns);
+      break;
+    case CounterKind::kChildNs:
+      child_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, opt_.sample_period_ns);
+      stats_.child_cpu[{proc, e.corr}].add(e.value, e.start);
+      break;
+    case CounterKind::kProcessNs: stats_.process_cpu[proc].add(e.value, e.start); break;
+    case CounterKind::kIdle:
+      if (stats_.idle_proc < 0) stats_.idle_proc = proc;
+      if (stats_.idle_proc == proc) stats_.idle.add_level(e.start, e.value);
+      break;
+    case CounterKind::kThrottledPeriods: stats_.throttled_periods[proc].add(e.value, e.start); break;
+    case CounterKind::kThrottledNs: stats_.throttled_ns[proc].add(e.value, e.start); break;
+    default: break;
+  }
+}
+
+void RankEngine::on_decided() {
+  const uint32_t t = finder_.trainer_track();
+  std::erase_if(chans_, [t](const auto& kv) { return kv.first != t; });
+  trainer_proc_ = trace_.tracks[t].proc;
+  trainer_tid_ = trace_.tracks[t].tid;
+}
+
+void RankEngine::advance(int64_t safe_ns) {
+  if (safe_ns <= INT64_MIN + opt_.lineage_horizon_ns) return;  // nothing is safe yet
+  if (!finder_.decided()) {
+    // No step known yet: keep only a horizon of history.
+    if (safe_ns != INT64_MAX) trim(safe_ns - opt_.lineage_horizon_ns);
+    return;
+  }
+  // Steps are attributed in batches: sorting the window once per batch
+  // instead of once per step.
+  if (safe_ns != INT64_MAX && finder_.ready_count(safe_ns) < kBatchSteps) return;
+  const auto ready = finder_.pop_ready(safe_ns);
+  if (ready.empty()) return;
+  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_, &reads_, &pre_}) c->prepare();
+  if (TrainerChans* tc = trainer_chans()) {
+    for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->prepare();
+  }
+  for (const StepCand& c : ready) finalize(c);
+  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_, &reads_, &pre_}) c->trim();
+  if (TrainerChans* tc = trainer_chans()) {
+    for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->trim();
+    while (!tc->recs.empty() && tc->recs.front().b <= finalized_until_) tc->recs.pop_front();
+  }
+  // Lineage and samples are kept for the horizon, but never for more than
+  // kLineageSteps steps: memory is bounded by the window, not by the run.
+  for (const StepCand& c : ready) recent_starts_.push_back(c.start);
+  while (recent_starts_.size() > kLineageSteps) recent_starts_.pop_front();
+  trim(std::max(ready.back().start - opt_.lineage_horizon_ns, recent_starts_.front()));
+}
+
+void RankEngine::trim(int64_t before) {
+  lineage_.evict_before(before);
+  for (auto* m : {&thread_cpu_, &child_cpu_})
+    for (auto& [k, s] : *m) s.drop_before(before);
+  stats_.idle.drop_before(before);
+  if (finder_.decided()) return;
+  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_, &reads_, &pre_}) c->drop_before(before);
+  for (auto& [t, c] : chans_) {
+    for (Channel* ch : {&c.waits, &c.api, &c.sync}) ch->drop_before(before);
+    while (!c.recs.empty() && c.recs.front().b < before) c.recs.pop_front();
+  }
+}
+
+void RankEngine::add_drops(const Drops& d) {
+  drops_.buffer_dropped += d.buffer_dropped;
+  drops_.disk_dropped += d.disk_dropped;
+  drops_.ring_discarded += d.ring_discarded;
+  drops_.files_truncated += d.files_truncated;
+  drops_.files_error += d.files_error;
+}
+
+}  // namespace stallscope::analyzer

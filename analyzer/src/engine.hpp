@@ -1,0 +1,93 @@
+// The streaming engine of one rank: events in (any process of the rank, in
+// roughly the order the recorder flushed them), steps out with their
+// attribution as soon as every event they depend on can have arrived.
+//
+//   RankEngine eng(trace, opt);          // trace: procs, tracks, names (may grow)
+//   for (each event e) eng.ingest(e, ids);
+//   eng.advance(safe_ns);                // now and then: no event will end before safe_ns
+//   RankReport r = eng.finish();
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <regex>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "attribution.hpp"
+#include "channels.hpp"
+#include "lineage.hpp"
+#include "run_stats.hpp"
+#include "stallscope/analyzer/analyzer.hpp"
+#include "step_finder.hpp"
+
+namespace stallscope::analyzer {
+
+class RankEngine {
+ public:
+  RankEngine(const RankTrace& trace, const AnalyzeOptions& opt);
+  void ingest(const Ev& e, std::span<const uint64_t> ids);
+  void advance(int64_t safe_ns);
+  RankReport finish();
+  uint64_t events() const noexcept { return events_; }
+  void add_drops(const Drops& d);
+  void warn(std::string w) { warnings_.push_back(std::move(w)); }
+
+ private:
+  struct WaitRec {
+    int64_t a, b;
+    uint64_t batch;
+  };
+  struct TrainerChans {
+    Channel waits, api, sync;
+    std::deque<WaitRec> recs;
+  };
+  enum class CounterKind : int8_t { kUnknown, kOther, kThreadNs, kChildNs, kProcessNs, kIdle,
+                                    kThrottledPeriods, kThrottledNs };
+
+  void route_device(const Ev& e);
+  void route_trainer(const Ev& e);
+  void route_data(const Ev& e, std::span<const uint64_t> ids);
+  void on_counter(const Ev& e);
+  CounterKind counter_kind(uint32_t name);
+  void on_decided();
+  void finalize(const StepCand& c);
+  void trim(int64_t before);
+  DataSplit split_stall(const Ivs& stall, int64_t s, int64_t e);
+  DataSplit split_by_lineage(const Ivs& piece, const WaitRec& w, bool* ok);
+  DataSplit split_inferred(const Ivs& piece);
+  int64_t trainer_cpu(const Ivs& set) const;
+  double producer_cpu(const Ivs& set) const;
+  TrainerChans* trainer_chans();
+  void add_warnings(RankReport& r) const;
+  void snapshot(const StepInputs& in, const StepResult& r);
+
+  const RankTrace& trace_;
+  AnalyzeOptions opt_;
+  std::regex re_;
+  StepFinder finder_;
+  Channel compute_, comm_, h2d_, other_, d2h_, reads_, pre_;
+  Ivs prod_reads_, prod_pre_;  // producers' activity in the step being finalized
+  std::map<uint32_t, TrainerChans> chans_;  // by track; only the trainer's once decided
+  std::map<std::pair<uint32_t, uint64_t>, RateSeries> thread_cpu_, child_cpu_;
+  std::vector<CounterKind> counter_kinds_;
+  Lineage lineage_;
+  RunStats stats_;
+  Drops drops_;
+  std::vector<StepResult> steps_;
+  std::vector<std::string> warnings_;
+  Timeline typical_, longest_;
+  static constexpr size_t kLineageSteps = 64;
+  static constexpr size_t kBatchSteps = 32;
+  std::deque<int64_t> recent_starts_;
+  double wall_sum_ = 0;
+  uint64_t events_ = 0;
+  int64_t finalized_until_ = INT64_MIN;
+  bool device_seen_ = false, cpu_unknown_seen_ = false, gpu_track_ = false;
+  uint64_t cuda_api_ = 0;
+  uint32_t trainer_proc_ = 0, trainer_tid_ = 0;
+};
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,65 @@
+// End of a rank's input: the last steps, the summary over steady steps, the
+// capacity model, the remedies and the warnings.
+#include <algorithm>
+
+#include "engine.hpp"
+#include "remedy.hpp"
+#include "summary.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+std::string compute_basis(bool device, uint64_t api, bool gpu_track) {
+  if (device) return "device";
+  return api > 0 || gpu_track ? "gpu_not_recorded" : "cpu_only";
+}
+
+}  // namespace
+
+RankReport RankEngine::finish() {
+  const bool was = finder_.decided();
+  finder_.finish(stats_.last_ns);
+  if (!was && finder_.decided()) on_decided();
+  advance(INT64_MAX);
+  RankReport r;
+  r.rank = trace_.rank;
+  r.events = events_;
+  r.source = finder_.source();
+  r.source_detail = finder_.detail();
+  r.trainer_tid = finder_.has_trainer() ? trace_.tracks[finder_.trainer_track()].tid : 0;
+  r.device_activity = device_seen_;
+  for (const auto& t : trace_.tracks) gpu_track_ = gpu_track_ || t.type == TrackType::kGpuStream;
+  r.compute_basis = compute_basis(device_seen_, cuda_api_, gpu_track_);
+  std::sort(steps_.begin(), steps_.end(),
+            [](const StepResult& a, const StepResult& b) { return a.start_ns < b.start_ns; });
+  r.steps = std::move(steps_);
+  for (const auto& s : r.steps) r.split |= s.split;
+  summarize_steps(r, opt_);
+  build_capacity(r, stats_, trace_);
+  RemedyContext ctx{r, stats_, trace_.probes, mean_step_ms(r)};
+  r.remedies = propose_remedies(ctx, opt_.max_remedies);
+  for (Timeline* t : {&typical_, &longest_})
+    if (!t->lanes.empty()) r.timelines.push_back(std::move(*t));
+  r.drops = drops_;
+  r.warnings = std::move(warnings_);
+  add_warnings(r);
+  return r;
+}
+
+void RankEngine::add_warnings(RankReport& r) const {
+  auto& w = r.warnings;
+  if (r.source == StepSource::kNone) w.push_back("no steps found: no step events, no ranges matching the step pattern, no data waits");
+  const auto closed = std::count_if(r.steps.begin(), r.steps.end(),
+                                    [](const StepResult& s) { return s.closed_by_analyzer; });
+  if (closed > 0) w.push_back(std::to_string(closed) + " step(s) had no end event; closed at the next step's start or the last event");
+  if (finder_.unmatched_ends() > 0) w.push_back(std::to_string(finder_.unmatched_ends()) + " step end event(s) without a begin ignored");
+  if (cpu_unknown_seen_) w.push_back("no CPU samples for the trainer thread: host time not split into on-CPU and blocked (counted on-CPU)");
+  if (r.compute_basis == "cpu_only") w.push_back("no device activity: a CPU-only trainer; compute = the trainer thread's on-CPU time");
+  if (r.compute_basis == "gpu_not_recorded") w.push_back("API calls but no device activity recorded: GPU activity was not captured; compute = the trainer thread's on-CPU time");
+  if (r.drops.late_events > 0) w.push_back(std::to_string(r.drops.late_events) + " event(s) arrived after their step was attributed (raise the lag) and were ignored");
+  if (r.split & kSplitInferred) w.push_back("data stall split inferred from producer activity (no batch lineage) for some steps");
+  if (r.drops.buffer_dropped + r.drops.disk_dropped > 0) w.push_back("events were dropped while recording: parts may be undercounted");
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,171 @@
+// Attribution of one finalized step: gathers its clipped intervals from the
+// channels, runs the attribution core, and splits its data stall along the
+// late batch's lineage (or, without lineage, from the producers' activity).
+#include <algorithm>
+#include <cmath>
+
+#include "engine.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+std::vector<int64_t> ends_of(const Ivs& v, int64_t step_end) {
+  std::vector<int64_t> out;
+  for (const Iv& x : v) if (x.b < step_end) out.push_back(x.b);
+  return out;
+}
+
+}  // namespace
+
+int64_t RankEngine::trainer_cpu(const Ivs& set) const {
+  auto it = thread_cpu_.find({trainer_proc_, trainer_tid_});
+  if (it == thread_cpu_.end() || !it->second.has_samples()) return -1;
+  return std::llround(it->second.integrate(set));
+}
+
+double RankEngine::producer_cpu(const Ivs& set) const {
+  double sum = 0;
+  for (const auto& [key, s] : thread_cpu_) {
+    if (key.first == trainer_proc_ && key.second == trainer_tid_) continue;
+    sum += s.integrate(set);
+  }
+  for (const auto& [key, s] : child_cpu_) sum += s.integrate(set);
+  return sum;
+}
+
+void RankEngine::finalize(const StepCand& c) {
+  StepInputs in;
+  in.start = c.start;
+  in.end = c.end;
+  compute_.take(c.start, c.end, in.compute);
+  comm_.take(c.start, c.end, in.comm);
+  h2d_.take(c.start, c.end, in.h2d);
+  other_.take(c.start, c.end, in.other);
+  reads_.take(c.start, c.end, prod_reads_);
+  pre_.take(c.start, c.end, prod_pre_);
+  Ivs tmp;
+  d2h_.take(c.start, c.end, tmp);
+  in.sync_returns = ends_of(tmp, c.end);
+  if (TrainerChans* tc = trainer_chans()) {
+    tc->waits.take(c.start, c.end, in.data_waits);
+    tc->api.take(c.start, c.end, in.api_calls);
+    tc->sync.take(c.start, c.end, tmp);
+    const auto syncs = ends_of(tmp, c.end);
+    in.sync_returns.insert(in.sync_returns.end(), syncs.begin(), syncs.end());
+    std::sort(in.sync_returns.begin(), in.sync_returns.end());
+  }
+  in.device_activity = device_seen_;
+  in.trainer_cpu = [this](const Ivs& set) { return trainer_cpu(set); };
+  in.split_stall = [this, &c](const Ivs& stall) { return split_stall(stall, c.start, c.end); };
+  const StepParts p = attribute_step(in);
+  cpu_unknown_seen_ = cpu_unknown_seen_ || p.cpu_unknown;
+  StepResult r;
+  r.index = c.index;
+  r.start_ns = c.start;
+  r.end_ns = c.end;
+  r.parts = p.parts;
+  r.split = p.split;
+  r.closed_by_analyzer = c.closed_by_analyzer;
+  steps_.push_back(r);
+  snapshot(in, r);
+  finalized_until_ = std::max(finalized_until_, c.end);
+}
+
+// Keeps the lanes of the longest step and of a recent typical one (wall
+// within 10 % of the running mean), for the HTML timeline.
+void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
+  const double wall = double(r.wall());
+  wall_sum_ += wall;
+  const double mean = wall_sum_ / double(steps_.size());
+  const bool longest = steps_.size() > 2 && wall > double(longest_.wall_ns);
+  const bool typical = steps_.size() > 2 && std::abs(wall - mean) <= 0.1 * mean && steps_.size() % 50 == 3;
+  if (!longest && !typical) return;
+  Timeline t{longest ? "longest" : "typical", r.index, r.wall(), {}};
+  const std::pair<const char*, const Ivs*> lanes[] = {
+      {"compute", &in.compute}, {"comm", &in.comm},  {"h2d", &in.h2d},
+      {"other", &in.other},     {"data wait", &in.data_waits}, {"api", &in.api_calls},
+      {"reads", &prod_reads_},  {"preprocess", &prod_pre_}};
+  for (const auto& [name, ivs] : lanes) {
+    Lane lane{name, {}};
+    for (size_t i = 0; i < ivs->size() && i < 2000; ++i)
+      lane.spans.push_back({(*ivs)[i].a - r.start_ns, (*ivs)[i].b - r.start_ns});
+    t.lanes.push_back(std::move(lane));
+  }
+  (longest ? longest_ : typical_) = std::move(t);
+}
+
+DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
+  stats_.stall_idle_integral += stats_.idle.integrate(stall);
+  stats_.stall_idle_covered += stats_.idle.covered(stall);
+  DataSplit total;
+  Ivs rest = stall, piece, tmp;
+  if (TrainerChans* tc = trainer_chans()) {
+    for (const WaitRec& w : tc->recs) {
+      if (w.b <= s || w.a >= e || rest.empty()) continue;
+      intersect(rest, Ivs{{w.a, w.b}}, piece);
+      if (piece.empty()) continue;
+      bool ok = false;
+      const DataSplit d = split_by_lineage(piece, w, &ok);
+      if (!ok) continue;
+      total.storage += d.storage;
+      total.preprocess += d.preprocess;
+      total.unknown += d.unknown;
+      total.bits |= kSplitLineage;
+      subtract(rest, piece, tmp);
+      rest.swap(tmp);
+    }
+  }
+  if (!rest.empty()) {
+    const DataSplit d = split_inferred(rest);
+    total.storage += d.storage;
+    total.preprocess += d.preprocess;
+    total.unknown += d.unknown;
+    total.bits |= d.bits;
+  }
+  return total;
+}
+
+DataSplit RankEngine::split_by_lineage(const Ivs& piece, const WaitRec& w, bool* ok) {
+  const Batch* b = lineage_.batch_for(w.batch, w.a, w.b);
+  if (b == nullptr) return {};
+  const auto chain = lineage_.walk(*b, w.a);
+  if (chain.empty()) return {};
+  *ok = true;
+  Ivs storage, pre, pre_only;
+  for (const ChainSeg& seg : chain) (seg.storage ? storage : pre).push_back({seg.a, seg.b});
+  pre.push_back({b->ready, INT64_MAX});  // after the batch was ready: hand-over
+  normalize(storage);
+  normalize(pre);
+  subtract(pre, storage, pre_only);
+  Ivs x;
+  DataSplit d;
+  intersect(piece, storage, x);
+  d.storage = length(x);
+  intersect(piece, pre_only, x);
+  d.preprocess = length(x);
+  // Not on the chain (it broke off): the first item was still waiting.
+  d.preprocess += length(piece) - d.storage - d.preprocess;
+  return d;
+}
+
+// Without lineage: what the producers were doing while the trainer waited.
+DataSplit RankEngine::split_inferred(const Ivs& piece) {
+  DataSplit d;
+  Ivs x, rest, rest2;
+  intersect(piece, prod_reads_, x);
+  d.storage = length(x);
+  subtract(piece, prod_reads_, rest);
+  intersect(rest, prod_pre_, x);
+  d.preprocess = length(x);
+  subtract(rest, prod_pre_, rest2);
+  const int64_t len2 = length(rest2);
+  const int64_t cpu = std::clamp<int64_t>(std::llround(producer_cpu(rest2)), 0, len2);
+  d.preprocess += cpu;
+  d.unknown = len2 - cpu;
+  const bool any = d.storage + d.preprocess > 0 || !thread_cpu_.empty() || !child_cpu_.empty();
+  d.bits = any ? kSplitInferred : kSplitNone;
+  return d;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,184 @@
+// Files in: groups trace files by rank, streams each rank's files through
+// one engine in approximate time order (the file that is furthest behind is
+// read next), and tells the engine how far every file has advanced.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "convert.hpp"
+#include "engine.hpp"
+#include "probes.hpp"
+#include "stallscope/analyzer/analyzer.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+constexpr size_t kBatchEvents = 4096;
+
+struct Source {
+  std::unique_ptr<reader::TraceReader> r;
+  std::unique_ptr<FileConverter> conv;
+  int64_t frontier = INT64_MIN;
+  bool done = false;
+  uint64_t gaps = 0;
+};
+
+struct RankGroup {
+  int64_t rank = -1;
+  std::string host;
+  std::vector<std::unique_ptr<reader::TraceReader>> readers;
+};
+
+std::vector<RankGroup> group_by_rank(std::vector<std::unique_ptr<reader::TraceReader>> readers) {
+  std::map<std::pair<int64_t, std::string>, RankGroup> groups;
+  for (auto& r : readers) {
+    // Processes without a rank (one-process runs) group by host.
+    auto& g = groups[{r->rank(), r->rank() < 0 ? r->host() : std::string()}];
+    g.rank = r->rank();
+    g.host = r->host();
+    g.readers.push_back(std::move(r));
+  }
+  std::vector<RankGroup> out;
+  for (auto& [k, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
+// Reads up to kBatchEvents from one source into the engine.
+void pump(Source& s, RankEngine& eng, reader::Event& e) {
+  for (size_t n = 0; n < kBatchEvents; ++n) {
+    if (!s.r->next(e)) {
+      s.done = true;
+      return;
+    }
+    if (e.kind == static_cast<uint8_t>(format::Kind::kGap)) s.gaps += e.value;
+    const Ev& ev = s.conv->convert(e);
+    if (ev.kind == Kind::kCounter || ev.kind == Kind::kGap) {
+      eng.ingest(ev, {});
+      continue;
+    }
+    s.frontier = std::max(s.frontier, ev.end);
+    eng.ingest(ev, e.ids);
+  }
+}
+
+Source* furthest_behind(std::vector<Source>& srcs) {
+  Source* best = nullptr;
+  for (auto& s : srcs)
+    if (!s.done && (best == nullptr || s.frontier < best->frontier)) best = &s;
+  return best;
+}
+
+int64_t safe_time(const std::vector<Source>& srcs, int64_t lag) {
+  int64_t t = INT64_MAX;
+  for (const auto& s : srcs)
+    if (!s.done) t = std::min(t, s.frontier == INT64_MIN ? INT64_MIN : s.frontier - lag);
+  return t;
+}
+
+Drops file_drops(const Source& s) {
+  Drops d;
+  const auto& end = s.r->end();
+  uint64_t end_buffer = 0, end_disk = end.present ? end.summary.disk_dropped : 0;
+  for (const auto& t : end.tracks) {
+    end_buffer += t.dropped_buffer;
+    end_disk = std::max<uint64_t>(end_disk, t.dropped_disk);
+  }
+  d.buffer_dropped = end_buffer > s.gaps ? end_buffer - s.gaps : 0;  // gaps counted by the engine
+  d.disk_dropped = end_disk;
+  if (s.r->header_valid()) d.ring_discarded = s.r->header().ring_discarded;
+  d.files_truncated = s.r->status() == reader::Status::kTruncated ? 1 : 0;
+  d.files_error = s.r->status() == reader::Status::kError ? 1 : 0;
+  return d;
+}
+
+void report_file(const Source& s, RankEngine& eng) {
+  eng.add_drops(file_drops(s));
+  size_t shown = 0;
+  for (const auto& d : s.r->diagnostics())
+    if (shown++ < 5) eng.warn(d.message);
+  if (s.r->status() == reader::Status::kTruncated)
+    eng.warn(s.r->path() + ": truncated (cut or still being written): analyzed up to the cut");
+}
+
+RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress& progress,
+                         int ranks_on_host) {
+  RankTrace meta;
+  meta.rank = g.rank;
+  meta.probes.ranks_on_node = ranks_on_host;
+  std::vector<Source> srcs;
+  for (auto& r : g.readers) {
+    meta.procs.push_back(process_of(*r));
+    merge_probes(*r, meta.probes);
+    Source s;
+    s.conv = std::make_unique<FileConverter>(*r, meta, static_cast<uint32_t>(meta.procs.size() - 1));
+    s.r = std::move(r);
+    srcs.push_back(std::move(s));
+  }
+  AnalyzeOptions o = opt;
+  if (meta.probes.sample_period_ns > 0) o.sample_period_ns = meta.probes.sample_period_ns;
+  RankEngine eng(meta, o);
+  reader::Event e;
+  while (Source* s = furthest_behind(srcs)) {
+    pump(*s, eng, e);
+    eng.advance(safe_time(srcs, o.lag_ns));
+    progress.tick(*s->r, e.offset);
+  }
+  for (const auto& s : srcs) report_file(s, eng);
+  RankReport rep = eng.finish();
+  rep.host = g.host;
+  for (const auto& p : meta.procs) rep.files.push_back(p.file);
+  return rep;
+}
+
+void count_ranks_per_host(std::vector<RankGroup>& groups, std::map<std::string, int>& per_host) {
+  for (const auto& g : groups) ++per_host[g.host];
+}
+
+}  // namespace
+
+Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opt) {
+  Report rep;
+  rep.inputs = paths;
+  std::vector<std::unique_ptr<reader::TraceReader>> readers;
+  for (const auto& p : paths) {
+    std::string error;
+    const auto files = reader::list_trace_files(p, &error);
+    if (files.empty()) rep.errors.push_back(error.empty() ? p + ": no trace files" : error);
+    for (const auto& f : files) {
+      auto r = std::make_unique<reader::TraceReader>(f);
+      if (!r->header_valid()) {
+        rep.errors.push_back(r->error().empty() ? f + ": not a trace file" : r->error());
+        continue;
+      }
+      readers.push_back(std::move(r));
+    }
+  }
+  Progress progress(opt.progress, readers);
+  auto groups = group_by_rank(std::move(readers));
+  std::map<std::string, int> per_host;
+  count_ranks_per_host(groups, per_host);
+  for (auto& g : groups) {
+    rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host]));
+  }
+  return rep;
+}
+
+RankReport analyze_rank(const RankTrace& trace, const AnalyzeOptions& opt) {
+  AnalyzeOptions o = opt;
+  if (trace.probes.sample_period_ns > 0) o.sample_period_ns = trace.probes.sample_period_ns;
+  RankEngine eng(trace, o);
+  // Arrival order of a recorder: by end time (complete records are written when they end).
+  std::vector<size_t> order(trace.events.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return trace.events[a].end < trace.events[b].end; });
+  for (size_t i : order) {
+    const Ev& e = trace.events[i];
+    eng.ingest(e, std::span<const uint64_t>(trace.ids.data() + e.ids_at, e.ids_n));
+  }
+  return eng.finish();
+}
+
+}  // namespace stallscope::analyzer

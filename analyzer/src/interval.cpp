@@ -1,0 +1,79 @@
+#include "interval.hpp"
+
+#include <algorithm>
+
+namespace stallscope::analyzer {
+
+void normalize(Ivs& v) {
+  std::sort(v.begin(), v.end(), [](const Iv& l, const Iv& r) { return l.a < r.a; });
+  size_t n = 0;
+  for (const Iv& x : v) {
+    if (x.b <= x.a) continue;
+    if (n > 0 && x.a <= v[n - 1].b) {
+      v[n - 1].b = std::max(v[n - 1].b, x.b);
+    } else {
+      v[n++] = x;
+    }
+  }
+  v.resize(n);
+}
+
+int64_t length(const Ivs& v) noexcept {
+  int64_t s = 0;
+  for (const Iv& x : v) s += x.len();
+  return s;
+}
+
+void unite(const Ivs& x, const Ivs& y, Ivs& out) {
+  out.clear();
+  out.reserve(x.size() + y.size());
+  std::merge(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out),
+             [](const Iv& l, const Iv& r) { return l.a < r.a; });
+  size_t n = 0;
+  for (const Iv& v : out) {
+    if (n > 0 && v.a <= out[n - 1].b) {
+      out[n - 1].b = std::max(out[n - 1].b, v.b);
+    } else {
+      out[n++] = v;
+    }
+  }
+  out.resize(n);
+}
+
+void subtract(const Ivs& x, const Ivs& y, Ivs& out) {
+  out.clear();
+  size_t j = 0;
+  for (const Iv& v : x) {
+    int64_t a = v.a;
+    while (j < y.size() && y[j].b <= a) ++j;
+    size_t k = j;
+    while (k < y.size() && y[k].a < v.b) {
+      if (y[k].a > a) out.push_back({a, y[k].a});
+      a = std::max(a, y[k].b);
+      if (a >= v.b) break;
+      ++k;
+    }
+    if (a < v.b) out.push_back({a, v.b});
+  }
+}
+
+void intersect(const Ivs& x, const Ivs& y, Ivs& out) {
+  out.clear();
+  size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    const int64_t a = std::max(x[i].a, y[j].a), b = std::min(x[i].b, y[j].b);
+    if (a < b) out.push_back({a, b});
+    if (x[i].b < y[j].b) ++i; else ++j;
+  }
+}
+
+int64_t overlap(const Ivs& x, int64_t a, int64_t b) noexcept {
+  int64_t s = 0;
+  for (const Iv& v : x) {
+    if (v.a >= b) break;
+    s += Iv{std::max(a, v.a), std::min(b, v.b)}.len();
+  }
+  return s;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,26 @@
+// Half-open nanosecond intervals and the set algebra the attribution needs.
+// A "set" is a vector of disjoint intervals sorted by start (normalize()).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace stallscope::analyzer {
+
+struct Iv {
+  int64_t a = 0, b = 0;  // [a, b)
+  int64_t len() const noexcept { return b > a ? b - a : 0; }
+};
+using Ivs = std::vector<Iv>;
+
+// Sorts and merges overlapping or touching intervals; drops empty ones.
+void normalize(Ivs& v);
+int64_t length(const Ivs& v) noexcept;
+// out = x ∪ y, x − y, x ∩ y (inputs normalized; out normalized; out may not alias).
+void unite(const Ivs& x, const Ivs& y, Ivs& out);
+void subtract(const Ivs& x, const Ivs& y, Ivs& out);
+void intersect(const Ivs& x, const Ivs& y, Ivs& out);
+// Length of x ∩ [a, b).
+int64_t overlap(const Ivs& x, int64_t a, int64_t b) noexcept;
+
+}  // namespace stallscope::analyzer

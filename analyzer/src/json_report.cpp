@@ -1,0 +1,109 @@
+// The JSON report (docs/report-schema.md): one object per rank with the
+// summary, parts, stages, CPU budget, remedies, outliers and the step table.
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "stallscope/analyzer/render.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+using nlohmann::json;
+
+json numbers(const std::vector<Number>& v) {
+  json o = json::object();
+  for (const auto& n : v) o[n.name] = {{"value", n.value}, {"unit", n.unit}};
+  return o;
+}
+
+json parts_json(const RankReport& r) {
+  json o = json::object();
+  for (size_t p = 0; p < kPartCount; ++p) {
+    const PartStat& s = r.parts[p];
+    o[std::string(part_key(static_cast<Part>(p)))] = {
+        {"total_ms", double(s.total_ns) / 1e6}, {"share", s.share}, {"p50_ms", s.p50_ms}, {"p90_ms", s.p90_ms}};
+  }
+  return o;
+}
+
+json stage_json(const Stage& s) {
+  return {{"name", s.name}, {"measured", s.measured}, {"utilization", s.utilization},
+          {"capacity_per_s", s.capacity}, {"demand_per_s", s.demand}, {"headroom", s.headroom()},
+          {"numbers", numbers(s.numbers)}};
+}
+
+json remedy_json(const Remedy& m) {
+  return {{"id", m.id}, {"title", m.title}, {"evidence", m.evidence}, {"model", m.model},
+          {"loader_knob", m.loader_knob}, {"pytorch_knob", m.pytorch_knob}, {"step_ms", m.step_ms},
+          {"predicted_step_ms", m.predicted_step_ms}, {"gain_ms", m.gain_ms()}, {"bound", m.bound},
+          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}};
+}
+
+json split_json(uint8_t bits) {
+  json a = json::array();
+  if (bits & kSplitLineage) a.push_back("lineage");
+  if (bits & kSplitInferred) a.push_back("inferred");
+  if (bits & kSplitNone) a.push_back("none");
+  return a;
+}
+
+json step_json(const StepResult& s) {
+  json parts = json::array();
+  for (int64_t v : s.parts) parts.push_back(v);
+  return {{"index", s.index}, {"start_ns", s.start_ns}, {"wall_ns", s.wall()}, {"warmup", s.warmup},
+          {"outlier", s.outlier}, {"closed_by_analyzer", s.closed_by_analyzer},
+          {"split", split_json(s.split)}, {"parts_ns", std::move(parts)}};
+}
+
+json cpu_json(const CpuBudget& c) {
+  return {{"known", c.known}, {"affinity_cpus", c.affinity_cpus}, {"quota_cores", c.quota_cores},
+          {"ranks_on_node", c.ranks_on_node}, {"budget_cores", c.budget_cores},
+          {"used_cores", c.used_cores}, {"idle_cpus_during_stalls", c.idle_during_stalls},
+          {"throttled_periods", c.throttled_periods}, {"throttled_ms", c.throttled_ms}};
+}
+
+json drops_json(const Drops& d) {
+  return {{"buffer_dropped", d.buffer_dropped}, {"disk_dropped", d.disk_dropped},
+          {"ring_discarded", d.ring_discarded}, {"files_truncated", d.files_truncated},
+          {"files_error", d.files_error}, {"late_events", d.late_events}};
+}
+
+json rank_json(const RankReport& r) {
+  json j = {{"rank", r.rank}, {"host", r.host}, {"files", r.files}, {"events", r.events},
+            {"step_source", {{"kind", step_source_key(r.source)}, {"detail", r.source_detail}}},
+            {"trainer_tid", r.trainer_tid}, {"device_activity", r.device_activity},
+            {"compute_basis", r.compute_basis}, {"summary", r.summary}, {"cause", r.cause},
+            {"bottleneck", r.bottleneck},
+            {"steps", {{"total", r.steps.size()}, {"warmup", r.warmup_steps}, {"steady", r.steady_steps},
+                       {"p50_ms", r.step_p50_ms}, {"p90_ms", r.step_p90_ms}}},
+            {"parts", parts_json(r)}, {"data_split", split_json(r.split)}, {"cpu", cpu_json(r.cpu)},
+            {"drops", drops_json(r.drops)}, {"warnings", r.warnings}};
+  j["stages"] = json::array();
+  for (const auto& s : r.stages) j["stages"].push_back(stage_json(s));
+  j["remedies"] = json::array();
+  for (const auto& m : r.remedies) j["remedies"].push_back(remedy_json(m));
+  j["outliers"] = json::array();
+  j["step_table"] = json::array();
+  for (const auto& s : r.steps) {
+    if (s.outlier) j["outliers"].push_back(s.index);
+    j["step_table"].push_back(step_json(s));
+  }
+  return j;
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const Report& r) {
+  json part_keys = json::array();
+  for (size_t p = 0; p < kPartCount; ++p) part_keys.push_back(part_key(static_cast<Part>(p)));
+  json j = {{"schema", "stallscope.report"}, {"schema_version", r.schema_version},
+            {"inputs", r.inputs}, {"errors", r.errors}, {"warnings", r.warnings},
+            {"part_keys", std::move(part_keys)}};
+  j["ranks"] = json::array();
+  for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
+  out << j.dump(1) << "\n";
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,157 @@
+#include "lineage.hpp"
+
+#include <algorithm>
+
+namespace stallscope::analyzer {
+
+namespace {
+// A preprocessing item covering more samples is indexed by its first ones only.
+constexpr uint32_t kMaxIndexedSamples = 1024;
+}  // namespace
+
+void SampleIndex::add(uint64_t sample, uint64_t item) {
+  if (sample == 0 || sample == ~uint64_t{0}) return;  // "none", and the map's reserved key
+  const uint64_t l = base_ + links_.size();
+  const uint64_t prev = heads_.get(sample);
+  links_.push_back({sample, item, prev == FlatMap64::kAbsent ? kNone : prev});
+  heads_.put(sample, l);
+}
+
+void SampleIndex::evict(uint64_t item_base) {
+  while (!links_.empty() && links_.front().item < item_base) {
+    heads_.erase_if_equal(links_.front().sample, base_);
+    links_.pop_front();
+    ++base_;
+  }
+}
+
+Lineage::Id Lineage::add(const Item& it) {
+  const Id id = base_ + items_.size();
+  items_.push_back(it);
+  if (it.track >= lanes_.size()) lanes_.resize(it.track + 1);
+  auto& lane = lanes_[it.track];
+  // Items arrive in end order per thread; keep the lane sorted regardless.
+  auto pos = lane.end();
+  while (pos != lane.begin() && at(*(pos - 1)).end > it.end) --pos;
+  lane.insert(pos, id);
+  return id;
+}
+
+void Lineage::add_read(const Ev& e) {
+  if (e.sample_id == 0) return;
+  const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.track, true,
+                     e.sample_id, 1});
+  reads_by_sample_.add(e.sample_id, id);
+}
+
+void Lineage::add_preprocess(const Ev& e) {
+  if (e.sample_id == 0) return;
+  const uint32_t n = std::clamp<uint32_t>(e.count, 1, kMaxIndexedSamples);
+  const Id id = add({e.start, e.end, 0, e.track, false, e.sample_id, n});
+  for (uint32_t i = 0; i < n; ++i) pre_by_sample_.add(e.sample_id + i, id);
+}
+
+void Lineage::add_batch(uint64_t id, int64_t ready, std::span<const uint64_t> samples) {
+  Batch b{id, ready, {samples.begin(), samples.end()}};
+  auto pos = batches_.end();
+  while (pos != batches_.begin() && (pos - 1)->ready > ready) --pos;
+  const bool at_end = pos == batches_.end();
+  batches_.insert(pos, std::move(b));
+  if (at_end && id != 0) batch_pos_[id] = batch_base_ + batches_.size() - 1;
+  if (!at_end) {  // rare: rebuild the positions behind the insertion point
+    for (size_t i = 0; i < batches_.size(); ++i)
+      if (batches_[i].id != 0) batch_pos_[batches_[i].id] = batch_base_ + i;
+  }
+}
+
+const Batch* Lineage::batch_for(uint64_t id, int64_t wait_start, int64_t wait_end) const {
+  if (id != 0) {
+    auto it = batch_pos_.find(id);
+    if (it != batch_pos_.end() && it->second >= batch_base_) return &batches_[it->second - batch_base_];
+  }
+  auto it = std::upper_bound(batches_.begin(), batches_.end(), wait_end,
+                             [](int64_t t, const Batch& b) { return t < b.ready; });
+  if (it == batches_.begin()) return nullptr;
+  --it;
+  return it->ready >= wait_start ? &*it : nullptr;
+}
+
+// Of the items of `sample` in `index` (and `best`), the one that finished
+// last at or before t.
+Lineage::Id Lineage::last_done(const SampleIndex& index, uint64_t sample, int64_t t, Id best) const {
+  index.for_each(sample, base_, [&](Id id) {
+    const Item& it = at(id);
+    if (it.end <= t && (best == kNone || it.end > at(best).end)) best = id;
+  });
+  return best;
+}
+
+Lineage::Id Lineage::lane_prev(uint32_t track, int64_t t) const {
+  if (track >= lanes_.size()) return kNone;
+  const auto& ids = lanes_[track];
+  auto it = std::upper_bound(ids.begin(), ids.end(), t,
+                             [this](int64_t v, Id id) { return v < at(id).end; });
+  while (it != ids.begin()) {
+    --it;
+    if (*it >= base_) return *it;
+  }
+  return kNone;
+}
+
+// The predecessor of `node` that finished last at or before t: its own
+// samples' reads (for preprocessing) or the same thread's previous item.
+Lineage::Id Lineage::pred_of(Id node, int64_t t) const {
+  const Item& it = at(node);
+  Id best = lane_prev(it.track, t);
+  if (it.read) return best;
+  for (uint32_t i = 0; i < it.count; ++i) best = last_done(reads_by_sample_, it.sample + i, t, best);
+  return best;
+}
+
+// The last item of the batch to finish: its samples' preprocessing, else reads.
+Lineage::Id Lineage::collate_pred(const Batch& b) const {
+  Id best = kNone;
+  for (uint64_t s : b.samples) best = last_done(pre_by_sample_, s, b.ready, best);
+  if (best != kNone) return best;
+  for (uint64_t s : b.samples) best = last_done(reads_by_sample_, s, b.ready, best);
+  return best;
+}
+
+std::vector<ChainSeg> Lineage::walk(const Batch& b, int64_t stop) const {
+  std::vector<ChainSeg> out;
+  Id node = collate_pred(b);
+  if (node == kNone) return out;
+  out.push_back({at(node).end, b.ready, false});  // collate and hand-over
+  for (size_t guard = 0; node != kNone && guard < 100000; ++guard) {
+    const Item& it = at(node);
+    const int64_t begin = it.start - it.queued;
+    out.push_back({it.start, it.end, it.read});
+    if (it.queued > 0) out.push_back({begin, it.start, true});
+    if (begin <= stop) break;
+    const Id pred = pred_of(node, begin);
+    // The gap before an item: waiting for a worker (preprocessing) or for
+    // submission (storage); with no predecessor it reaches back to `stop`.
+    const int64_t from = pred == kNone ? stop : at(pred).end;
+    out.push_back({from, begin, it.read});
+    node = pred;
+  }
+  return out;
+}
+
+void Lineage::evict_before(int64_t t) {
+  while (!items_.empty() && items_.front().end < t) {
+    auto& ids = lanes_[items_.front().track];
+    if (!ids.empty() && ids.front() == base_) ids.pop_front(); else std::erase(ids, base_);
+    items_.pop_front();
+    ++base_;
+  }
+  reads_by_sample_.evict(base_);
+  pre_by_sample_.evict(base_);
+  while (!batches_.empty() && batches_.front().ready < t) {
+    if (batches_.front().id != 0) batch_pos_.erase(batches_.front().id);
+    batches_.pop_front();
+    ++batch_base_;
+  }
+}
+
+}  // namespace stallscope::analyzer

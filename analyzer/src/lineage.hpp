@@ -1,0 +1,101 @@
+// Lineage of batches: which reads and preprocessing items produced each
+// batch, kept for a bounded time horizon, and the backward walk along a late
+// batch's dependency chain (DESIGN.md "Splitting a data stall").
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "flat_map.hpp"
+#include "stallscope/analyzer/model.hpp"
+
+namespace stallscope::analyzer {
+
+// One piece of the chain: [a, b) spent in storage (read in flight or waiting
+// for submission) or in preprocessing (waiting for a worker, working, collate).
+struct ChainSeg {
+  int64_t a = 0, b = 0;
+  bool storage = false;
+};
+
+struct Batch {
+  uint64_t id = 0;
+  int64_t ready = 0;
+  std::vector<uint64_t> samples;
+};
+
+// sample id -> the items (by lineage Id) that read or preprocessed it, newest
+// first: a flat head table and a chain of links, both evicted in the order
+// items were added, so no allocation per sample.
+class SampleIndex {
+ public:
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  void add(uint64_t sample, uint64_t item);
+  // Calls fn(item) for each live item of `sample` (item >= item_base), newest first.
+  template <typename Fn>
+  void for_each(uint64_t sample, uint64_t item_base, Fn&& fn) const {
+    for (uint64_t l = heads_.get(sample); l != FlatMap64::kAbsent && l >= base_;) {
+      const Link& k = links_[l - base_];
+      if (k.item < item_base) return;
+      fn(k.item);
+      l = k.next;
+    }
+  }
+  // Forgets the links of items below `item_base`.
+  void evict(uint64_t item_base);
+  size_t size() const noexcept { return links_.size(); }
+
+ private:
+  struct Link {
+    uint64_t sample, item, next;
+  };
+  FlatMap64 heads_;
+  std::deque<Link> links_;
+  uint64_t base_ = 0;
+};
+
+class Lineage {
+ public:
+  void add_read(const Ev& e);
+  void add_preprocess(const Ev& e);
+  void add_batch(uint64_t id, int64_t ready, std::span<const uint64_t> samples);
+  // The batch that ended a data wait: by id when known, else the last one
+  // ready within [wait_start, wait_end]. nullptr when none is known.
+  const Batch* batch_for(uint64_t id, int64_t wait_start, int64_t wait_end) const;
+  // The chain from `b`'s ready time back to `stop`, latest piece first.
+  std::vector<ChainSeg> walk(const Batch& b, int64_t stop) const;
+  // Forgets items and batches that ended before `t`.
+  void evict_before(int64_t t);
+  size_t items() const noexcept { return items_.size(); }
+
+ private:
+  struct Item {
+    int64_t start = 0, end = 0, queued = 0;
+    uint32_t track = 0;
+    bool read = false;
+    uint64_t sample = 0;
+    uint32_t count = 0;
+  };
+  using Id = uint64_t;  // base_ + position in items_
+  static constexpr Id kNone = ~Id{0};
+
+  const Item& at(Id id) const { return items_[id - base_]; }
+  Id add(const Item& it);
+  Id last_done(const SampleIndex& index, uint64_t sample, int64_t t, Id best) const;
+  Id lane_prev(uint32_t track, int64_t t) const;
+  Id pred_of(Id node, int64_t t) const;
+  Id collate_pred(const Batch& b) const;
+
+  std::deque<Item> items_;
+  Id base_ = 0;
+  SampleIndex reads_by_sample_, pre_by_sample_;
+  std::vector<std::deque<Id>> lanes_;  // by track, sorted by end
+  std::deque<Batch> batches_;                           // by ready time
+  std::unordered_map<uint64_t, size_t> batch_pos_;      // id -> index + batch_base_
+  size_t batch_base_ = 0;
+};
+
+}  // namespace stallscope::analyzer

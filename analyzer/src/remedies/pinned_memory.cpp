@@ -1,0 +1,47 @@
+// Pinned memory for pageable host-to-device copies: pageable copies go
+// through a staging buffer at a fraction of the pinned bandwidth.
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+namespace {
+
+class PinnedMemory final : public RemedyRule {
+ public:
+  std::string_view id() const override { return "pinned_memory"; }
+  std::optional<Remedy> evaluate(const RemedyContext& c) const override {
+    const double h2d = c.ms(Part::kCopyH2D);
+    const double pageable = double(c.s.h2d_bytes[0]), pinned = double(c.s.h2d_bytes[1]);
+    if (h2d < 0.05 * c.step_ms || pageable <= pinned) return std::nullopt;
+    Remedy m = make_remedy(c, "pinned_memory", "Stage host-to-device copies in pinned memory",
+                           "--loader-pinned=on", "DataLoader(pin_memory=True)");
+    const double page_bw = c.stage_number("h2d", "pageable_bandwidth");
+    double pin_bw = c.stage_number("h2d", "pinned_bandwidth");
+    m.inputs = {{"h2d_exposed_ms", h2d, "ms"}, {"pageable_bandwidth", page_bw, "B/s"}};
+    if (pin_bw <= 0 && c.p.pinned_gbps > 0) {
+      pin_bw = c.p.pinned_gbps * 1e9;
+      m.inputs_from = "probe:device_model";
+    }
+    if (pin_bw > page_bw && page_bw > 0) {
+      m.predicted_step_ms = c.step_ms - h2d * (1 - page_bw / pin_bw);
+      m.model = "step - h2d_exposed * (1 - pageable_bandwidth / pinned_bandwidth)";
+      m.inputs.push_back({"pinned_bandwidth", pin_bw, "B/s"});
+    } else {
+      m.predicted_step_ms = c.step_ms - h2d;
+      m.bound = true;
+      m.inputs_from = "assumed";
+      m.model = "bound: step - h2d_exposed (pinned bandwidth not measured or probed)";
+    }
+    m.evidence = strf("%.0f %% of H2D bytes are pageable; exposed H2D %.2f ms per step",
+                      100.0 * pageable / (pageable + pinned), h2d);
+    return m;
+  }
+};
+
+}  // namespace
+
+const RemedyRule& pinned_memory_rule() {
+  static const PinnedMemory rule;
+  return rule;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,43 @@
+// Raise prefetch depth: the input stages keep up on average (capacity >=
+// demand) yet the trainer still waits — bursts a deeper queue would absorb.
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+namespace {
+
+class RaisePrefetch final : public RemedyRule {
+ public:
+  std::string_view id() const override { return "raise_prefetch"; }
+  std::optional<Remedy> evaluate(const RemedyContext& c) const override {
+    const double data = c.data_ms();
+    if (data < 0.05 * c.step_ms) return std::nullopt;
+    double min_capacity = 0;
+    for (const char* name : {"storage", "preprocessing"}) {
+      const Stage* st = c.stage(name);
+      if (st == nullptr || !st->measured) continue;
+      if (st->headroom() < 1.0) return std::nullopt;  // a stage is too slow: depth won't help
+      if (min_capacity == 0 || st->capacity < min_capacity) min_capacity = st->capacity;
+    }
+    if (min_capacity == 0) return std::nullopt;
+    Remedy m = make_remedy(c, "raise_prefetch", "Raise prefetch depth",
+                           "--loader-prefetch-batches / STALLSCOPE_LOADER_PREFETCH_BATCHES",
+                           "DataLoader(prefetch_factor=...)");
+    m.predicted_step_ms = std::max(c.step_ms - data, 1000.0 / min_capacity);
+    m.model = "step - data_stall, floored at 1 / slowest input stage capacity";
+    m.evidence = strf("input stages keep up on average (slowest %.1f batches/s vs demand %.1f) "
+                      "but data stalls take %.2f ms per step", min_capacity,
+                      c.stage("storage") ? c.stage("storage")->demand : 0.0, data);
+    m.inputs = {{"data_stall_ms", data, "ms"}, {"slowest_stage_capacity", min_capacity, "1/s"}};
+    if (c.p.prefetch_batches > 0) m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
+    return m;
+  }
+};
+
+}  // namespace
+
+const RemedyRule& raise_prefetch_rule() {
+  static const RaisePrefetch rule;
+  return rule;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,58 @@
+// Raise io_uring queue depth or read size: storage-bound with few reads in
+// flight. The gain comes from the loader's storage probe (read rates at
+// several queue depths) when the trace holds one; otherwise it is a bound.
+#include <algorithm>
+
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+namespace {
+
+class RaiseQueueDepth final : public RemedyRule {
+ public:
+  std::string_view id() const override { return "raise_queue_depth"; }
+  std::optional<Remedy> evaluate(const RemedyContext& c) const override {
+    const double storage = c.ms(Part::kDataStorage);
+    const double qd = c.stage_number("storage", "mean_queue_depth");
+    if (storage < 0.1 * c.step_ms || qd >= 64) return std::nullopt;
+    Remedy m = make_remedy(c, "raise_queue_depth", "Raise io_uring queue depth or read size",
+                           "--loader-queue-depth, --loader-read-size",
+                           "more DataLoader num_workers (one read in flight each) or larger reads");
+    const double bw = c.stage_number("storage", "read_bandwidth");
+    const StorageProbePoint* best = best_deeper(c.p, qd);
+    m.inputs = {{"storage_stall_ms", storage, "ms"}, {"mean_queue_depth", qd, ""},
+                {"read_bandwidth", bw, "B/s"}};
+    if (best != nullptr && bw > 0 && best->bytes_per_s > bw) {
+      m.predicted_step_ms = c.step_ms - storage * (1 - bw / best->bytes_per_s);
+      m.inputs_from = "probe:storage";
+      m.inputs.push_back({"probe_queue_depth", best->queue_depth, ""});
+      m.inputs.push_back({"probe_bandwidth", best->bytes_per_s, "B/s"});
+      m.model = "step - storage_stall * (1 - run_bandwidth / probe_bandwidth)";
+    } else {
+      m.predicted_step_ms = c.step_ms - storage;
+      m.bound = true;
+      m.inputs_from = "assumed";
+      m.model = "bound: step - storage_stall (no storage probe at a deeper queue)";
+    }
+    m.evidence = strf("storage stalls %.2f ms per step with %.1f reads in flight on average",
+                      storage, qd);
+    return m;
+  }
+
+ private:
+  static const StorageProbePoint* best_deeper(const Probes& p, double qd) {
+    const StorageProbePoint* best = nullptr;
+    for (const auto& pt : p.storage)
+      if (pt.queue_depth > qd && (!best || pt.bytes_per_s > best->bytes_per_s)) best = &pt;
+    return best;
+  }
+};
+
+}  // namespace
+
+const RemedyRule& raise_queue_depth_rule() {
+  static const RaiseQueueDepth rule;
+  return rule;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,69 @@
+// The remedy catalog: one rule per file (src/remedies/), each implementing
+// RemedyRule, all listed in remedy_table.cpp. A rule looks at the report and
+// the run's totals and, when its evidence holds, proposes a Remedy with a
+// predicted step time, the model and the inputs it used. docs/remedies.md
+// describes every rule.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "capacity.hpp"
+#include "run_stats.hpp"
+
+namespace stallscope::analyzer {
+
+struct RemedyContext {
+  const RankReport& r;
+  const RunStats& s;
+  const Probes& p;
+  double step_ms = 0;  // mean steady step
+  double ms(Part part) const { return mean_part_ms(r, part); }
+  double share(Part part) const { return r.parts[idx(part)].share; }
+  double data_ms() const {
+    return ms(Part::kDataStorage) + ms(Part::kDataPreprocess) + ms(Part::kDataUnknown);
+  }
+  const Stage* stage(const std::string& name) const { return find_stage(r, name); }
+  double stage_number(const std::string& stage_name, const std::string& number) const;
+};
+
+class RemedyRule {
+ public:
+  virtual ~RemedyRule() = default;
+  virtual std::string_view id() const = 0;
+  // A remedy when the evidence holds, else nothing.
+  virtual std::optional<Remedy> evaluate(const RemedyContext& c) const = 0;
+};
+
+// Every rule, in catalog order (remedy_table.cpp).
+std::span<const RemedyRule* const> remedy_table();
+
+// A remedy with the common fields filled; predicted_step_ms = c.step_ms.
+Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
+                   std::string loader_knob, std::string pytorch_knob);
+// printf into a std::string (evidence and model texts).
+std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Runs every rule; the best predicted gain first (a healthy verdict leads).
+std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max);
+
+// One rule object per file: declared here, defined in src/remedies/<id>.cpp.
+#define STALLSCOPE_REMEDY(fn) const RemedyRule& fn()
+STALLSCOPE_REMEDY(raise_prefetch_rule);
+STALLSCOPE_REMEDY(raise_queue_depth_rule);
+STALLSCOPE_REMEDY(direct_io_rule);
+STALLSCOPE_REMEDY(local_copy_rule);
+STALLSCOPE_REMEDY(pack_shards_rule);
+STALLSCOPE_REMEDY(more_workers_rule);
+STALLSCOPE_REMEDY(cache_decoded_rule);
+STALLSCOPE_REMEDY(pinned_memory_rule);
+STALLSCOPE_REMEDY(overlap_copies_rule);
+STALLSCOPE_REMEDY(overlap_comm_rule);
+STALLSCOPE_REMEDY(avoid_sync_rule);
+STALLSCOPE_REMEDY(cuda_graphs_rule);
+STALLSCOPE_REMEDY(healthy_rule);
+#undef STALLSCOPE_REMEDY
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,69 @@
+// The remedy catalog. Adding a remedy: one new file in src/remedies/, its
+// declaration in remedy.hpp, and one line here.
+#include <algorithm>
+#include <array>
+#include <cstdarg>
+#include <cstdio>
+
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+
+std::span<const RemedyRule* const> remedy_table() {
+  static const std::array<const RemedyRule*, 13> kTable = {
+      &raise_prefetch_rule(), &raise_queue_depth_rule(), &direct_io_rule(),
+      &local_copy_rule(),     &pack_shards_rule(),       &more_workers_rule(),
+      &cache_decoded_rule(),  &pinned_memory_rule(),     &overlap_copies_rule(),
+      &overlap_comm_rule(),   &avoid_sync_rule(),        &cuda_graphs_rule(),
+      &healthy_rule(),
+  };
+  return kTable;
+}
+
+double RemedyContext::stage_number(const std::string& stage_name, const std::string& number) const {
+  const Stage* st = stage(stage_name);
+  if (st == nullptr) return 0;
+  for (const auto& n : st->numbers) if (n.name == number) return n.value;
+  return 0;
+}
+
+std::string strf(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
+                   std::string loader_knob, std::string pytorch_knob) {
+  Remedy m;
+  m.id = std::move(id);
+  m.title = std::move(title);
+  m.loader_knob = std::move(loader_knob);
+  m.pytorch_knob = std::move(pytorch_knob);
+  m.step_ms = c.step_ms;
+  m.predicted_step_ms = c.step_ms;
+  m.inputs_from = "run";
+  return m;
+}
+
+std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max) {
+  std::vector<Remedy> out;
+  if (c.r.steady_steps == 0) return out;
+  for (const RemedyRule* rule : remedy_table()) {
+    if (auto m = rule->evaluate(c)) {
+      m->predicted_step_ms = std::clamp(m->predicted_step_ms, 0.0, c.step_ms);
+      out.push_back(std::move(*m));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Remedy& a, const Remedy& b) {
+    if ((a.id == "healthy") != (b.id == "healthy")) return a.id == "healthy";
+    return a.gain_ms() > b.gain_ms();
+  });
+  if (out.size() > max) out.resize(max);
+  return out;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,62 @@
+// Run-level totals the capacity model needs, accumulated while streaming
+// (constant memory apart from the small sets of workers and files).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <unordered_set>
+#include <utility>
+
+#include "channels.hpp"
+
+namespace stallscope::analyzer {
+
+struct TierStats {
+  uint64_t reads = 0, bytes = 0, miss_bytes = 0, hit_bytes = 0;
+  int64_t busy_ns = 0;     // union of reads in flight (arrival-order approximation)
+  int64_t cover_end = 0;
+  uint64_t small_reads = 0;  // < 256 KiB
+};
+
+struct Cumulative {
+  double first = 0, last = 0;
+  int64_t first_t = 0, last_t = 0;
+  bool seen = false;
+  void add(double v, int64_t t) {
+    if (!seen) {
+      first = v;
+      first_t = t;
+    }
+    seen = true;
+    last = v;
+    last_t = t;
+  }
+  double delta() const { return last > first ? last - first : 0; }
+  // Mean increase per second between the first and last sample.
+  double rate() const { return last_t > first_t ? delta() / (double(last_t - first_t) / 1e9) : 0; }
+};
+
+struct RunStats {
+  std::array<TierStats, 4> tiers{};  // index = format::Tier
+  uint64_t qd_sum = 0, qd_reads = 0;
+  std::unordered_set<uint64_t> files;  // distinct file ids (capped)
+  uint64_t pre_items = 0, pre_samples = 0;
+  int64_t pre_busy_ns = 0;
+  std::set<std::pair<uint32_t, uint32_t>> workers;  // (track, worker)
+  uint64_t batches = 0, batch_samples = 0;
+  uint64_t h2d_bytes[2] = {0, 0};  // [pageable, pinned]
+  int64_t h2d_ns[2] = {0, 0};
+  uint64_t kernels = 0, launches = 0;
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+  std::map<uint32_t, Cumulative> process_cpu;  // by proc
+  std::map<std::pair<uint32_t, uint64_t>, Cumulative> child_cpu;  // (proc, child pid)
+  std::map<uint32_t, Cumulative> throttled_periods, throttled_ns;
+  RateSeries idle;  // idle CPUs, from one process's sampler
+  int64_t idle_proc = -1;
+  double stall_idle_integral = 0;  // idle CPUs × ns, over data stalls
+  int64_t stall_idle_covered = 0;
+};
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,193 @@
+#include "step_finder.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace stallscope::analyzer {
+
+namespace {
+
+// "ProfilerStep#12" -> 12; no trailing digits -> fallback.
+uint64_t trailing_index(const std::string& name, uint64_t fallback) {
+  size_t i = name.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+  if (i == name.size() || name.size() - i > 18) return fallback;
+  return std::stoull(name.substr(i));
+}
+
+// Range names of one family share this: the name without trailing digits.
+std::string name_class(const std::string& name) {
+  size_t i = name.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+  return name.substr(0, i);
+}
+
+void insert_sorted(std::vector<StepCand>& v, const StepCand& c) {
+  auto pos = v.end();
+  while (pos != v.begin() && (pos - 1)->start > c.start) --pos;
+  v.insert(pos, c);
+}
+
+}  // namespace
+
+StepFinder::StepFinder(const RankTrace& trace, const std::regex& pattern)
+    : trace_(trace), pattern_(pattern) {}
+
+void StepFinder::on_event(const Ev& e) {
+  switch (e.kind) {
+    case Kind::kStep: on_step(e); break;
+    case Kind::kRange: on_range(e); break;
+    case Kind::kDataWait: on_wait(e); break;
+    default: break;
+  }
+}
+
+void StepFinder::accept(const StepCand& c) {
+  if (!decided_) return;
+  insert_sorted(ready_, c);
+}
+
+void StepFinder::on_step(const Ev& e) {
+  if (decided_ && (source_ != StepSource::kStepEvents || e.track != trainer_)) return;
+  auto& open = open_steps_[e.track];
+  if (e.phase == format::kComplete) {
+    StepCand c{e.corr, e.start, e.end, e.track, false};
+    decided_ ? accept(c) : steps_[e.track].push_back(c);
+  } else if (e.phase == format::kBegin) {
+    if (!open.empty()) {  // a begin while one is open: its end was lost
+      StepCand c{open.back().index, open.back().start, e.start, e.track, true};
+      decided_ ? accept(c) : steps_[e.track].push_back(c);
+      open.clear();
+    }
+    open.push_back({e.corr, e.start, 0});
+  } else if (e.phase == format::kEnd) {
+    if (open.empty() || open.back().index != e.corr) {
+      ++unmatched_ends_;
+      return;
+    }
+    StepCand c{open.back().index, open.back().start, e.start, e.track, false};
+    open.pop_back();
+    decided_ ? accept(c) : steps_[e.track].push_back(c);
+  }
+}
+
+void StepFinder::on_range(const Ev& e) {
+  if (decided_ && (source_ != StepSource::kRanges || e.track != trainer_)) return;
+  if (e.phase == format::kComplete) {
+    add_range(e.track, e.name, e.start, e.end);
+  } else if (e.phase == format::kBegin) {
+    open_ranges_[e.track].push_back({0, e.start, e.name});
+  } else if (e.phase == format::kEnd) {
+    auto& st = open_ranges_[e.track];
+    if (st.empty()) return;
+    const Open o = st.back();
+    st.pop_back();
+    add_range(e.track, o.name, o.start, e.start);
+  }
+}
+
+void StepFinder::add_range(uint32_t track, uint32_t name, int64_t a, int64_t b) {
+  auto [it, fresh] = name_matches_.try_emplace(name, false);
+  const std::string& text = trace_.names[name];
+  if (fresh) it->second = std::regex_search(text, pattern_);
+  if (!it->second) return;
+  if (decided_) {
+    if (name_class(text) != detail_) return;  // a nested range of another family
+    accept({trailing_index(text, ready_.size()), a, b, track, false});
+    return;
+  }
+  auto& v = ranges_[track];
+  if (!v.empty() && v.back().start <= a && b <= v.back().end) return;  // nested inside
+  while (!v.empty() && a <= v.back().start && v.back().end <= b) v.pop_back();  // outer arrives
+  if (v.empty()) range_class_[track] = name_class(text);
+  v.push_back({trailing_index(text, v.size()), a, b, track, false});
+}
+
+void StepFinder::on_wait(const Ev& e) {
+  if (e.phase != format::kComplete) return;
+  ++wait_count_[e.track];
+  add_wait_step(e.track, e.start);
+}
+
+void StepFinder::add_wait_step(uint32_t track, int64_t a) {
+  if (decided_ && (source_ != StepSource::kDataWaits || track != trainer_)) return;
+  auto last = last_wait_start_.find(track);
+  if (last != last_wait_start_.end() && a > last->second) {
+    StepCand c{wait_count_[track] - 2, last->second, a, track, false};
+    decided_ ? accept(c) : waits_[track].push_back(c);
+  }
+  last_wait_start_[track] = a;
+}
+
+uint32_t StepFinder::busiest(const std::map<uint32_t, std::vector<StepCand>>& by_track) const {
+  uint32_t best = 0;
+  size_t n = 0;
+  for (const auto& [track, v] : by_track) {
+    if (v.size() > n) {
+      n = v.size();
+      best = track;
+    }
+  }
+  return best;
+}
+
+void StepFinder::decide() {
+  if (decided_) return;
+  auto has_any = [](const auto& m) {
+    return std::any_of(m.begin(), m.end(), [](const auto& kv) { return !kv.second.empty(); });
+  };
+  const std::map<uint32_t, std::vector<StepCand>>* chosen = nullptr;
+  if (has_any(steps_) || has_any(open_steps_)) {
+    source_ = StepSource::kStepEvents;
+    chosen = &steps_;
+    detail_ = "step events";
+  } else if (has_any(ranges_)) {
+    source_ = StepSource::kRanges;
+    chosen = &ranges_;
+  } else if (has_any(waits_)) {
+    source_ = StepSource::kDataWaits;
+    chosen = &waits_;
+    detail_ = "period of the trainer thread's data waits";
+  } else {
+    return;  // nothing yet: decide later
+  }
+  trainer_ = busiest(*chosen);
+  if (source_ == StepSource::kStepEvents && steps_[trainer_].empty()) {
+    for (const auto& [track, v] : open_steps_) if (!v.empty()) trainer_ = track;
+  }
+  if (source_ == StepSource::kRanges) detail_ = range_class_[trainer_];
+  has_trainer_ = decided_ = true;
+  auto it = chosen->find(trainer_);
+  if (it != chosen->end()) for (const auto& c : it->second) insert_sorted(ready_, c);
+  steps_.clear();
+  ranges_.clear();
+  waits_.clear();
+}
+
+size_t StepFinder::ready_count(int64_t t) const {
+  size_t n = 0;
+  while (n < ready_.size() && ready_[n].end <= t) ++n;
+  return n;
+}
+
+std::vector<StepCand> StepFinder::pop_ready(int64_t t) {
+  size_t n = 0;
+  while (n < ready_.size() && ready_[n].end <= t) ++n;
+  std::vector<StepCand> out(ready_.begin(), ready_.begin() + static_cast<long>(n));
+  ready_.erase(ready_.begin(), ready_.begin() + static_cast<long>(n));
+  return out;
+}
+
+void StepFinder::finish(int64_t last_ns) {
+  decide();
+  if (source_ != StepSource::kStepEvents) return;
+  for (auto& [track, open] : open_steps_) {
+    if (track != trainer_) continue;
+    for (const auto& o : open) {
+      if (last_ns > o.start) accept({o.index, o.start, last_ns, track, true});
+    }
+    open.clear();
+  }
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,72 @@
+// Finds the steps of a rank, streaming: from step events, else from user
+// ranges matching the step pattern, else from the period of the trainer
+// thread's data waits. The source is chosen once, from the first window of
+// events (or all of them when the input is shorter); steps then flow out in
+// start order as soon as they are complete.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stallscope/analyzer/model.hpp"
+#include "stallscope/analyzer/report.hpp"
+
+namespace stallscope::analyzer {
+
+struct StepCand {
+  uint64_t index = 0;
+  int64_t start = 0, end = 0;
+  uint32_t track = 0;
+  bool closed_by_analyzer = false;
+};
+
+class StepFinder {
+ public:
+  StepFinder(const RankTrace& trace, const std::regex& pattern);
+  void on_event(const Ev& e);
+  // Chooses the source from what was seen so far. Idempotent.
+  void decide();
+  bool decided() const noexcept { return decided_; }
+  StepSource source() const noexcept { return source_; }
+  uint32_t trainer_track() const noexcept { return trainer_; }
+  bool has_trainer() const noexcept { return has_trainer_; }
+  const std::string& detail() const noexcept { return detail_; }
+  // Complete steps ending at or before t, in start order; removed from here.
+  std::vector<StepCand> pop_ready(int64_t t);
+  // How many steps pop_ready(t) would return.
+  size_t ready_count(int64_t t) const;
+  // End of input: closes open steps at `last_ns` (marked closed_by_analyzer).
+  void finish(int64_t last_ns);
+  uint64_t unmatched_ends() const noexcept { return unmatched_ends_; }
+
+ private:
+  struct Open { uint64_t index; int64_t start; uint32_t name; };
+  void on_step(const Ev& e);
+  void on_range(const Ev& e);
+  void on_wait(const Ev& e);
+  void add_range(uint32_t track, uint32_t name, int64_t a, int64_t b);
+  void add_wait_step(uint32_t track, int64_t a);
+  void accept(const StepCand& c);
+  uint32_t busiest(const std::map<uint32_t, std::vector<StepCand>>& by_track) const;
+
+  const RankTrace& trace_;
+  const std::regex& pattern_;
+  std::unordered_map<uint32_t, bool> name_matches_;
+  bool decided_ = false, has_trainer_ = false;
+  StepSource source_ = StepSource::kNone;
+  uint32_t trainer_ = 0;
+  std::string detail_;
+  std::map<uint32_t, std::vector<StepCand>> steps_, ranges_, waits_;  // by track
+  std::map<uint32_t, std::vector<Open>> open_steps_, open_ranges_;
+  std::map<uint32_t, std::string> range_class_;
+  std::map<uint32_t, int64_t> last_wait_start_;
+  std::map<uint32_t, uint64_t> wait_count_;
+  std::vector<StepCand> ready_;  // chosen source, sorted by start
+  uint64_t unmatched_ends_ = 0;
+};
+
+}  // namespace stallscope::analyzer

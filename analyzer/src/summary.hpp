@@ -1,0 +1,19 @@
+// Step-table summaries: warm-up detection, percentiles, outliers, per-part
+// statistics over the steady steps.
+#pragma once
+
+#include <vector>
+
+#include "stallscope/analyzer/analyzer.hpp"
+
+namespace stallscope::analyzer {
+
+// Warm-up: from the first step, every step until the first whose wall time
+// is within 1.5 × the median of all steps (at least one step when there are
+// 4 or more, never more than max_steps or a quarter of the steps).
+size_t warmup_count(const std::vector<StepResult>& steps, size_t max_steps);
+double percentile_ms(std::vector<int64_t> ns, double q);
+// Fills warmup/steady counts, step and part percentiles, outliers.
+void summarize_steps(RankReport& r, const AnalyzeOptions& opt);
+
+}  // namespace stallscope::analyzer

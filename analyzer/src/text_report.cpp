@@ -1,0 +1,134 @@
+// The terminal report: one screen per rank — summary line, step source,
+// per-part table, stages, CPU budget, top remedies, outliers, drops and
+// warnings. Plain text unless colors are asked for.
+#include <cstdio>
+#include <ostream>
+
+#include "stallscope/analyzer/render.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+struct Style {
+  bool on;
+  const char* bold() const { return on ? "\033[1m" : ""; }
+  const char* red() const { return on ? "\033[31m" : ""; }
+  const char* green() const { return on ? "\033[32m" : ""; }
+  const char* dim() const { return on ? "\033[2m" : ""; }
+  const char* off() const { return on ? "\033[0m" : ""; }
+};
+
+std::string f(const char* fmt, double a, double b = 0, double c = 0) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c);
+  return buf;
+}
+
+void header(std::ostream& o, const RankReport& r, const Style& s) {
+  o << s.bold() << "stallscope report" << s.off() << " — rank " << r.rank;
+  if (!r.host.empty()) o << " on " << r.host;
+  o << " (" << r.files.size() << " file" << (r.files.size() == 1 ? "" : "s") << ", " << r.events
+    << " events)\n";
+  const bool bad = r.cause.rfind("compute-bound", 0) != 0;
+  o << (bad ? s.red() : s.green()) << s.bold() << r.summary << s.off() << "\n";
+  o << "steps: " << r.steps.size() << " from " << step_source_key(r.source);
+  if (!r.source_detail.empty()) o << " (" << r.source_detail << ")";
+  o << ", " << r.warmup_steps << " warm-up excluded; trainer tid " << r.trainer_tid
+    << "; compute basis: " << r.compute_basis << "\n";
+}
+
+void parts_table(std::ostream& o, const RankReport& r, const Style& s) {
+  o << s.bold() << "part                   p50 ms    p90 ms       %" << s.off() << "\n";
+  for (size_t p = 0; p < kPartCount; ++p) {
+    const PartStat& st = r.parts[p];
+    if (st.total_ns == 0 && p != idx(Part::kCompute)) continue;
+    char line[160];
+    std::snprintf(line, sizeof line, "%-20s %9.2f %9.2f %6.1f %%\n",
+                  std::string(part_label(static_cast<Part>(p))).c_str(), st.p50_ms, st.p90_ms,
+                  st.share * 100);
+    o << line;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "%-20s %9.2f %9.2f  100.0 %%\n", "step", r.step_p50_ms, r.step_p90_ms);
+  o << s.dim() << line << s.off();
+  if (r.split != 0) {
+    o << "data stall split: " << ((r.split & kSplitLineage) ? "lineage chain walk " : "")
+      << ((r.split & kSplitInferred) ? "inferred from producer activity " : "")
+      << ((r.split & kSplitNone) ? "unsplit (no producer data)" : "") << "\n";
+  }
+}
+
+void stages(std::ostream& o, const RankReport& r) {
+  for (const auto& st : r.stages) {
+    if (!st.measured) continue;
+    o << "stage " << st.name
+      << f(": utilization %.0f %%, capacity %.1f/s vs demand %.1f/s", st.utilization * 100, st.capacity, st.demand)
+      << f(" (headroom %.2fx)\n", st.headroom());
+  }
+  const CpuBudget& c = r.cpu;
+  if (!c.known) return;
+  o << f("cpu: budget %.1f cores (affinity %.0f", c.budget_cores, c.affinity_cpus);
+  if (c.quota_cores > 0) o << f(", quota %.1f", c.quota_cores);
+  o << ", " << c.ranks_on_node << " rank(s) on node)" << f(", used %.1f", c.used_cores);
+  if (c.idle_during_stalls >= 0) o << f(", idle during stalls %.1f", c.idle_during_stalls);
+  if (c.throttled_periods > 0) o << f(", throttled %.0f periods (%.0f ms)", c.throttled_periods, c.throttled_ms);
+  o << "\n";
+}
+
+void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, const Style& s) {
+  if (r.remedies.empty()) return;
+  o << s.bold() << "remedies" << s.off() << " (mean steady step " << f("%.2f ms", r.remedies[0].step_ms) << "):\n";
+  for (size_t i = 0; i < r.remedies.size() && i < opt.max_remedies; ++i) {
+    const Remedy& m = r.remedies[i];
+    o << "  " << i + 1 << ". " << m.title << ": " << (m.bound ? "at best " : "")
+      << f("%.2f ms (-%.1f %%)", m.predicted_step_ms,
+           m.step_ms > 0 ? 100 * m.gain_ms() / m.step_ms : 0)
+      << " [" << m.inputs_from << "]\n     " << s.dim() << m.evidence << s.off() << "\n";
+    if (m.loader_knob != "none") o << "     loader: " << m.loader_knob << " | PyTorch: " << m.pytorch_knob << "\n";
+  }
+}
+
+std::string top_part(const StepResult& st) {
+  size_t best = 0;
+  for (size_t p = 1; p < kPartCount; ++p) if (st.parts[p] > st.parts[best]) best = p;
+  return std::string(part_label(static_cast<Part>(best))) +
+         f(" %.0f %%", st.wall() > 0 ? 100.0 * double(st.parts[best]) / double(st.wall()) : 0);
+}
+
+void outliers(std::ostream& o, const RankReport& r, const TextOptions& opt) {
+  size_t shown = 0;
+  for (const auto& st : r.steps) {
+    if (!st.outlier || shown >= opt.max_outliers) continue;
+    o << (shown++ == 0 ? "outliers: " : "; ") << "step " << st.index << f(" %.1f ms", double(st.wall()) / 1e6)
+      << " (" << top_part(st) << ")";
+  }
+  if (shown > 0) o << "\n";
+}
+
+void drops_and_warnings(std::ostream& o, const RankReport& r, const Style& s) {
+  const Drops& d = r.drops;
+  o << "drops: buffer " << d.buffer_dropped << ", disk " << d.disk_dropped << ", ring " << d.ring_discarded
+    << "; files cut " << d.files_truncated << ", unreadable " << d.files_error << "\n";
+  for (const auto& w : r.warnings) o << s.red() << "warning: " << s.off() << w << "\n";
+}
+
+}  // namespace
+
+void write_text(std::ostream& out, const Report& r, const TextOptions& opt) {
+  const Style s{opt.color};
+  for (const auto& e : r.errors) out << s.red() << "error: " << s.off() << e << "\n";
+  for (const auto& w : r.warnings) out << s.red() << "warning: " << s.off() << w << "\n";
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankReport& rank = r.ranks[i];
+    if (i > 0) out << "\n";
+    header(out, rank, s);
+    parts_table(out, rank, s);
+    stages(out, rank);
+    remedies(out, rank, opt, s);
+    outliers(out, rank, opt);
+    drops_and_warnings(out, rank, s);
+  }
+}
+
+}  // namespace stallscope::analyzer

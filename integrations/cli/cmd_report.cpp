@@ -1,0 +1,90 @@
+// `stallscope report PATH... [--json] [--html OUT.html] [--color] [--step-pattern RE]`:
+// where each step's time goes and what to change (docs/report-guide.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "stallscope/analyzer/analyzer.hpp"
+#include "stallscope/analyzer/render.hpp"
+
+namespace stallscope::cli {
+
+namespace {
+
+struct ReportOptions {
+  std::vector<std::string> paths;
+  bool json = false;
+  std::string html;
+  bool color = false, no_color = false;
+  std::string step_pattern;
+};
+
+void show_progress(uint64_t done, uint64_t total) {
+  std::fprintf(stderr, "\rstallscope report: %llu / %llu MiB", static_cast<unsigned long long>(done >> 20),
+               static_cast<unsigned long long>(total >> 20));
+  if (done >= total) std::fputc('\n', stderr);
+}
+
+bool write_html_file(const analyzer::Report& rep, const std::string& dest) {
+  const std::string tmp = dest + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    analyzer::write_html(out, rep);
+    if (!out) {
+      std::cerr << "stallscope report: --html: cannot write " << tmp << "\n";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), dest.c_str()) != 0) {
+    std::cerr << "stallscope report: --html: cannot write " << dest << "\n";
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+int run_report(const ReportOptions& in) {
+  analyzer::AnalyzeOptions opt;
+  if (!in.step_pattern.empty()) opt.step_pattern = in.step_pattern;
+  if (::isatty(2)) opt.progress = show_progress;
+  analyzer::Report rep;
+  try {
+    rep = analyzer::analyze_paths(in.paths, opt);
+  } catch (const analyzer::AnalyzeError& e) {
+    std::cerr << "stallscope report: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (in.json) {
+    analyzer::write_json(std::cout, rep);
+  } else {
+    analyzer::TextOptions t;
+    t.color = in.color || (!in.no_color && ::isatty(1));
+    analyzer::write_text(std::cout, rep, t);
+  }
+  if (!in.html.empty() && !write_html_file(rep, in.html)) return kExitInput;
+  return rep.ranks.empty() || !rep.errors.empty() ? kExitInput : kExitOk;
+}
+
+}  // namespace
+
+Command add_report_command(CLI::App& parent) {
+  auto opt = std::make_shared<ReportOptions>();
+  CLI::App* sub = parent.add_subcommand("report", "Where each step's time goes, and what to change");
+  sub->add_option("PATH", opt->paths, "Trace files (.sst) or run directories")->required();
+  sub->add_flag("--json", opt->json, "Print the JSON report (docs/report-schema.md) instead of text");
+  sub->add_option("--html", opt->html, "Also write a self-contained HTML report here")->type_name("OUT.html");
+  sub->add_flag("--color", opt->color, "Color the text report even when not a terminal");
+  sub->add_flag("--no-color", opt->no_color, "Never color the text report");
+  sub->add_option("--step-pattern", opt->step_pattern,
+                  "Regex (case-insensitive) of range names that mark steps; default matches "
+                  "ProfilerStep#N, step, train_step, iteration")
+      ->type_name("REGEX");
+  sub->footer("Exit status: 0 reported, 1 no readable input (or an unwritable --html), 2 usage error.");
+  return {sub, [opt] { return run_report(*opt); }};
+}
+
+}  // namespace stallscope::cli

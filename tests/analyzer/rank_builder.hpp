@@ -1,0 +1,108 @@
+// Test helper: builds an in-memory rank (analyzer::RankTrace) event by event,
+// times in milliseconds, for the analyzer's white-box tests.
+//
+//   RankBuilder b;
+//   b.step(0, 0, 100).kernel(0, 60);
+//   auto r = b.analyze();
+//   BOOST_TEST(b.ms(r, Part::kCompute) == 60.0);
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "stallscope/analyzer/analyzer.hpp"
+
+namespace stallscope::testing {
+
+using analyzer::Ev;
+using analyzer::Kind;
+using analyzer::Part;
+
+inline int64_t ms(double v) { return static_cast<int64_t>(std::llround(v * 1e6)); }
+
+class RankBuilder {
+ public:
+  uint32_t trainer = 0, device = 1, process = 2;
+
+  RankBuilder() {
+    t.procs.push_back({});
+    t.procs[0].pid = 100;
+    t.tracks.push_back({0, format::TrackType::kThread, 100, 0, "trainer"});
+    t.tracks.push_back({0, format::TrackType::kGpuStream, 7, 0, "stream 7"});
+    t.tracks.push_back({0, format::TrackType::kProcess, 100, 0, "stallscope"});
+  }
+  // A host thread (a loader worker); returns its track.
+  uint32_t thread(uint32_t tid) {
+    t.tracks.push_back({0, format::TrackType::kThread, tid, 0, "worker"});
+    return static_cast<uint32_t>(t.tracks.size() - 1);
+  }
+  RankBuilder& add(Kind k, uint32_t track, double a, double b, uint64_t corr = 0) {
+    t.events.push_back(Ev::span(k, track, ms(a), ms(b)).with_corr(corr));
+    return *this;
+  }
+  RankBuilder& step(uint64_t i, double a, double b) { return add(Kind::kStep, trainer, a, b, i); }
+  RankBuilder& kernel(double a, double b) { return add(Kind::kKernel, device, a, b); }
+  RankBuilder& collective(double a, double b) { return add(Kind::kCollective, device, a, b); }
+  RankBuilder& copy(Kind k, double a, double b, uint64_t bytes = 0, bool pinned = true) {
+    add(k, device, a, b);
+    t.events.back().bytes = bytes;
+    t.events.back().src = static_cast<uint8_t>(pinned ? format::MemKind::kPinned : format::MemKind::kPageable);
+    return *this;
+  }
+  RankBuilder& sync(double a, double b) { return add(Kind::kSync, trainer, a, b); }
+  RankBuilder& api(double a, double b) { return add(Kind::kApiCall, trainer, a, b); }
+  RankBuilder& wait(double a, double b, uint64_t batch = 0) {
+    add(Kind::kDataWait, trainer, a, b, batch);
+    t.events.back().batch_id = batch;
+    return *this;
+  }
+  RankBuilder& read(uint32_t track, double a, double b, uint64_t sample, double queued_ms = 0,
+                    uint64_t bytes = 4096, format::Tier tier = format::Tier::kLocal) {
+    add(Kind::kStorageRead, track, a, b);
+    auto& e = t.events.back();
+    e.sample_id = sample;
+    e.queued_ns = static_cast<uint64_t>(ms(queued_ms));
+    e.bytes = bytes;
+    e.tier = static_cast<uint8_t>(tier);
+    e.file = sample;
+    return *this;
+  }
+  RankBuilder& pre(uint32_t track, double a, double b, uint64_t sample, uint32_t count = 1,
+                   uint32_t worker = 0) {
+    add(Kind::kPreprocess, track, a, b);
+    auto& e = t.events.back();
+    e.sample_id = sample;
+    e.count = count;
+    e.worker = worker;
+    return *this;
+  }
+  RankBuilder& ready(uint32_t track, double at, uint64_t batch, const std::vector<uint64_t>& samples) {
+    t.add_batch_ready(track, ms(at), batch, samples);
+    return *this;
+  }
+  RankBuilder& range(const std::string& name, uint32_t track, double a, double b) {
+    add(Kind::kRange, track, a, b);
+    t.events.back().name = t.name_id(name);
+    return *this;
+  }
+  // A sampler counter (cumulative cpu.thread_ns for tid, cpu.idle, …) at time `at`.
+  RankBuilder& counter(const std::string& name, double at, double value, uint64_t subject = 0) {
+    Ev e = Ev::span(Kind::kCounter, process, ms(at), ms(at));
+    e.phase = format::kInstant;
+    e.name = t.name_id(name);
+    e.value = value;
+    e.corr = subject;
+    t.events.push_back(e);
+    return *this;
+  }
+  analyzer::RankReport analyze(analyzer::AnalyzeOptions o = {}) const { return analyzer::analyze_rank(t, o); }
+
+  analyzer::RankTrace t;
+};
+
+// Part of step i in ms.
+inline double part_ms(const analyzer::RankReport& r, size_t step, Part p) {
+  return static_cast<double>(r.steps.at(step).parts[analyzer::idx(p)]) / 1e6;
+}
+
+}  // namespace stallscope::testing

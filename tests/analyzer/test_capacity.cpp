@@ -1,0 +1,106 @@
+// Capacity model, root cause and remedies on hand-built ranks: too few
+// workers with idle CPUs, a rank whose affinity allows one CPU, pageable
+// copies, per-step syncs, a healthy compute-bound rank.
+#define BOOST_TEST_MODULE capacity
+#include <boost/test/unit_test.hpp>
+
+#include "analyzer/rank_builder.hpp"
+
+using namespace stallscope::testing;
+using stallscope::analyzer::Part;
+using stallscope::analyzer::RankReport;
+using stallscope::analyzer::Remedy;
+
+namespace {
+
+const Remedy* find(const RankReport& r, const std::string& id) {
+  for (const auto& m : r.remedies) if (m.id == id) return &m;
+  return nullptr;
+}
+
+// 8 steps of 100 ms: the trainer waits 50 ms for a batch that one worker
+// preprocesses in 90 ms; then 50 ms of compute. CPUs: `affinity` usable,
+// `idle` idle during the run, the rank uses one core.
+RankBuilder preprocess_bound(int affinity, double idle) {
+  RankBuilder b;
+  b.t.procs[0].affinity_cpus = affinity;
+  const uint32_t w = b.thread(200);
+  for (int i = 1; i <= 8; ++i) {
+    const double s = 100.0 * i;
+    b.step(i, s, s + 100).wait(s, s + 50, i).kernel(s + 50, s + 90);
+    b.pre(w, s - 40, s + 50, i).ready(w, s + 50, i, {uint64_t(i)});
+  }
+  for (int t = 0; t <= 900; t += 10) {
+    b.counter("cpu.idle", t, idle).counter("cpu.process_ns", t, t * 1e6);
+  }
+  return b;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(capacity)
+
+BOOST_AUTO_TEST_CASE(too_few_workers_on_idle_cpus_proposes_more_workers) {
+  const auto r = preprocess_bound(4, 3).analyze();
+  BOOST_TEST_MESSAGE(r.summary);
+  BOOST_TEST(r.steady_steps == 7u);
+  BOOST_TEST(r.bottleneck == "preprocessing");
+  BOOST_TEST(r.cause.find("input-bound: preprocessing 50 %") == 0u);
+  const Remedy* m = find(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->predicted_step_ms == 62.5, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(!m->bound);
+  BOOST_TEST(find(r, "cache_decoded") == nullptr);
+  BOOST_TEST(r.cpu.budget_cores == 4.0);
+  BOOST_TEST(r.cpu.used_cores == 1.0, boost::test_tools::tolerance(0.02));
+}
+
+BOOST_AUTO_TEST_CASE(rank_with_one_cpu_gets_no_more_workers_but_cache_decoded) {
+  const auto r = preprocess_bound(1, 0).analyze();
+  BOOST_TEST(r.cpu.budget_cores == 1.0);
+  BOOST_TEST(find(r, "more_workers") == nullptr);
+  const Remedy* m = find(r, "cache_decoded");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->bound);
+  BOOST_TEST(m->predicted_step_ms == 50.0, boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(pageable_copies_use_the_probe_pinned_bandwidth) {
+  RankBuilder b;
+  b.t.probes.pinned_gbps = 24;
+  for (int i = 0; i < 6; ++i) {
+    const double s = 100.0 * i;
+    // 80 MB pageable in 20 ms = 4 GB/s; pinned 24 GB/s -> 20 * (1 - 4/24) saved.
+    b.step(i, s, s + 100).copy(Kind::kH2D, s, s + 20, 80'000'000, false).kernel(s + 20, s + 100);
+  }
+  const auto r = b.analyze();
+  const Remedy* m = find(r, "pinned_memory");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->inputs_from == "probe:device_model");
+  BOOST_TEST(m->predicted_step_ms == 100 - 20 * (1 - 4.0 / 24), boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(per_step_sync_predicts_idle_minus_launch) {
+  RankBuilder b;
+  for (int i = 0; i < 6; ++i) {
+    const double s = 100.0 * i;
+    b.step(i, s, s + 100).kernel(s, s + 60).sync(s + 40, s + 60).kernel(s + 90, s + 100);
+    b.api(s + 85, s + 90);
+  }
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 3, Part::kHostAfterSync) == 30.0);
+  const Remedy* m = find(r, "avoid_sync");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->predicted_step_ms == 70.0, boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(compute_bound_is_healthy) {
+  RankBuilder b;
+  for (int i = 0; i < 6; ++i) b.step(i, 100.0 * i, 100.0 * i + 100).kernel(100.0 * i, 100.0 * i + 95);
+  const auto r = b.analyze();
+  BOOST_TEST(r.cause == "compute-bound (healthy)");
+  BOOST_REQUIRE(!r.remedies.empty());
+  BOOST_TEST(r.remedies[0].id == "healthy");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,90 @@
+// The data-stall split: the backward walk along the late batch's chain, and
+// the inferred split when lineage is missing (hand-computed, ms).
+#define BOOST_TEST_MODULE data_split
+#include <boost/test/unit_test.hpp>
+
+#include "analyzer/rank_builder.hpp"
+
+using namespace stallscope::testing;
+using stallscope::analyzer::Part;
+
+BOOST_AUTO_TEST_SUITE(data_split)
+
+BOOST_AUTO_TEST_CASE(slow_read_is_storage) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200);
+  b.step(0, 0, 100).wait(0, 50, 1).kernel(50, 100);
+  b.read(w, 0, 45, 1).pre(w, 45, 49, 1).ready(w, 50, 1, {1});
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 45.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 5.0);
+  BOOST_TEST((r.steps[0].split & stallscope::analyzer::kSplitLineage) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(serial_worker_interleaving_reads_and_decodes_follows_the_chain) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200);
+  std::vector<uint64_t> samples;
+  for (uint64_t i = 0; i < 32; ++i) {
+    b.read(w, 10.0 * i, 10.0 * i + 1, i + 1).pre(w, 10.0 * i + 1, 10.0 * i + 10, i + 1);
+    samples.push_back(i + 1);
+  }
+  b.ready(w, 320, 7, samples).step(0, 0, 330).wait(0, 320, 7).kernel(320, 330);
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 32.0);   // 10 %
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 288.0);  // 90 %
+}
+
+BOOST_AUTO_TEST_CASE(queued_read_waiting_for_submission_is_storage) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200);
+  b.step(0, 0, 100).wait(0, 40, 1).kernel(40, 100);
+  b.read(w, 10, 30, 1, /*queued_ms=*/10).pre(w, 30, 40, 1).ready(w, 40, 1, {1});
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 30.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 10.0);
+}
+
+BOOST_AUTO_TEST_CASE(busy_worker_pool_is_preprocessing) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200), io = b.thread(201);
+  b.step(0, 0, 100).wait(0, 40, 1).kernel(40, 100);
+  b.read(io, 0, 5, 1).pre(w, 0, 30, 100).pre(w, 30, 40, 1).ready(w, 40, 1, {1});
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 0.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 40.0);
+}
+
+BOOST_AUTO_TEST_CASE(batch_found_by_time_when_wait_has_no_batch_id) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200);
+  b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
+  b.read(w, 0, 20, 1).pre(w, 20, 50, 1).ready(w, 50, 9, {1});
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 20.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 30.0);
+}
+
+BOOST_AUTO_TEST_CASE(without_lineage_split_is_inferred_from_producers) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200);
+  b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
+  b.read(w, 0, 20, 0).pre(w, 20, 40, 0);  // no sample ids, no batch_ready
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 20.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 20.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataUnknown) == 10.0);
+  BOOST_TEST((r.steps[0].split & stallscope::analyzer::kSplitInferred) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(inferred_split_uses_producer_cpu_samples) {
+  RankBuilder b;
+  b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
+  // A producer thread (tid 300) on CPU 30 ms during [10, 40): samples every 10 ms.
+  for (int t = 10; t <= 40; t += 10) b.counter("cpu.thread_ns", t, (t - 10) * 1e6, 300);
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 30.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataUnknown) == 20.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

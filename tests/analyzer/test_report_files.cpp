@@ -1,0 +1,99 @@
+// Black-box: real trace files through analyze_paths() — a run directory
+// with a trainer and its data worker merged by rank, cut and damaged files.
+#define BOOST_TEST_MODULE report_files
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "analyzer/trace_files.hpp"
+#include "stallscope/analyzer/analyzer.hpp"
+
+using namespace stallscope::testing;
+using stallscope::analyzer::Part;
+namespace an = stallscope::analyzer;
+
+namespace {
+double step_part_ms(const an::RankReport& r, size_t i, Part p) {
+  return double(r.steps.at(i).parts[an::idx(p)]) / 1e6;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(report_files)
+
+BOOST_AUTO_TEST_CASE(trainer_and_worker_processes_merge_into_one_rank) {
+  TempDir dir;
+  write_trainer(dir.file("h1-r0-4242.sst"), 6);
+  write_worker(dir.file("h1-r0-4243.sst"), 6);
+  const auto rep = an::analyze_paths({dir.path()}, {});
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
+  const auto& r = rep.ranks[0];
+  BOOST_TEST(r.files.size() == 2u);
+  BOOST_TEST(r.rank == 0);
+  BOOST_REQUIRE_EQUAL(r.steps.size(), 6u);
+  BOOST_TEST(r.trainer_tid == 100u);
+  for (size_t i = 0; i < 6; ++i) {
+    BOOST_TEST(step_part_ms(r, i, Part::kCompute) == 60.0);
+    BOOST_TEST(step_part_ms(r, i, Part::kDataStorage) == 10.0);
+    BOOST_TEST(step_part_ms(r, i, Part::kDataPreprocess) == 30.0);
+  }
+  BOOST_TEST(r.cause.find("input-bound: preprocessing") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(cut_file_is_analyzed_up_to_the_cut_with_a_warning) {
+  TempDir dir;
+  write_trainer(dir.file("a.sst"), 6, /*with_end=*/false);
+  const auto rep = an::analyze_paths({dir.file("a.sst")}, {});
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
+  BOOST_TEST(rep.ranks[0].steps.size() == 6u);
+  BOOST_TEST(rep.ranks[0].drops.files_truncated == 1u);
+  bool warned = false;
+  for (const auto& w : rep.ranks[0].warnings) warned = warned || w.find("truncated") != std::string::npos;
+  BOOST_TEST(warned);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_at_every_few_bytes_never_crashes) {
+  TempDir dir;
+  write_trainer(dir.file("full.sst"), 6);
+  std::ifstream f(dir.file("full.sst"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  for (size_t cut = 0; cut < bytes.size(); cut += 37) {
+    std::ofstream(dir.file("cut.sst"), std::ios::binary | std::ios::trunc).write(bytes.data(), long(cut));
+    const auto rep = an::analyze_paths({dir.file("cut.sst")}, {});
+    for (const auto& r : rep.ranks)
+      for (const auto& s : r.steps) BOOST_REQUIRE_EQUAL(an::sum(s.parts), s.wall());
+    if (cut < 96) BOOST_TEST(!rep.errors.empty());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(garbage_and_empty_files_are_errors_naming_the_file) {
+  TempDir dir;
+  std::ofstream(dir.file("empty.sst")).close();
+  std::ofstream(dir.file("junk.sst")) << std::string(500, 'x');
+  const auto rep = an::analyze_paths({dir.path()}, {});
+  BOOST_TEST(rep.ranks.empty());
+  BOOST_REQUIRE_EQUAL(rep.errors.size(), 2u);
+  BOOST_TEST(rep.errors[0].find("empty.sst") != std::string::npos);
+  BOOST_TEST(rep.errors[1].find("junk.sst") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bit_flips_in_a_chunk_keep_the_sound_part) {
+  TempDir dir;
+  write_trainer(dir.file("a.sst"), 6);
+  std::fstream f(dir.file("a.sst"), std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(-20, std::ios::end);
+  f.put('\x7f');
+  f.close();
+  const auto rep = an::analyze_paths({dir.file("a.sst")}, {});
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
+  BOOST_TEST(rep.ranks[0].steps.size() == 6u);
+  BOOST_TEST(rep.ranks[0].drops.files_error + rep.ranks[0].drops.files_truncated == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(missing_path_is_an_error) {
+  const auto rep = an::analyze_paths({"/nonexistent/run"}, {});
+  BOOST_TEST(rep.ranks.empty());
+  BOOST_TEST(!rep.errors.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
