@@ -55,9 +55,11 @@ Stage storage_stage(const RankReport& r, const RunStats& s) {
   st.capacity = ratio(bw, per_batch);
   st.numbers = {{"bytes_per_batch", per_batch, "B"}, {"read_bandwidth", bw, "B/s"},
                 {"cache_miss_bytes", double(miss), "B"}, {"reads", double(reads), ""},
-                {"mean_queue_depth", ratio(double(s.qd_sum), double(s.qd_reads)), ""},
                 {"mean_read_bytes", ratio(double(bytes), double(reads)), "B"},
-                {"files", double(s.files.size()), ""}};
+                {"files", double(s.files.size()), ""},
+                {"reads_with_queue_depth", double(s.qd_reads), ""}};
+  // Only reads that carry a queue depth tell it; absent when none did.
+  if (s.qd_reads > 0) st.numbers.push_back({"mean_queue_depth", ratio(double(s.qd_sum), double(s.qd_reads)), ""});
   return st;
 }
 

@@ -62,13 +62,17 @@ void Channel::take(int64_t s, int64_t e, Ivs& out) {
 }
 
 void Channel::trim() {
+  // Compacts only when the consumed prefix is the larger part: erasing the
+  // front on every batch of steps would move the whole window each time.
+  if (cursor_ * 2 < pending_.size()) return;
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(cursor_));
   sorted_ = sorted_ > cursor_ ? sorted_ - cursor_ : 0;
   cursor_ = 0;
 }
 
 void Channel::drop_before(int64_t t) {
-  trim();
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(cursor_));
+  cursor_ = 0;
   std::erase_if(pending_, [t](const Iv& v) { return v.b < t; });
   sorted_ = 0;
   std::erase_if(carry_, [t](const Iv& v) { return v.b < t; });

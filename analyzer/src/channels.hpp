@@ -26,7 +26,7 @@ class Channel {
   void trim();
   // Drops everything ending before t (used while no steps are known).
   void drop_before(int64_t t);
-  size_t size() const noexcept { return pending_.size() + carry_.size(); }
+  size_t size() const noexcept { return pending_.size() - cursor_ + carry_.size(); }
 
  private:
   std::vector<Iv> pending_;

@@ -108,8 +108,10 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
     if (e.bytes < kSmallRead) ++t.small_reads;
     t.busy_ns += std::max<int64_t>(0, e.end - std::max(e.start, t.cover_end));
     t.cover_end = std::max(t.cover_end, e.end);
-    stats_.qd_sum += e.queue_depth;
-    ++stats_.qd_reads;
+    if (e.queue_depth > 0) {  // 0: the reader did not record one (not stallscope's loader)
+      stats_.qd_sum += e.queue_depth;
+      ++stats_.qd_reads;
+    }
     if (stats_.files.size() < kMaxFiles) stats_.files.insert(e.file);
     return;
   }

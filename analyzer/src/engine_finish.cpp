@@ -52,7 +52,10 @@ void RankEngine::add_warnings(RankReport& r) const {
   if (r.source == StepSource::kNone) w.push_back("no steps found: no step events, no ranges matching the step pattern, no data waits");
   const auto closed = std::count_if(r.steps.begin(), r.steps.end(),
                                     [](const StepResult& s) { return s.closed_by_analyzer; });
-  if (closed > 0) w.push_back(std::to_string(closed) + " step(s) had no end event; closed at the next step's start or the last event");
+  if (closed > 0 && r.source == StepSource::kDataWaits)
+    w.push_back("the last step (from the last data wait to the last event) is partial: closed by the analyzer");
+  else if (closed > 0)
+    w.push_back(std::to_string(closed) + " step(s) had no end event; closed at the next step's start or the last event");
   if (finder_.unmatched_ends() > 0) w.push_back(std::to_string(finder_.unmatched_ends()) + " step end event(s) without a begin ignored");
   if (cpu_unknown_seen_) w.push_back("no CPU samples for the trainer thread: host time not split into on-CPU and blocked (counted on-CPU)");
   if (r.compute_basis == "cpu_only") w.push_back("no device activity: a CPU-only trainer; compute = the trainer thread's on-CPU time");

@@ -180,6 +180,15 @@ std::vector<StepCand> StepFinder::pop_ready(int64_t t) {
 
 void StepFinder::finish(int64_t last_ns) {
   decide();
+  if (source_ == StepSource::kDataWaits) {
+    // The last wait opens a step no later wait closes: it runs to the end
+    // of the input (a partial step, marked like other analyzer-closed ones).
+    auto last = last_wait_start_.find(trainer_);
+    if (last != last_wait_start_.end() && last_ns > last->second)
+      accept({wait_count_[trainer_] - 1, last->second, last_ns, trainer_, true});
+    last_wait_start_.clear();
+    return;
+  }
   if (source_ != StepSource::kStepEvents) return;
   for (auto& [track, open] : open_steps_) {
     if (track != trainer_) continue;

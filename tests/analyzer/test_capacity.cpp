@@ -10,6 +10,7 @@ using namespace stallscope::testing;
 using stallscope::analyzer::Part;
 using stallscope::analyzer::RankReport;
 using stallscope::analyzer::Remedy;
+using stallscope::analyzer::idx;
 
 namespace {
 
@@ -36,9 +37,32 @@ RankBuilder preprocess_bound(int affinity, double idle) {
   return b;
 }
 
+// 8 steps of 100 ms: the trainer waits 60 ms for a batch whose one read
+// takes 60 ms; reads carry queue depth `qd` (0 = not recorded).
+RankBuilder storage_bound(uint16_t qd) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200);
+  for (int i = 1; i <= 8; ++i) {
+    const double s = 100.0 * i;
+    b.step(i, s, s + 100).wait(s, s + 60, i).kernel(s + 60, s + 95);
+    b.read(w, s - 5, s + 60, uint64_t(i));
+    b.t.events.back().queue_depth = qd;
+    b.ready(w, s + 60, i, {uint64_t(i)});
+  }
+  return b;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(capacity)
+
+BOOST_AUTO_TEST_CASE(queue_depth_remedy_needs_a_recorded_queue_depth) {
+  const auto unknown = storage_bound(0).analyze();
+  BOOST_TEST(unknown.parts[idx(Part::kDataStorage)].share > 0.5);
+  BOOST_TEST(find(unknown, "raise_queue_depth") == nullptr);
+  const auto shallow = storage_bound(1).analyze();
+  BOOST_TEST(find(shallow, "raise_queue_depth") != nullptr);
+}
 
 BOOST_AUTO_TEST_CASE(too_few_workers_on_idle_cpus_proposes_more_workers) {
   const auto r = preprocess_bound(4, 3).analyze();

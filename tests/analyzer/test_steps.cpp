@@ -69,9 +69,15 @@ BOOST_AUTO_TEST_CASE(data_wait_period_defines_steps_without_marks) {
   for (int i = 0; i < 4; ++i) b.wait(100.0 * i, 100.0 * i + 10);
   const auto r = b.analyze();
   BOOST_TEST(static_cast<int>(r.source) == static_cast<int>(StepSource::kDataWaits));
-  BOOST_REQUIRE_EQUAL(r.steps.size(), 3u);
+  // Three full periods, then the final partial step from the last wait to
+  // the last event, closed by the analyzer.
+  BOOST_REQUIRE_EQUAL(r.steps.size(), 4u);
   BOOST_TEST(r.steps[2].start_ns == ms(200));
   BOOST_TEST(r.steps[2].end_ns == ms(300));
+  BOOST_TEST(!r.steps[2].closed_by_analyzer);
+  BOOST_TEST(r.steps[3].start_ns == ms(300));
+  BOOST_TEST(r.steps[3].end_ns == ms(310));
+  BOOST_TEST(r.steps[3].closed_by_analyzer);
 }
 
 BOOST_AUTO_TEST_CASE(missing_end_events_close_at_next_begin_or_last_event) {

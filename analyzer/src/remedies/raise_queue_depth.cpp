@@ -1,5 +1,5 @@
 // Raise io_uring queue depth or read size: storage-bound with few reads in
-// flight. The gain comes from the loader's storage probe (read rates at
+// flight (only when the reads recorded their queue depth). The gain comes from the loader's storage probe (read rates at
 // several queue depths) when the trace holds one; otherwise it is a bound.
 #include <algorithm>
 
@@ -13,6 +13,9 @@ class RaiseQueueDepth final : public RemedyRule {
   std::string_view id() const override { return "raise_queue_depth"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double storage = c.ms(Part::kDataStorage);
+    // Without a recorded queue depth (reads not issued by stallscope's
+    // loader) nothing shows that too few reads were in flight: no remedy.
+    if (c.stage_number("storage", "reads_with_queue_depth") <= 0) return std::nullopt;
     const double qd = c.stage_number("storage", "mean_queue_depth");
     if (storage < 0.1 * c.step_ms || qd >= 64) return std::nullopt;
     Remedy m = make_remedy(c, "raise_queue_depth", "Raise io_uring queue depth or read size",
