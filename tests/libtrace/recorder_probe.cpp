@@ -150,11 +150,11 @@ int mode_control(const char* control, long count) {
     std::fclose(f);
   };
   write_control("off\n");
-  for (int i = 0; i < 200 && stallscope_capture_enabled(); ++i) sleep_ms(5);
+  for (int i = 0; i < 2000 && stallscope_capture_enabled(); ++i) sleep_ms(5);
   spans(name("capture_off"), count);
   sleep_ms(20);  // a new mtime for the next write
   write_control("on\n");
-  for (int i = 0; i < 200 && !stallscope_capture_enabled(); ++i) sleep_ms(5);
+  for (int i = 0; i < 2000 && !stallscope_capture_enabled(); ++i) sleep_ms(5);
   spans(name("capture_on_again"), count);
   say("toggled", stallscope_capture_enabled());
   return 0;

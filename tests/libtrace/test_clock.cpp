@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "stallscope/clock.hpp"
 
@@ -29,6 +30,27 @@ BOOST_AUTO_TEST_CASE(interpolates_each_segment_with_its_own_rate) {
   const uint64_t mid = (b.ticks + d.ticks) / 2;
   BOOST_TEST(std::llabs(c.to_mono_ns(mid) - 2500000000) <= 1);
   BOOST_TEST(std::llabs(c.duration_ns(mid, 3000300) - 1000000) <= 1);
+  // An instant of the first segment converts as it did before the newer
+  // triple arrived: the mapping depends on the tick alone.
+  BOOST_TEST(c.to_mono_ns(1500000000) == 1500000000);
+}
+
+BOOST_AUTO_TEST_CASE(one_instant_converts_the_same_from_any_later_chunk) {
+  // Jittery triples (rates differ by 1e-4 between segments) must not move
+  // an instant that lies in an older segment.
+  TickConverter c(false, 0.5);
+  int64_t mono = 0;
+  uint64_t ticks = 0;
+  c.add(ClockTriple{ticks, mono, mono});
+  std::vector<int64_t> first_seen;
+  const uint64_t probe = 150000000;  // inside the second segment
+  for (int i = 0; i < 40; ++i) {
+    ticks += 200000000;
+    mono += 100000000 + (i % 2 ? 10000 : -10000);
+    c.add(ClockTriple{ticks, mono, mono});
+    if (i >= 1) first_seen.push_back(c.to_mono_ns(probe + 200000000));  // once its segment closed
+  }
+  for (int64_t v : first_seen) BOOST_TEST(v == first_seen.back());
 }
 
 BOOST_AUTO_TEST_CASE(uses_the_nominal_rate_before_two_triples) {

@@ -69,31 +69,46 @@ STALLSCOPE_API format::ClockTriple sample_clock_triple() noexcept;
 STALLSCOPE_API double ns_per_tick() noexcept;
 
 // Converts ticks to CLOCK_MONOTONIC / CLOCK_REALTIME nanoseconds from a
-// stream of triples (piecewise linear; extrapolates with the nearest
-// segment's slope outside the known range). Feed triples in time order.
+// stream of triples: piecewise linear between consecutive triples, each
+// segment with its own rate, extrapolated with the nearest segment's rate
+// outside the known range. The mapping is a function of the tick alone over
+// the last kWindow triples, so one instant recorded in two chunks converts
+// to the same nanosecond. Feed triples in time order.
 class STALLSCOPE_API TickConverter {
  public:
+  static constexpr int kWindow = 64;  // triples kept (~6 s at 100 ms chunks)
+
   // `nominal_ns_per_tick` is used until two triples are known (1e9 / the
   // header's tsc_hz for TSC files, 1.0 for ns ticks).
   explicit TickConverter(bool ticks_are_ns = false, double nominal_ns_per_tick = 1.0)
-      : slope_(ticks_are_ns ? 1.0 : nominal_ns_per_tick),
-        real_slope_(slope_) {}
+      : nominal_(ticks_are_ns ? 1.0 : nominal_ns_per_tick) {}
 
-  // Adds a triple. Triples whose ticks do not advance are ignored.
+  // Adds a triple. Triples whose ticks do not advance, or that imply an
+  // absurd rate (corrupt file, suspended VM), are ignored.
   void add(const format::ClockTriple& t) noexcept;
   int64_t to_mono_ns(Ticks t) const noexcept;
   int64_t to_real_ns(Ticks t) const noexcept;
-  // Ticks span to ns using the current segment's slope.
+  // ns between `start` and `start + dur`, consistent with to_mono_ns.
   int64_t duration_ns(Ticks start, Ticks dur) const noexcept;
   bool ready() const noexcept { return n_ > 0; }
-  // Current nanoseconds-per-tick of the newest segment (1.0 before two triples).
-  double ns_per_tick() const noexcept { return slope_; }
+  // Nanoseconds per tick of the newest segment (the nominal rate before two triples).
+  double ns_per_tick() const noexcept;
 
  private:
-  int n_ = 0;
-  format::ClockTriple prev_{}, cur_{};
-  double slope_;       // mono ns per tick on [prev_, cur_]
-  double real_slope_;  // real ns per tick on [prev_, cur_]
+  struct Point {
+    format::ClockTriple at;
+    double mono_rate;  // ns per tick of the segment ending here (nominal for the first)
+    double real_rate;
+  };
+  const Point& point(int i) const noexcept { return ring_[(first_ + i) % kWindow]; }
+  // The point whose segment converts `t`: the first point at or after t
+  // (the newest when t is past it; the second oldest when before the oldest).
+  int segment_end(Ticks t) const noexcept;
+
+  double nominal_;
+  Point ring_[kWindow] = {};
+  int first_ = 0;  // index of the oldest point in ring_
+  int n_ = 0;      // points held
 };
 
 }  // namespace stallscope

@@ -1,6 +1,7 @@
 // Clock sampling and tick-to-nanosecond conversion (see clock.hpp).
 #include "stallscope/clock.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -63,39 +64,54 @@ double ns_per_tick() noexcept {
 }
 
 void TickConverter::add(const format::ClockTriple& t) noexcept {
-  if (n_ == 0) {
-    cur_ = t;
-    n_ = 1;
-    return;
+  Point p{t, nominal_, nominal_};
+  if (n_ > 0) {
+    const format::ClockTriple& last = point(n_ - 1).at;
+    if (t.ticks <= last.ticks) return;
+    const double dt = static_cast<double>(t.ticks - last.ticks);
+    p.mono_rate = static_cast<double>(t.mono_ns - last.mono_ns) / dt;
+    p.real_rate = static_cast<double>(t.real_ns - last.real_ns) / dt;
+    if (!(p.mono_rate > 0.0 && p.mono_rate < 1e3)) return;
+    if (!(p.real_rate > 0.0 && p.real_rate < 1e3)) p.real_rate = p.mono_rate;
   }
-  if (t.ticks <= cur_.ticks) return;
-  const double dt = static_cast<double>(t.ticks - cur_.ticks);
-  const double mono = static_cast<double>(t.mono_ns - cur_.mono_ns) / dt;
-  const double real = static_cast<double>(t.real_ns - cur_.real_ns) / dt;
-  // A wildly wrong triple (corrupt file, suspended VM) must not produce
-  // negative or absurd times: it is ignored, the previous segment goes on.
-  if (!(mono > 0.0 && mono < 1e3)) return;
-  prev_ = cur_;
-  cur_ = t;
-  n_ = 2;
-  slope_ = mono;
-  real_slope_ = (real > 0.0 && real < 1e3) ? real : mono;
+  if (n_ == kWindow) {
+    ring_[first_] = p;  // overwrite the oldest
+    first_ = (first_ + 1) % kWindow;
+  } else {
+    ring_[(first_ + n_) % kWindow] = p;
+    ++n_;
+  }
+}
+
+int TickConverter::segment_end(Ticks t) const noexcept {
+  // Events are nearly always in the newest segment or two: scan backwards.
+  int i = n_ - 1;
+  while (i > 1 && t < point(i - 1).at.ticks) --i;
+  return i;
 }
 
 int64_t TickConverter::to_mono_ns(Ticks t) const noexcept {
   if (n_ == 0) return static_cast<int64_t>(t);
-  const double d = static_cast<double>(static_cast<int64_t>(t - cur_.ticks));
-  return cur_.mono_ns + static_cast<int64_t>(d * slope_);
+  const Point& p = point(n_ == 1 ? 0 : segment_end(t));
+  const double rate = n_ == 1 ? nominal_ : p.mono_rate;
+  const double d = static_cast<double>(static_cast<int64_t>(t - p.at.ticks));
+  return p.at.mono_ns + static_cast<int64_t>(std::llround(d * rate));
 }
 
 int64_t TickConverter::to_real_ns(Ticks t) const noexcept {
   if (n_ == 0) return static_cast<int64_t>(t);
-  const double d = static_cast<double>(static_cast<int64_t>(t - cur_.ticks));
-  return cur_.real_ns + static_cast<int64_t>(d * real_slope_);
+  const Point& p = point(n_ == 1 ? 0 : segment_end(t));
+  const double rate = n_ == 1 ? nominal_ : p.real_rate;
+  const double d = static_cast<double>(static_cast<int64_t>(t - p.at.ticks));
+  return p.at.real_ns + static_cast<int64_t>(std::llround(d * rate));
 }
 
-int64_t TickConverter::duration_ns(Ticks, Ticks dur) const noexcept {
-  return static_cast<int64_t>(static_cast<double>(dur) * slope_);
+int64_t TickConverter::duration_ns(Ticks start, Ticks dur) const noexcept {
+  return to_mono_ns(start + dur) - to_mono_ns(start);
+}
+
+double TickConverter::ns_per_tick() const noexcept {
+  return n_ >= 2 ? point(n_ - 1).mono_rate : nominal_;
 }
 
 }  // namespace stallscope
