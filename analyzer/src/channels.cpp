@@ -79,14 +79,15 @@ void Channel::drop_before(int64_t t) {
 }
 
 void RateSeries::push(const Seg& s) {
-  if (s.b > s.a && s.v > 0) segs_.push_back(s);
+  // Zero is a value (no idle CPU, a thread that did not run), not "unknown".
+  if (s.b > s.a && s.v >= 0) segs_.push_back(s);
 }
 
 void RateSeries::add_cumulative(int64_t t, double total, int64_t period_ns) {
   if (!have_) {
     have_ = true;
     first_total_ = total;
-  } else if (t > last_t_ && total > last_total_) {
+  } else if (t > last_t_ && total >= last_total_) {
     const int64_t a = std::max(last_t_, t - period_ns);
     push({a, t, (total - last_total_) / static_cast<double>(t - a)});
   }

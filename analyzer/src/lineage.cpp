@@ -40,15 +40,36 @@ Lineage::Id Lineage::add(const Item& it) {
 void Lineage::add_read(const Ev& e) {
   if (e.sample_id == 0) return;
   const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.track, true,
-                     e.sample_id, 1});
+                     e.sample_id, 1, e.corr});
   reads_by_sample_.add(e.sample_id, id);
+  if (e.corr != 0) reads_by_batch_.add(e.corr, id);
 }
 
 void Lineage::add_preprocess(const Ev& e) {
   if (e.sample_id == 0) return;
   const uint32_t n = std::clamp<uint32_t>(e.count, 1, kMaxIndexedSamples);
-  const Id id = add({e.start, e.end, 0, e.track, false, e.sample_id, n});
-  for (uint32_t i = 0; i < n; ++i) pre_by_sample_.add(e.sample_id + i, id);
+  const Id id = add({e.start, e.end, 0, e.track, false, e.sample_id, n, e.batch_id});
+  // A group covers consecutive entries of its batch's sample list (shuffled
+  // ids, so not consecutive ids): the rest are indexed when the batch's
+  // list arrives (add_batch). Without a batch id, consecutive ids.
+  if (e.batch_id != 0) {
+    pre_by_sample_.add(e.sample_id, id);
+  } else {
+    for (uint32_t i = 0; i < n; ++i) pre_by_sample_.add(e.sample_id + i, id);
+  }
+}
+
+template <typename Fn>
+void Lineage::for_samples(const Item& it, Fn&& fn) const {
+  if (it.count > 1 && it.batch != 0) {
+    if (auto pos = batch_pos_.find(it.batch); pos != batch_pos_.end() && pos->second >= batch_base_) {
+      const auto& list = batches_[pos->second - batch_base_].samples;
+      auto at = std::find(list.begin(), list.end(), it.sample);
+      for (uint32_t k = 0; k < it.count && at != list.end(); ++k, ++at) fn(*at);
+      return;
+    }
+  }
+  for (uint32_t k = 0; k < it.count; ++k) fn(it.sample + k);
 }
 
 void Lineage::add_batch(uint64_t id, int64_t ready, std::span<const uint64_t> samples) {
@@ -62,6 +83,23 @@ void Lineage::add_batch(uint64_t id, int64_t ready, std::span<const uint64_t> sa
     for (size_t i = 0; i < batches_.size(); ++i)
       if (batches_[i].id != 0) batch_pos_[batches_[i].id] = batch_base_ + i;
   }
+  index_groups(id, samples);
+}
+
+// Indexes every sample of this batch's groups (known so far only by their
+// first sample) under the group's item.
+void Lineage::index_groups(uint64_t id, std::span<const uint64_t> samples) {
+  if (id == 0) return;
+  std::vector<std::pair<uint64_t, Id>> more;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    pre_by_sample_.for_each(samples[i], base_, [&](Id pid) {
+      const Item& it = at(pid);
+      if (it.batch != id || it.sample != samples[i]) return;
+      for (size_t k = 1; k < it.count && i + k < samples.size(); ++k)
+        more.emplace_back(samples[i + k], pid);
+    });
+  }
+  for (const auto& [sample, pid] : more) pre_by_sample_.add(sample, pid);
 }
 
 const Batch* Lineage::batch_for(uint64_t id, int64_t wait_start, int64_t wait_end) const {
@@ -98,13 +136,21 @@ Lineage::Id Lineage::lane_prev(uint32_t track, int64_t t) const {
   return kNone;
 }
 
-// The predecessor of `node` that finished last at or before t: its own
-// samples' reads (for preprocessing) or the same thread's previous item.
+// The predecessor of `node` that finished last at or before t: the same
+// thread's previous item, or for preprocessing its own samples' reads and
+// earlier preprocessing (a collate waits for the batch's transforms).
 Lineage::Id Lineage::pred_of(Id node, int64_t t) const {
   const Item& it = at(node);
   Id best = lane_prev(it.track, t);
   if (it.read) return best;
-  for (uint32_t i = 0; i < it.count; ++i) best = last_done(reads_by_sample_, it.sample + i, t, best);
+  for_samples(it, [&](uint64_t s) {
+    best = last_done(reads_by_sample_, s, t, best);
+    best = last_done(pre_by_sample_, s, t, best);
+  });
+  // A pipeline that starts a batch's preprocessing once the whole batch is
+  // read (stallscope's loader) waits for the batch's last read, not only
+  // for the item's own samples: an idle worker was not what it waited for.
+  if (it.batch != 0) best = last_done(reads_by_batch_, it.batch, t, best);
   return best;
 }
 
@@ -147,6 +193,7 @@ void Lineage::evict_before(int64_t t) {
   }
   reads_by_sample_.evict(base_);
   pre_by_sample_.evict(base_);
+  reads_by_batch_.evict(base_);
   while (!batches_.empty() && batches_.front().ready < t) {
     if (batches_.front().id != 0) batch_pos_.erase(batches_.front().id);
     batches_.pop_front();

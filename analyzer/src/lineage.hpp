@@ -76,8 +76,9 @@ class Lineage {
     int64_t start = 0, end = 0, queued = 0;
     uint32_t track = 0;
     bool read = false;
-    uint64_t sample = 0;
-    uint32_t count = 0;
+    uint64_t sample = 0;  // first sample
+    uint32_t count = 0;   // samples covered: consecutive entries of its batch's list
+    uint64_t batch = 0;   // batch id, 0 when unknown
   };
   using Id = uint64_t;  // base_ + position in items_
   static constexpr Id kNone = ~Id{0};
@@ -87,11 +88,16 @@ class Lineage {
   Id last_done(const SampleIndex& index, uint64_t sample, int64_t t, Id best) const;
   Id lane_prev(uint32_t track, int64_t t) const;
   Id pred_of(Id node, int64_t t) const;
+  // Calls fn(sample) for each sample an item covers.
+  template <typename Fn>
+  void for_samples(const Item& it, Fn&& fn) const;
   Id collate_pred(const Batch& b) const;
+  void index_groups(uint64_t id, std::span<const uint64_t> samples);
 
   std::deque<Item> items_;
   Id base_ = 0;
   SampleIndex reads_by_sample_, pre_by_sample_;
+  SampleIndex reads_by_batch_;  // keyed by batch id (a storage_read's corr)
   std::vector<std::deque<Id>> lanes_;  // by track, sorted by end
   std::deque<Batch> batches_;                           // by ready time
   std::unordered_map<uint64_t, size_t> batch_pos_;      // id -> index + batch_base_

@@ -40,10 +40,33 @@ void loader(const json& j, Probes& p) {
   if (j.contains("pinned") && j["pinned"].is_boolean()) p.pinned = j["pinned"].get<bool>() ? 1 : 0;
 }
 
+// The loader's own attachments (docs/loader.md): "loader.probe" holds
+// {tier, read_size, rates: [{queue_depth, mb_per_s, …}]}, "device.model"
+// {h2d_pinned_gbps, h2d_pageable_gbps}, "loader.config" the loader's knobs.
+void loader_probe(const json& j, Probes& p) {
+  if (!j.is_object()) return;
+  if (j.contains("tier") && j["tier"].is_string()) p.storage_tier = j["tier"].get<std::string>();
+  auto rates = j.find("rates");
+  if (rates == j.end() || !rates->is_array()) return;
+  const double read_size = num(j, "read_size", 0);
+  for (const auto& r : *rates) {
+    if (!r.is_object()) continue;
+    p.storage.push_back({num(r, "queue_depth", 0), read_size, num(r, "mb_per_s", 0) * 1e6});
+  }
+}
+
+void loader_device(const json& j, Probes& p) {
+  if (!j.is_object()) return;
+  p.pinned_gbps = num(j, "h2d_pinned_gbps", p.pinned_gbps);
+  p.pageable_gbps = num(j, "h2d_pageable_gbps", p.pageable_gbps);
+}
+
 void apply(const std::string& key, const json& j, Probes& p) {
   if (key == "storage_probe") storage_probe(j, p);
   else if (key == "emulated_device" || key == "topology_probe") device_model(j, p);
-  else if (key == "loader") loader(j, p);
+  else if (key == "loader" || key == "loader.config") loader(j, p);
+  else if (key == "loader.probe") loader_probe(j, p);
+  else if (key == "device.model") loader_device(j, p);
 }
 
 }  // namespace

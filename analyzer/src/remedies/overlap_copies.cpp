@@ -15,7 +15,7 @@ class OverlapCopies final : public RemedyRule {
     const double compute = c.ms(Part::kCompute);
     if (h2d < 0.05 * c.step_ms || compute <= 0) return std::nullopt;
     Remedy m = make_remedy(c, "overlap_copies", "Overlap copies with compute",
-                           "--loader-prefetch-batches >= 2 (the loader copies on its own stream)",
+                           "--loader-prefetch >= 2 (the loader copies on its own stream)",
                            "non_blocking=True with pin_memory=True, a side CUDA stream, double buffering");
     m.predicted_step_ms = c.step_ms - std::min(h2d, compute);
     m.model = "step - min(exposed_copies, compute)";

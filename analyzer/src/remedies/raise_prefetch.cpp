@@ -20,7 +20,7 @@ class RaisePrefetch final : public RemedyRule {
     }
     if (min_capacity == 0) return std::nullopt;
     Remedy m = make_remedy(c, "raise_prefetch", "Raise prefetch depth",
-                           "--loader-prefetch-batches / STALLSCOPE_LOADER_PREFETCH_BATCHES",
+                           "--loader-prefetch / STALLSCOPE_LOADER_PREFETCH",
                            "DataLoader(prefetch_factor=...)");
     m.predicted_step_ms = std::max(c.step_ms - data, 1000.0 / min_capacity);
     m.model = "step - data_stall, floored at 1 / slowest input stage capacity";
