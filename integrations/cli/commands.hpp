@@ -24,6 +24,7 @@ Command add_info_command(CLI::App& parent);
 Command add_export_command(CLI::App& parent);
 Command add_report_command(CLI::App& parent);
 Command add_diff_command(CLI::App& parent);
+Command add_demo_command(CLI::App& parent);
 
 // Expands files and run directories into trace files. Prints one line per
 // path that yields none ("stallscope <cmd>: <path>: ...") and sets *failed.

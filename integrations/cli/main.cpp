@@ -36,6 +36,7 @@ int run(int argc, char** argv) {
       stallscope::cli::add_export_command(app),
       stallscope::cli::add_report_command(app),
       stallscope::cli::add_diff_command(app),
+      stallscope::cli::add_demo_command(app),
   };
   // CLI11 would only say "A subcommand is required": name the unknown word.
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,0 +1,102 @@
+#include "step_loop.hpp"
+
+#include <ctime>
+
+#include <stallscope/trace.hpp>
+
+namespace trainer {
+
+namespace {
+
+struct Names {
+  stallscope::NameId forward = stallscope::intern("forward");
+  stallscope::NameId backward = stallscope::intern("backward");
+  stallscope::NameId allreduce = stallscope::intern("allreduce_gradients");
+  stallscope::NameId update = stallscope::intern("optimizer_update");
+  stallscope::NameId sync = stallscope::intern("loss.item() sync");
+  stallscope::NameId host = stallscope::intern("host work");
+};
+
+constexpr int kCompute = 0, kComm = 1, kBuckets = 4;
+
+// Host work that really uses a core (logging, metrics): burns `ms` of
+// thread CPU time.
+void host_work(double ms) {
+  if (ms <= 0) return;
+  timespec ts;
+  auto cpu = [&] {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  };
+  const int64_t until = cpu() + static_cast<int64_t>(ms * 1e6);
+  volatile uint64_t sink = 0;
+  while (cpu() < until)
+    for (int i = 0; i < 1000; ++i) sink = sink + i;
+}
+
+// Queues one step's device work; returns the update's sequence number.
+uint64_t enqueue_step(const Options& o, double slow, EmulatedDevice& dev, const Names& n) {
+  using T = DeviceOp::Type;
+  const double fwd = o.compute_ms * slow / 3, bwd = o.compute_ms * slow * 2 / 3;
+  const auto grad = static_cast<uint64_t>(o.grad_mb * 1e6);
+  dev.enqueue(kCompute, {.name = n.forward, .ms = fwd});
+  if (!o.overlap_comm || grad == 0) {
+    dev.enqueue(kCompute, {.name = n.backward, .ms = bwd});
+    if (grad > 0) dev.enqueue(kCompute, {.type = T::kCollective, .name = n.allreduce, .bytes = grad});
+    return dev.enqueue(kCompute, {.name = n.update, .ms = o.update_ms * slow});
+  }
+  uint64_t last = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    const uint64_t chunk = dev.enqueue(kCompute, {.name = n.backward, .ms = bwd / kBuckets});
+    last = dev.enqueue(kComm, {.type = T::kCollective, .name = n.allreduce, .bytes = grad / kBuckets,
+                               .wait_stream = kCompute, .wait_seq = chunk});
+  }
+  return dev.enqueue(kCompute, {.name = n.update, .ms = o.update_ms * slow, .wait_stream = kComm,
+                                .wait_seq = last});
+}
+
+int next_batch(stallscope::loader::Loader& loader, uint64_t& epoch, stallscope::loader::Batch* b) {
+  int rc = loader.next_batch(b);
+  if (rc == stallscope::loader::kEndOfEpoch) {
+    if ((rc = loader.start_epoch(++epoch)) != 0) return rc;
+    rc = loader.next_batch(b);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, EmulatedDevice& dev,
+              StepTimes* out, std::string* error) {
+  const Names names;
+  const double slow = slow_factor(o, rank);
+  uint64_t epoch = 0, prev_update = 0;
+  if (const int rc = loader.start_epoch(epoch); rc != 0) return *error = loader.error(), rc;
+  const int64_t t0 = stallscope::mono_ns();
+  for (uint64_t step = 0; step < o.steps; ++step) {
+    const int64_t s0 = stallscope::mono_ns();
+    stallscope::StepScope scope(step);
+    stallscope::loader::Batch b;
+    if (const int rc = next_batch(loader, epoch, &b); rc != 0) return *error = loader.error(), rc < 0 ? rc : -EIO;
+    out->samples += b.samples.size();
+    const uint64_t update = enqueue_step(o, slow, dev, names);
+    if (o.sync_each_step) {
+      const stallscope::Ticks w0 = stallscope::ticks_now();
+      dev.wait(kCompute, update);
+      stallscope::record_sync(w0, stallscope::ticks_now(), {.name = names.sync}, 1);
+    } else if (prev_update > 0) {
+      dev.wait(kCompute, prev_update);  // at most two steps in flight, as a launch queue allows
+    }
+    prev_update = update;
+    if (o.host_ms > 0) {
+      stallscope::Span span(stallscope::Kind::kRange, names.host);
+      host_work(o.host_ms * slow);
+    }
+    out->step_ms.push_back((stallscope::mono_ns() - s0) / 1e6);
+  }
+  dev.wait(kCompute);
+  out->wall_s = (stallscope::mono_ns() - t0) / 1e9;
+  return 0;
+}
+
+}  // namespace trainer
