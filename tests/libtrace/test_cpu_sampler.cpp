@@ -37,7 +37,12 @@ using namespace std::chrono_literals;
 
 // Counts operator new on threads that ask for it (steady-state test). ASan
 // replaces operator new itself; there the test is skipped.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STALLSCOPE_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(STALLSCOPE_ASAN)
 #define STALLSCOPE_COUNT_ALLOCS 0
 #else
 #define STALLSCOPE_COUNT_ALLOCS 1
