@@ -12,8 +12,9 @@
 #   fuzz           scripts/fuzz.sh 60: the reader fuzzer for 60 s
 #                  asan-build and the fuzzer's own build together         6 min
 #                  fuzzing itself                                         1 min
-# A phase that passes its budget is stopped and fails (setup is not stopped,
-# since killing apt-get can break dpkg; it fails afterwards instead).
+# A phase over its budget is reported as such; past twice its budget it is
+# stopped and fails (setup is never stopped, since killing apt-get can break
+# dpkg).
 # Later phases run after a failed one where they can, so one run shows
 # everything; the exit status is non-zero if any phase failed.
 #
@@ -83,28 +84,31 @@ within() {
 }
 
 # run_phase NAME LIMIT_S KILL(0|1) FUNCTION: times FUNCTION and records the result.
+# A phase over its budget is reported ("over budget"); it is stopped, and
+# fails, only past twice its budget, so a CI host a little slower than the
+# budget assumes still completes while one that hangs cannot eat the 90 min.
 run_phase() {
   local name=$1 limit=$2 kill=$3 fn=$4 start rc elapsed status note=""
   printf '\n==== %s (budget %d s) ====\n' "$name" "$limit"
   start=$(now)
-  if [ "$kill" -eq 1 ]; then deadline=$((start + limit)); else deadline=$((start + 100000)); fi
+  if [ "$kill" -eq 1 ]; then deadline=$((start + 2 * limit)); else deadline=$((start + 100000)); fi
   note_from_phase=""
   "$fn"
   rc=$?
   elapsed=$(($(now) - start))
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    status=FAILED note="stopped: over its $limit s budget"
+    status=FAILED note="stopped: over twice its $limit s budget"
   elif [ "$rc" -ne 0 ]; then
     status=FAILED note="exit $rc"
   elif [ "$elapsed" -gt "$limit" ]; then
-    status=FAILED note="took $elapsed s, over its $limit s budget"
+    status="ok, over budget" note="took $elapsed s, over its $limit s budget"
   else
     status=ok
   fi
   [ -n "$note_from_phase" ] && note="${note:+$note; }$note_from_phase"
   record "$name" "$status" "$elapsed" "$note"
   printf -- '---- %s: %s in %d s%s\n' "$name" "$status" "$elapsed" "${note:+ ($note)}"
-  [ "$status" = ok ]
+  [ "${status%%,*}" = ok ]
 }
 
 record() {
@@ -245,7 +249,7 @@ printf '\n==== summary ====\n'
 bad=()
 for i in "${!names[@]}"; do
   printf '  %-14s %-8s %5d s  %s\n' "${names[$i]}" "${statuses[$i]}" "${durations[$i]}" "${notes[$i]}"
-  case "${statuses[$i]}" in ok|skipped) ;; *) bad+=("${names[$i]}") ;; esac
+  case "${statuses[$i]}" in ok|"ok, over budget"|skipped) ;; *) bad+=("${names[$i]}") ;; esac
 done
 if [ "${#bad[@]}" -eq 0 ]; then
   extra=""
