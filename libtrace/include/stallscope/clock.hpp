@@ -104,6 +104,7 @@ class STALLSCOPE_API TickConverter {
   // The point whose segment converts `t`: the first point at or after t
   // (the newest when t is past it; the second oldest when before the oldest).
   int segment_end(Ticks t) const noexcept;
+  int64_t convert(Ticks t, bool real) const noexcept;
 
   double nominal_;
   Point ring_[kWindow] = {};

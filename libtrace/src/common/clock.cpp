@@ -90,21 +90,17 @@ int TickConverter::segment_end(Ticks t) const noexcept {
   return i;
 }
 
-int64_t TickConverter::to_mono_ns(Ticks t) const noexcept {
+int64_t TickConverter::convert(Ticks t, bool real) const noexcept {
   if (n_ == 0) return static_cast<int64_t>(t);
   const Point& p = point(n_ == 1 ? 0 : segment_end(t));
-  const double rate = n_ == 1 ? nominal_ : p.mono_rate;
+  const double rate = n_ == 1 ? nominal_ : real ? p.real_rate : p.mono_rate;
   const double d = static_cast<double>(static_cast<int64_t>(t - p.at.ticks));
-  return p.at.mono_ns + static_cast<int64_t>(std::llround(d * rate));
+  return (real ? p.at.real_ns : p.at.mono_ns) + static_cast<int64_t>(std::llround(d * rate));
 }
 
-int64_t TickConverter::to_real_ns(Ticks t) const noexcept {
-  if (n_ == 0) return static_cast<int64_t>(t);
-  const Point& p = point(n_ == 1 ? 0 : segment_end(t));
-  const double rate = n_ == 1 ? nominal_ : p.real_rate;
-  const double d = static_cast<double>(static_cast<int64_t>(t - p.at.ticks));
-  return p.at.real_ns + static_cast<int64_t>(std::llround(d * rate));
-}
+int64_t TickConverter::to_mono_ns(Ticks t) const noexcept { return convert(t, false); }
+
+int64_t TickConverter::to_real_ns(Ticks t) const noexcept { return convert(t, true); }
 
 int64_t TickConverter::duration_ns(Ticks start, Ticks dur) const noexcept {
   return to_mono_ns(start + dur) - to_mono_ns(start);
