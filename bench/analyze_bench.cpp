@@ -5,7 +5,8 @@
 // and decoding its events with the reader alone (no analysis).
 //
 //   build/bench/analyze_bench [--steps 10000] [--small-steps 2000] [--cli PATH|none]
-//   build/bench/analyze_bench gen FILE STEPS | analyze FILE | decode FILE   (profiling)
+//   build/bench/analyze_bench gen FILE STEPS | analyze FILE | decode FILE
+//                             | decode-analyzer-exts FILE   (profiling)
 //
 // Each measured run is its own child process, so its peak RSS (wait4) is its
 // own: the analysis at --steps and at --small-steps steps tells whether memory
@@ -163,6 +164,12 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The extensions the analyzer asks the reader for (analyzer/src/input.cpp).
+constexpr uint32_t kAnalyzerExts =
+    stallscope::reader::ext_bit(f::Ext::kIo) | stallscope::reader::ext_bit(f::Ext::kWork) |
+    stallscope::reader::ext_bit(f::Ext::kCopy) | stallscope::reader::ext_bit(f::Ext::kStep) |
+    stallscope::reader::ext_bit(f::Ext::kCollective) | stallscope::reader::ext_bit(f::Ext::kIdList);
+
 // --- child modes: each prints one line "<seconds> <count>" on stdout ---
 
 int mode_read_bytes(const std::string& path) {
@@ -175,12 +182,13 @@ int mode_read_bytes(const std::string& path) {
   return 0;
 }
 
-int mode_decode(const std::string& path) {
+// `mask`: the extensions decoded (kAllExts, or the analyzer's set).
+int mode_decode(const std::string& path, uint32_t mask) {
   const auto t0 = Clock::now();
   stallscope::reader::TraceReader r(path);
   stallscope::reader::Event e;
   uint64_t n = 0;
-  while (r.next(e)) ++n;
+  while (r.next(e, mask)) ++n;
   std::printf("%.6f %llu\n", seconds_since(t0), static_cast<unsigned long long>(n));
   return 0;
 }
@@ -280,7 +288,8 @@ bool result(const char* name, double v, const char* unit, const char* op, double
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "analyze") == 0) return mode_analyze(argv[2]);
-  if (argc == 3 && std::strcmp(argv[1], "decode") == 0) return mode_decode(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "decode") == 0) return mode_decode(argv[2], stallscope::reader::kAllExts);
+  if (argc == 3 && std::strcmp(argv[1], "decode-analyzer-exts") == 0) return mode_decode(argv[2], kAnalyzerExts);
   if (argc == 3 && std::strcmp(argv[1], "read") == 0) return mode_read_bytes(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "gen") == 0) {  // for profiling: keeps the file
     std::printf("%llu events\n", static_cast<unsigned long long>(generate(argv[2], std::strtoull(argv[3], nullptr, 10))));
@@ -297,12 +306,13 @@ int main(int argc, char** argv) {
               seconds_since(t0));
   const Run bytes = run_child({c.self, "read", big});
   const Run decode = run_child({c.self, "decode", big});
+  const Run decode_masked = run_child({c.self, "decode-analyzer-exts", big});
   const Run an = analyze(c, big);
   std::remove(big.c_str());
   generate(small, c.small_steps);
   const Run an_small = analyze(c, small);
   std::remove(small.c_str());
-  if (!bytes.ok || !decode.ok || !an.ok || !an_small.ok) {
+  if (!bytes.ok || !decode.ok || !decode_masked.ok || !an.ok || !an_small.ok) {
     std::printf("a child run failed (read %d decode %d analyze %d small %d)\n", bytes.ok, decode.ok, an.ok,
                 an_small.ok);
     return 1;
@@ -317,6 +327,7 @@ int main(int argc, char** argv) {
   // The machine is shared: CPU time is the one-core figure, wall time is shown too.
   info("analyze_events_per_s_wall", double(events) / an.wall_s, "events/s");
   info("reader_decode_events_per_s", double(decode.count) / decode.cpu_s, "events/s");
+  info("reader_decode_analyzer_exts_events_per_s", double(decode_masked.count) / decode_masked.cpu_s, "events/s");
   info("analyze_vs_read_bytes", an.cpu_s / bytes.cpu_s, "x");
   info("analyze_vs_reader_decode", an.cpu_s / decode.cpu_s, "x");
   info("peak_rss_large", an.rss_mib, "MiB");

@@ -68,6 +68,7 @@ const Ev& FileConverter::convert(const reader::Event& e) {
       break;
     case Kind::kGap: v.corr = e.value; break;
     case Kind::kStorageRead:
+      if (!e.has(format::Ext::kIo)) break;  // (stale members otherwise)
       v.bytes = e.io.bytes;
       v.queued_ns = e.io.queued_ns;
       v.sample_id = e.io.sample_id;
@@ -77,17 +78,21 @@ const Ev& FileConverter::convert(const reader::Event& e) {
       v.file = e.io.h.aux;
       break;
     case Kind::kPreprocess: case Kind::kDataWait: case Kind::kBatchReady:
+      if (!e.has(format::Ext::kWork)) break;
       v.sample_id = e.work.sample_id;
       v.batch_id = e.work.batch_id;
       v.count = e.work.count;
       v.worker = v.kind == Kind::kPreprocess ? e.work.h.aux : 0;
       break;
     case Kind::kH2D: case Kind::kD2H: case Kind::kD2D: case Kind::kMemset:
+      if (!e.has(format::Ext::kCopy)) break;
       v.bytes = e.copy.bytes;
       v.src = e.copy.src;
       v.dst = e.copy.dst;
       break;
-    case Kind::kCollective: v.bytes = e.collective.bytes; break;
+    case Kind::kCollective:
+      if (e.has(format::Ext::kCollective)) v.bytes = e.collective.bytes;
+      break;
     default: break;
   }
   return v;

@@ -17,6 +17,13 @@ namespace {
 
 constexpr size_t kBatchEvents = 4096;
 
+// The extensions convert() reads; the reader skips the others (Device, Api,
+// Range) without copying them.
+constexpr uint32_t kWantedExts =
+    reader::ext_bit(format::Ext::kIo) | reader::ext_bit(format::Ext::kWork) |
+    reader::ext_bit(format::Ext::kCopy) | reader::ext_bit(format::Ext::kStep) |
+    reader::ext_bit(format::Ext::kCollective) | reader::ext_bit(format::Ext::kIdList);
+
 struct Source {
   std::unique_ptr<reader::TraceReader> r;
   std::unique_ptr<FileConverter> conv;
@@ -48,7 +55,7 @@ std::vector<RankGroup> group_by_rank(std::vector<std::unique_ptr<reader::TraceRe
 // Reads up to kBatchEvents from one source into the engine.
 void pump(Source& s, RankEngine& eng, reader::Event& e) {
   for (size_t n = 0; n < kBatchEvents; ++n) {
-    if (!s.r->next(e)) {
+    if (!s.r->next(e, kWantedExts)) {
       s.done = true;
       return;
     }

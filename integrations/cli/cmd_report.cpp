@@ -58,6 +58,9 @@ int run_report(const ReportOptions& in) {
     std::cerr << "stallscope report: " << e.what() << "\n";
     return kExitUsage;
   }
+  // Errors go to stderr (scripts read stdout); the report lists them too.
+  for (const auto& e : rep.errors) std::cerr << "stallscope report: error: " << e << "\n";
+  if (rep.ranks.empty()) return kExitInput;  // nothing readable: no empty report
   if (in.json) {
     analyzer::write_json(std::cout, rep);
   } else {

@@ -1,6 +1,10 @@
-// `stallscope export --chrome OUT.json PATH... [--from T] [--to T] [--steps A:B]`:
-// Chrome trace-event JSON for ui.perfetto.dev, written through a temporary
-// file that replaces OUT.json only when complete.
+// `stallscope export --chrome OUT.json PATH... [--from T] [--to T] [--steps A:B]
+// [--no-attribution]`: Chrome trace-event JSON for ui.perfetto.dev, written
+// through a temporary file that replaces OUT.json only when complete. When
+// the analyzer finds steps, each rank gains a process "attribution rank N":
+// one thread per part, each step's parts laid end to end from its start.
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +13,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/chrome_export.hpp"
 #include "stallscope/file_summary.hpp"  // format_bytes
 
@@ -20,6 +25,7 @@ struct ExportOptions {
   std::string chrome;
   std::vector<std::string> paths;
   std::string from, to, steps;
+  bool no_attribution = false;
 };
 
 // Flags whose text CLI11 cannot check: false after printing what was wrong.
@@ -45,6 +51,46 @@ bool parse_window(const ExportOptions& in, reader::ChromeExportOptions& out) {
     out.steps = range;
   }
   return true;
+}
+
+// The attribution track of one rank: the parts of each step, in the
+// analyzer's priority order, laid end to end from the step's start.
+void attribution_track(reader::ChromeEventSink& sink, const analyzer::RankReport& r) {
+  const std::string who = r.rank >= 0 ? "rank " + std::to_string(r.rank) : r.host;
+  const uint32_t pid = sink.add_process("attribution " + who, r.rank >= 0 ? r.rank : 0);
+  std::array<bool, analyzer::kPartCount> named{};
+  for (const auto& s : r.steps) {
+    int64_t t = s.start_ns;
+    for (size_t p = 0; p < analyzer::kPartCount; ++p) {
+      const int64_t ns = s.parts[p];
+      if (ns <= 0) continue;
+      const auto label = analyzer::part_label(static_cast<analyzer::Part>(p));
+      const uint32_t tid = static_cast<uint32_t>(p) + 1;
+      if (!named[p]) sink.thread(pid, tid, label);
+      const reader::ChromeEventSink::Arg args[] = {{"step", double(s.index)},
+                                                   {"ms", double(ns) / 1e6}};
+      named[p] |= sink.slice(pid, tid, "attribution", label, t, ns, args);
+      t += ns;
+    }
+  }
+}
+
+// Analyzes `files` for the attribution track; empty when they hold no steps
+// (the export itself reports unreadable files).
+std::function<void(reader::ChromeEventSink&)> attribution_events(const std::vector<std::string>& files) {
+  auto rep = std::make_shared<analyzer::Report>();
+  try {
+    *rep = analyzer::analyze_paths(files, {});
+  } catch (const std::exception& e) {
+    std::cerr << "stallscope export: warning: no attribution track: " << e.what() << "\n";
+    return {};
+  }
+  if (std::none_of(rep->ranks.begin(), rep->ranks.end(), [](const auto& r) { return !r.steps.empty(); }))
+    return {};
+  return [rep](reader::ChromeEventSink& sink) {
+    for (const auto& r : rep->ranks)
+      if (!r.steps.empty()) attribution_track(sink, r);
+  };
 }
 
 void report(const reader::ChromeExportResult& res, const std::string& dest) {
@@ -89,6 +135,7 @@ int run_export(const ExportOptions& in) {
   bool failed = false;
   const auto files = expand_inputs("export", in.paths, &failed);
   if (failed || files.empty()) return kExitInput;
+  if (!in.no_attribution) opt.extra_events = attribution_events(files);
   std::vector<reader::TraceReader> readers;
   readers.reserve(files.size());
   for (const auto& f : files) readers.emplace_back(f);
@@ -118,6 +165,9 @@ Command add_export_command(CLI::App& parent) {
   sub->add_option("--steps", opt->steps,
                   "Keep the window of steps A..B (inclusive; from step events), e.g. 100:110")
       ->type_name("A:B");
+  sub->add_flag("--no-attribution", opt->no_attribution,
+               "Leave out the analyzer's attribution tracks (one process per rank, one thread "
+               "per part of each step)");
   sub->footer(
       "The trace start is the earliest recorder start among the files; JSON timestamps count\n"
       "from it. A warning is printed when the output would pass ~1 GiB, about what a browser\n"

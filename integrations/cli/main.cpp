@@ -12,6 +12,9 @@
 namespace {
 
 constexpr const char* kFooter = R"(Examples:
+  stallscope demo                                 a mis-tuned training job, diagnosed and fixed
+  stallscope report stallscope-run/               where each step's time goes, what to change
+  stallscope diff run-a/ run-b/                   did the change deliver the predicted gain?
   stallscope info stallscope-run/                 what each trace file holds
   stallscope export --chrome t.json run/ --steps 100:110
                                                   open t.json in ui.perfetto.dev

@@ -2,6 +2,8 @@
 // expected events, and flags and inputs are checked.
 #define BOOST_TEST_MODULE cli_export
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -89,6 +91,60 @@ BOOST_AUTO_TEST_CASE(step_window_and_stdout_output) {
   BOOST_TEST(count(doc, "X", "step") == 1u);
   BOOST_TEST(count(doc, "X", "storage_read") == 1u);  // the read at 21000
   BOOST_TEST(count(doc, "b") == 0u);
+}
+
+// The attribution process of rank 2: its pid, or 0 when absent.
+uint64_t attribution_pid(const json& doc) {
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "attribution rank 2")
+      return e["pid"].get<uint64_t>();
+  return 0;
+}
+
+BOOST_AUTO_TEST_CASE(attribution_track_lays_each_steps_parts_end_to_end) {
+  TempDir dir;
+  write_trace(dir.file("a.sst"));
+  auto r = run_cli(dir, {"export", "--chrome", dir.file("out.json"), dir.file("a.sst")});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  json doc = load(dir.file("out.json"));
+  const uint64_t pid = attribution_pid(doc);
+  BOOST_REQUIRE(pid != 0);
+  std::map<uint64_t, double> step_ts, step_dur;  // of the recorded steps, µs
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "step") {
+      step_ts[e["args"]["step"].get<uint64_t>()] = e["ts"].get<double>();
+      step_dur[e["args"]["step"].get<uint64_t>()] = e["dur"].get<double>();
+    }
+  BOOST_REQUIRE_EQUAL(step_ts.size(), 2u);
+  std::map<uint64_t, double> end;  // where the next part of each step starts
+  std::set<uint64_t> tids, named_tids;
+  for (const auto& [i, ts] : step_ts) end[i] = ts;
+  size_t slices = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["pid"] != pid) continue;
+    if (e["ph"] == "M" && e["name"] == "thread_name") named_tids.insert(e["tid"].get<uint64_t>());
+    if (e["ph"] != "X") continue;
+    ++slices;
+    BOOST_TEST(e["cat"] == "attribution");
+    BOOST_TEST(e["dur"].get<double>() > 0);
+    const uint64_t step = e["args"]["step"].get<uint64_t>();
+    BOOST_REQUIRE(end.count(step));
+    BOOST_TEST(e["ts"].get<double>() == end[step], boost::test_tools::tolerance(1e-9));
+    end[step] += e["dur"].get<double>();
+    tids.insert(e["tid"].get<uint64_t>());
+  }
+  BOOST_TEST(slices >= 2u);
+  BOOST_TEST(tids == named_tids, "one named thread per part");
+  for (const auto& [i, ts] : step_ts)  // the parts sum to the step: 9 µs each
+    BOOST_TEST(end[i] - ts == step_dur[i], boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(step_dur[0] == 9.0);
+
+  r = run_cli(dir, {"export", "--chrome", dir.file("out.json"), "--no-attribution", dir.file("a.sst")});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  doc = load(dir.file("out.json"));
+  BOOST_TEST(attribution_pid(doc) == 0u);
+  BOOST_TEST(count(doc, "X", "attribution") == 0u);
+  BOOST_TEST(count(doc, "X", "step") == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(bad_flags_exit_2_naming_the_flag) {

@@ -407,4 +407,53 @@ BOOST_AUTO_TEST_CASE(writes_readable_fuzz_seed_files) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(masked_decode_skips_unwanted_extensions_without_copying_them) {
+  TempDir dir;
+  auto io = make_ext<format::IoExt>(Ext::kIo, 2);
+  io.bytes = 4096;
+  auto dev = make_ext<format::DeviceExt>(Ext::kDevice, 0);
+  dev.device = 7;
+  auto step = make_ext<format::StepExt>(Ext::kStep, 1);
+  step.index = 42;
+  const uint64_t ids[] = {1, 2, 3};
+  Records t1;
+  t1.core(Kind::kStorageRead, format::kComplete, 100, 10).ext(io);
+  t1.core(Kind::kKernel, format::kComplete, 200, 10).ext(dev);
+  t1.core(Kind::kStep, format::kComplete, 300, 10).ext(step);
+  t1.core(Kind::kBatchReady, format::kInstant, 400, 0).ids(ids);
+  TraceBuilder b;
+  b.tracks({thread_track(1, 100, 1)});
+  b.events({{1, t1}}).end();
+  b.write(dir.file("m.sst"));
+
+  TraceReader r(dir.file("m.sst"));
+  Event e;
+  const uint32_t wanted = reader::ext_bit(Ext::kIo) | reader::ext_bit(Ext::kIdList);
+  std::vector<uint32_t> masks;
+  std::vector<int64_t> times;
+  while (r.next(e, wanted)) {
+    masks.push_back(e.ext_mask);
+    times.push_back(e.ts_ns);
+    if (e.kind == static_cast<uint8_t>(Kind::kStorageRead)) BOOST_TEST(e.io.bytes == 4096u);
+    if (e.kind == static_cast<uint8_t>(Kind::kKernel)) BOOST_TEST(e.device.device == 0u);  // not copied
+    if (e.kind == static_cast<uint8_t>(Kind::kStep)) BOOST_TEST(e.step.index == 0u);
+    if (e.kind == static_cast<uint8_t>(Kind::kBatchReady)) BOOST_TEST(e.ids.size() == 3u);
+  }
+  BOOST_TEST((r.status() == Status::kComplete), r.error());
+  BOOST_TEST(masks == (std::vector<uint32_t>{reader::ext_bit(Ext::kIo), 0, 0, reader::ext_bit(Ext::kIdList)}),
+             boost::test_tools::per_element());
+  BOOST_TEST(times == (std::vector<int64_t>{100, 200, 300, 400}), boost::test_tools::per_element());
+  r.rewind();  // nothing wanted: the same events, no extensions, no ids
+  size_t n = 0;
+  while (r.next(e, 0)) {
+    BOOST_TEST(e.ext_mask == 0u);
+    BOOST_TEST(e.ids.empty());
+    ++n;
+  }
+  BOOST_TEST(n == 4u);
+  r.rewind();  // the full decode still sees everything
+  while (r.next(e))
+    if (e.kind == static_cast<uint8_t>(Kind::kStep)) BOOST_TEST(e.step.index == 42u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,6 +22,7 @@
 #include <functional>
 #include <iosfwd>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,36 @@ struct TimeBound {
   bool absolute = false;
 };
 
+namespace detail {
+class ChromeWriter;
+}
+
+// Lets a caller add its own tracks to an export (ChromeExportOptions::
+// extra_events): processes, named threads and complete slices, written as
+// well-formed trace events in the same time base and window. Valid only
+// during the callback; not thread-safe.
+class STALLSCOPE_API ChromeEventSink {
+ public:
+  using Arg = std::pair<std::string_view, double>;  // "args" entry: key (no escaping needed), number
+
+  // A new process (a pid no traced process uses), named `name`, shown in
+  // rank order by `sort_index`. Returns its pid for thread() and slice().
+  uint32_t add_process(std::string_view name, int64_t sort_index);
+  void thread(uint32_t pid, uint32_t tid, std::string_view name);
+  // An "X" event from start_ns for dur_ns (absolute monotonic ns). False,
+  // writing nothing, when it lies outside the export window.
+  bool slice(uint32_t pid, uint32_t tid, std::string_view cat, std::string_view name,
+             int64_t start_ns, int64_t dur_ns, std::span<const Arg> args = {});
+  int64_t base_mono_ns() const noexcept;  // JSON ts 0
+
+  ChromeEventSink(detail::ChromeWriter& w, std::vector<uint32_t>& used_pids) noexcept
+      : w_(w), used_pids_(used_pids) {}
+
+ private:
+  detail::ChromeWriter& w_;
+  std::vector<uint32_t>& used_pids_;
+};
+
 struct ChromeExportOptions {
   std::optional<TimeBound> from;  // keep events that end at or after this
   std::optional<TimeBound> to;    // keep events that start at or before this
@@ -47,6 +78,9 @@ struct ChromeExportOptions {
   uint64_t size_warning_bytes = uint64_t{1} << 30;  // what a browser can open
   // Called before each file is streamed: (index from 0, count, path).
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // Called once after every file is exported, before traceEvents closes, to
+  // add tracks (e.g. the analyzer's attribution); empty = none.
+  std::function<void(ChromeEventSink&)> extra_events;
 };
 
 struct ChromeExportResult {

@@ -53,6 +53,9 @@ constexpr uint32_t ext_bit(format::Ext e) noexcept {
   return 1u << (static_cast<uint8_t>(e) - format::kExtBase);
 }
 
+// Every extension: the ext_wanted mask of a full decode.
+inline constexpr uint32_t kAllExts = ~0u;
+
 // One decoded record: the core fields with times in CLOCK_MONOTONIC ns of the
 // recording host, plus copies of the typed extensions that followed it.
 struct STALLSCOPE_API Event {
@@ -68,7 +71,9 @@ struct STALLSCOPE_API Event {
   uint64_t value = 0;     // as stored: dur ticks, counter value, gap count
   uint64_t corr = 0;      // correlation id (counter: subject tid/pid)
   uint64_t offset = 0;    // byte offset of the core record in the file
-  uint32_t ext_mask = 0;  // ext_bit() of each extension present below
+  // ext_bit() of each extension present (and wanted) below. Members whose
+  // bit is clear hold stale values from an earlier record: check has().
+  uint32_t ext_mask = 0;
   format::IoExt io{};
   format::WorkExt work{};
   format::CopyExt copy{};
@@ -141,6 +146,10 @@ class STALLSCOPE_API TraceReader {
   // readable data or on an error (then status() is final). No allocation per
   // event once warm; `e.ids` stays valid until the next call.
   bool next(Event& e);
+  // As next(e), but decodes only the extensions in `ext_wanted` (a mask of
+  // ext_bit()s): the others are validated and skipped without being copied,
+  // and their ext_mask bits stay clear. For readers that need few of them.
+  bool next(Event& e, uint32_t ext_wanted);
   // Restarts event streaming from the first chunk (clock state reset too).
   void rewind();
 

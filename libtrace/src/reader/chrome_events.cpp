@@ -1,5 +1,6 @@
 // The JSON of each Chrome trace event: slices, async pairs, instants,
 // counters, process and thread names, and the attributes in "args".
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -274,3 +275,60 @@ void ChromeWriter::name_tracks(const TraceReader& r) {
 }
 
 }  // namespace stallscope::reader::detail
+
+// ---- Caller-made tracks (ChromeExportOptions::extra_events).
+
+namespace stallscope::reader::detail {
+
+void ChromeWriter::extra_process(uint32_t chrome_pid, std::string_view name, int64_t sort_index) {
+  pid_ = chrome_pid;
+  metadata("process_name", 0, "name", name, 0);
+  metadata("process_sort_index", 0, "sort_index", "", sort_index);
+}
+
+void ChromeWriter::extra_thread(uint32_t chrome_pid, uint32_t tid, std::string_view name) {
+  pid_ = chrome_pid;
+  metadata("thread_name", tid, "name", name, 0);
+}
+
+bool ChromeWriter::extra_slice(uint32_t chrome_pid, uint32_t tid, std::string_view cat,
+                               std::string_view name, int64_t start, int64_t dur,
+                               std::span<const ChromeEventSink::Arg> args) {
+  if (dur < 0 || start > to_ || start + dur < from_) return false;
+  pid_ = chrome_pid;
+  head('X', cat, name, tid, start);
+  json_.key("dur").micros(dur);
+  if (!args.empty()) {
+    json_.raw(",\"args\":{");
+    for (size_t i = 0; i < args.size(); ++i)
+      json_.raw(i == 0 ? "" : ",").str(args[i].first).raw(":").num(args[i].second);
+    json_.raw("}");
+  }
+  json_.raw("}");
+  return true;
+}
+
+}  // namespace stallscope::reader::detail
+
+namespace stallscope::reader {
+
+uint32_t ChromeEventSink::add_process(std::string_view name, int64_t sort_index) {
+  uint32_t pid = 1;
+  for (uint32_t p : used_pids_) pid = std::max(pid, p + 1);
+  used_pids_.push_back(pid);
+  w_.extra_process(pid, name, sort_index);
+  return pid;
+}
+
+void ChromeEventSink::thread(uint32_t pid, uint32_t tid, std::string_view name) {
+  w_.extra_thread(pid, tid, name);
+}
+
+bool ChromeEventSink::slice(uint32_t pid, uint32_t tid, std::string_view cat, std::string_view name,
+                            int64_t start_ns, int64_t dur_ns, std::span<const Arg> args) {
+  return w_.extra_slice(pid, tid, cat, name, start_ns, dur_ns, args);
+}
+
+int64_t ChromeEventSink::base_mono_ns() const noexcept { return w_.base_ns(); }
+
+}  // namespace stallscope::reader

@@ -220,6 +220,11 @@ ChromeExportResult export_chrome(std::vector<TraceReader>& readers, std::ostream
       }
       w.end_process(describe(*group.front()));
     }
+    if (opt.extra_events) {
+      std::vector<uint32_t> pids(used_pids.begin(), used_pids.end());
+      ChromeEventSink sink(w, pids);
+      opt.extra_events(sink);
+    }
   }
   w.write_epilogue();
   json.flush();

@@ -58,6 +58,12 @@ class ChromeWriter {
   void event(const TraceReader& r, const Event& e);
   // Closes Begin records still open at their track's last timestamp.
   void end_process(const std::string& who);
+  // ---- for ChromeEventSink (chrome_sink.cpp): caller-made tracks.
+  void extra_process(uint32_t chrome_pid, std::string_view name, int64_t sort_index);
+  void extra_thread(uint32_t chrome_pid, uint32_t tid, std::string_view name);
+  bool extra_slice(uint32_t chrome_pid, uint32_t tid, std::string_view cat, std::string_view name,
+                   int64_t start, int64_t dur, std::span<const ChromeEventSink::Arg> args);
+  int64_t base_ns() const noexcept { return base_; }
 
  private:
   // ---- chrome_pairing.cpp

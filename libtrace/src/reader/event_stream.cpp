@@ -3,6 +3,7 @@
 // anything is read; on malformed input the stream stops with an error that
 // names the offset, after yielding every event before it.
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 
 #include "reader/reader_impl.hpp"
@@ -137,8 +138,9 @@ bool TraceReader::Impl::open_block() {
 
 // ----------------------------------------------------------------- records --
 
-bool TraceReader::Impl::next(Event& e) {
+bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
   Stream& s = stream;
+  s.ext_wanted = ext_wanted;
   while (!s.done) {
     if (s.pos < s.block_end) {
       const int r = decode_record(e);
@@ -213,6 +215,15 @@ bool TraceReader::Impl::read_ext(Event& e, bool known) {
 
 namespace {
 
+// Bytes format 1 defines for each typed extension (IdList: its header).
+constexpr uint16_t kExtMinBytes[] = {
+    sizeof(format::IoExt),         sizeof(format::WorkExt), sizeof(format::ExtHeader),
+    sizeof(format::CopyExt),       sizeof(format::DeviceExt),
+    sizeof(format::CollectiveExt), sizeof(format::ApiExt),  sizeof(format::StepExt),
+    sizeof(format::RangeExt)};
+static_assert(std::size(kExtMinBytes) ==
+              static_cast<size_t>(format::Ext::kRange) - format::kExtBase + 1);
+
 template <typename T>
 bool copy_ext(T& dst, const format::ExtHeader& h, const uint8_t* p, uint32_t& mask) {
   if (h.bytes < sizeof(T)) return false;
@@ -226,6 +237,19 @@ bool copy_ext(T& dst, const format::ExtHeader& h, const uint8_t* p, uint32_t& ma
 bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p,
                                   uint64_t off) {
   using format::Ext;
+  const unsigned slot = h.type - format::kExtBase;
+  if (slot < std::size(kExtMinBytes) && (stream.ext_wanted & (1u << slot)) == 0) {
+    // Not wanted: the same checks as a decode, nothing copied.
+    if (h.type == static_cast<uint8_t>(Ext::kIdList)) {
+      if (h.aux > (h.bytes - sizeof h) / sizeof(uint64_t))
+        return fail(off, "id list claims " + std::to_string(h.aux) + " ids but holds " +
+                             std::to_string((h.bytes - sizeof h) / sizeof(uint64_t)));
+      return true;
+    }
+    if (h.bytes >= kExtMinBytes[slot]) return true;
+    return fail(off, std::string("extension ") + ext_label(h.type) + " of " +
+                         std::to_string(h.bytes) + " bytes is shorter than format 1 defines");
+  }
   bool ok = true;
   switch (static_cast<Ext>(h.type)) {
     case Ext::kIo:

@@ -62,6 +62,7 @@ struct Stream {
   uint64_t cur_ticks = 0;      // ticks of the converter's newest triple
   int64_t max_tick_delta = 0;  // |t - cur_ticks| that converts without overflow
   std::vector<uint64_t> ids;   // concatenated IdList ids of the current event
+  uint32_t ext_wanted = kAllExts;  // of the next() call in progress
   uint64_t unknown_kinds = 0;
   uint64_t unknown_exts = 0;
   uint64_t clamped_times = 0;
@@ -121,7 +122,7 @@ struct TraceReader::Impl {
 
   // ---- event_stream.cpp
   void reset_stream();
-  bool next(Event& e);
+  bool next(Event& e, uint32_t ext_wanted);
   void add_triple(const format::ClockTriple& t);
   void update_tick_limit();
   bool load_next_events_chunk();
