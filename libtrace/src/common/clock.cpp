@@ -1,7 +1,6 @@
 // Clock sampling and tick-to-nanosecond conversion (see clock.hpp).
 #include "stallscope/clock.hpp"
 
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -94,8 +93,9 @@ int64_t TickConverter::convert(Ticks t, bool real) const noexcept {
   if (n_ == 0) return static_cast<int64_t>(t);
   const Point& p = point(n_ == 1 ? 0 : segment_end(t));
   const double rate = n_ == 1 ? nominal_ : real ? p.real_rate : p.mono_rate;
-  const double d = static_cast<double>(static_cast<int64_t>(t - p.at.ticks));
-  return (real ? p.at.real_ns : p.at.mono_ns) + static_cast<int64_t>(std::llround(d * rate));
+  const double x = static_cast<double>(static_cast<int64_t>(t - p.at.ticks)) * rate;
+  // Round half away from zero, inline (std::llround is a libm call per event).
+  return (real ? p.at.real_ns : p.at.mono_ns) + static_cast<int64_t>(x + (x >= 0 ? 0.5 : -0.5));
 }
 
 int64_t TickConverter::to_mono_ns(Ticks t) const noexcept { return convert(t, false); }
