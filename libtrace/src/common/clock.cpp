@@ -1,6 +1,7 @@
 // Clock sampling and tick-to-nanosecond conversion (see clock.hpp).
 #include "stallscope/clock.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -94,8 +95,16 @@ int64_t TickConverter::convert(Ticks t, bool real) const noexcept {
   const Point& p = point(n_ == 1 ? 0 : segment_end(t));
   const double rate = n_ == 1 ? nominal_ : real ? p.real_rate : p.mono_rate;
   const double x = static_cast<double>(static_cast<int64_t>(t - p.at.ticks)) * rate;
-  // Round half away from zero, inline (std::llround is a libm call per event).
-  return (real ? p.at.real_ns : p.at.mono_ns) + static_cast<int64_t>(x + (x >= 0 ? 0.5 : -0.5));
+  // Saturate: a corrupt or hostile file can put ticks anywhere. Round half
+  // away from zero inline (std::llround is a libm call per event).
+  constexpr double kLimit = 4e18;
+  const int64_t offset = x >= kLimit    ? static_cast<int64_t>(kLimit)
+                         : x <= -kLimit ? -static_cast<int64_t>(kLimit)
+                                        : static_cast<int64_t>(x + (x >= 0 ? 0.5 : -0.5));
+  int64_t out = 0;
+  if (__builtin_add_overflow(real ? p.at.real_ns : p.at.mono_ns, offset, &out))
+    out = offset > 0 ? INT64_MAX : INT64_MIN;
+  return out;
 }
 
 int64_t TickConverter::to_mono_ns(Ticks t) const noexcept { return convert(t, false); }
@@ -103,7 +112,9 @@ int64_t TickConverter::to_mono_ns(Ticks t) const noexcept { return convert(t, fa
 int64_t TickConverter::to_real_ns(Ticks t) const noexcept { return convert(t, true); }
 
 int64_t TickConverter::duration_ns(Ticks start, Ticks dur) const noexcept {
-  return to_mono_ns(start + dur) - to_mono_ns(start);
+  int64_t out = 0;
+  if (__builtin_sub_overflow(to_mono_ns(start + dur), to_mono_ns(start), &out)) out = INT64_MAX;
+  return out;
 }
 
 double TickConverter::ns_per_tick() const noexcept {
