@@ -22,6 +22,11 @@ struct Scenario {
   int ranks = 1;                         // > 1: under mpirun
   bool expected_to_fail = false;         // until the multi-rank issue
   std::string taskset;                   // CPU list for taskset, "" = none
+  // The remedy only applies when usable CPUs sat idle during the stalls
+  // (more workers): on a machine other processes keep busy the premise
+  // does not hold, and the scenario is skipped, visibly, after its checks
+  // of the cause and its share.
+  bool needs_idle_cpus = false;
 };
 
 const std::vector<Scenario>& all_scenarios();
