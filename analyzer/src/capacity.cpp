@@ -63,12 +63,18 @@ Stage storage_stage(const RankReport& r, const RunStats& s) {
   return st;
 }
 
-Stage preprocess_stage(const RankReport& r, const RunStats& s) {
+// Capacity = workers / busy time per batch. The loader's own configuration
+// says how many workers there are when it was recorded; otherwise the
+// distinct (thread, worker) pairs seen. Per-sample time divides by the
+// samples delivered, so a collate covering a whole batch after its
+// transforms does not count the batch's samples twice.
+Stage preprocess_stage(const RankReport& r, const RunStats& s, const RankTrace& t) {
   Stage st{"preprocessing"};
   if (s.pre_items == 0) return st;
   st.measured = true;
-  const double workers = double(s.workers.size());
-  const double per_sample_s = ratio(double(s.pre_busy_ns) / 1e9, double(s.pre_samples));
+  const double workers = t.probes.workers > 0 ? t.probes.workers : double(s.workers.size());
+  const double samples = s.batch_samples > 0 ? double(s.batch_samples) : double(s.pre_samples);
+  const double per_sample_s = ratio(double(s.pre_busy_ns) / 1e9, samples);
   const double samples_per_batch =
       s.batches > 0 ? ratio(double(s.batch_samples), double(s.batches))
                     : ratio(double(s.pre_samples), double(std::max<size_t>(r.steps.size(), 1)));
@@ -178,7 +184,7 @@ const Stage* find_stage(const RankReport& r, const std::string& name) {
 void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
   r.cpu = cpu_budget(s, t);
   const double demand = demand_per_s(r) * batches_per_step(r, s);
-  r.stages = {storage_stage(r, s), preprocess_stage(r, s), h2d_stage(r, s), cpu_stage(r)};
+  r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), h2d_stage(r, s), cpu_stage(r)};
   for (auto& st : r.stages) st.demand = st.measured ? demand : 0;
   r.bottleneck = bottleneck_of(r);
   r.cause = cause_of(r);

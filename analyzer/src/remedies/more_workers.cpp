@@ -17,7 +17,8 @@ class MoreWorkers final : public RemedyRule {
     const double workers = c.stage_number("preprocessing", "workers");
     const double idle = c.r.cpu.idle_during_stalls;
     const double spare = c.r.cpu.known ? c.r.cpu.budget_cores - c.r.cpu.used_cores : 0;
-    const double add = std::floor(std::min(idle, spare) + 1e-6);
+    // Half an idle CPU or more counts as one more worker's worth.
+    const double add = std::floor(std::min(idle, spare) + 0.5);
     if (pre < 0.1 * c.step_ms || workers <= 0 || add < 1) return std::nullopt;
     Remedy m = make_remedy(c, "more_workers", "Add preprocessing workers",
                            "--loader-workers / STALLSCOPE_LOADER_WORKERS", "DataLoader(num_workers=...)");
