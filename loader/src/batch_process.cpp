@@ -2,8 +2,9 @@
 // policy for samples that failed to read (input stage), the user transform
 // per group of samples (one preprocess span per group), then in batch order
 // the collate into staging memory (one span), the H2D copy and batch_ready.
+// Without a transform there is nothing to run in parallel: the same input
+// and output stages run in order on the preprocessing thread, no pool.
 #include <errno.h>
-
 #include <pthread.h>
 
 #include <cstring>
@@ -59,10 +60,23 @@ bool gather_samples(Loader::Impl& L, BatchState& b) {
   return true;
 }
 
+// oneTBB's workers are created by whichever thread first needed one (often
+// the I/O thread, through wake()) and inherit its name; the first stage a
+// worker runs for the loader renames it — before it records anything, so
+// its trace track is named right — for traces and per-thread CPU figures.
+void name_worker(Loader::Impl& L) noexcept {
+  thread_local bool named = false;
+  if (named) return;
+  named = true;
+  if (!pthread_equal(pthread_self(), L.prep_self))
+    pthread_setname_np(pthread_self(), "ss-loader-work");
+}
+
 // Runs the transform on samples [g.begin, g.end) of the batch: one
 // preprocess span per group, with the worker and the first sample id.
 void transform_group(Loader::Impl& L, BatchState& b, const detail::Group& g) {
   if (!L.pipe.transform || g.end == g.begin) return;
+  name_worker(L);
   const Ticks t0 = ticks_now();
   for (size_t i = g.begin; i < g.end && !L.cancel.load(std::memory_order_relaxed); ++i) {
     try {
@@ -110,8 +124,7 @@ bool collate(Loader::Impl& L, BatchState& b, Slot& slot) {
   b.host_bytes = static_cast<uint64_t>(n);
   if (enabled() && !b.samples.empty())
     record_preprocess(L.names.collate, t0, ticks_now(),
-                      {b.samples.front().index + 1, b.id,
-                       static_cast<uint32_t>(b.samples.size()),
+                      {b.samples.front().index + 1, b.id, static_cast<uint32_t>(b.samples.size()),
                        detail::PreprocessPool::worker_index()});
   return true;
 }
@@ -121,12 +134,11 @@ bool collate(Loader::Impl& L, BatchState& b, Slot& slot) {
 // Pipeline input: the next batch in order once its reads are done (parked,
 // holding no worker, until then); nullptr at the end or on cancel.
 void* Loader::Impl::prep_next(size_t* items) noexcept {
+  name_worker(*this);
   if (prep_next_index >= n_batches) return nullptr;
   const uint64_t k = prep_next_index;
   BatchState& b = slots[k % slots.size()].batch;
-  pool->wait_until([&] {
-    return b.read_seq.load(std::memory_order_acquire) == k + 1 || cancel.load();
-  });
+  wait_reads(b, k);
   if (cancel.load()) return nullptr;
   ++prep_next_index;
   b.prep_ok = false;
@@ -147,6 +159,7 @@ void Loader::Impl::prep_work(const detail::Group& g) noexcept {
 
 // Pipeline output, in batch order: collate, H2D, batch_ready.
 void Loader::Impl::prep_finish(void* batch) noexcept {
+  name_worker(*this);
   BatchState* b = static_cast<BatchState*>(batch);
   Slot& slot = slots[b->index % slots.size()];
   if (!cancel.load() && b->prep_ok && keep_transformed(*this, *b) && collate(*this, *b, slot)) {
@@ -161,19 +174,57 @@ void Loader::Impl::prep_finish(void* batch) noexcept {
   mark_ready(b);
 }
 
+// Returns once batch `index` is fully read or the epoch is cancelled. In
+// the pipeline the input stage parks without holding a worker; without a
+// pool the preprocessing thread sleeps on prep_cv.
+void Loader::Impl::wait_reads(const BatchState& b, uint64_t index) noexcept {
+  const auto ready = [&] {
+    return b.read_seq.load(std::memory_order_acquire) == index + 1 || cancel.load();
+  };
+  if (pool) return pool->wait_until(ready);
+  std::unique_lock lock(prep_mu);
+  prep_cv.wait(lock, ready);
+}
+
+// After a batch's reads are done or cancel was set.
+void Loader::Impl::wake_prep() noexcept {
+  if (pool) return pool->wake();
+  { std::lock_guard lock(prep_mu); }  // a waiter between its check and its sleep sees it
+  prep_cv.notify_one();
+}
+
+// Without a transform: each batch's stages in order on this thread. A pool
+// would add nothing but its workers' idle spinning, which between the
+// batches of a storage-bound epoch costs more CPU than the batches' work.
+void Loader::Impl::run_serial() noexcept {
+  size_t items = 0;
+  while (void* b = prep_next(&items)) prep_finish(b);
+}
+
 void Loader::Impl::run_prep() noexcept {
+  prep_self = pthread_self();  // before any stage runs: name_worker() tells it apart
   pthread_setname_np(pthread_self(), "ss-loader-prep");
-  detail::PoolStages stages{[this](size_t* n) { return prep_next(n); },
-                                  [this](const detail::Group& g) { prep_work(g); },
-                                  [this](void* b) { prep_finish(b); }};
+  {
+    std::lock_guard lock(mu);
+    prep_cpu.begin();
+  }
   try {
-    pool->run(stages, 4 * static_cast<size_t>(cfg.workers));
+    if (pool) {
+      detail::PoolStages stages{[this](size_t* n) { return prep_next(n); },
+                                [this](const detail::Group& g) { prep_work(g); },
+                                [this](void* b) { prep_finish(b); }};
+      pool->run(stages, 4 * static_cast<size_t>(cfg.workers));
+    } else {
+      run_serial();
+    }
   } catch (...) {
     std::lock_guard lock(mu);
     error = "loader: preprocessing pipeline failed";
     stop = true;
     ready_cv.notify_all();
   }
+  std::lock_guard lock(mu);
+  prep_cpu.end();
 }
 
 void Loader::Impl::mark_ready(BatchState* b) noexcept {

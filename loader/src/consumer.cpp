@@ -21,6 +21,10 @@ int Loader::next_batch(Batch* out) noexcept {
   release();
   const Ticks t0 = ticks_now();
   std::unique_lock lock(L.mu);
+  if (L.stopped) {  // batches read before stop() are not delivered after it
+    if (L.error.empty()) L.error = "loader stopped";
+    return -ECANCELED;
+  }
   if (!L.error.empty() && L.stop) return -EIO;
   if (L.next >= L.n_batches) return kEndOfEpoch;
   Slot& s = L.slots[L.next % L.slots.size()];
@@ -72,6 +76,8 @@ LoaderStats Loader::stats() const noexcept {
   s.fixed_reads = L.fixed_reads;
   s.skipped_samples = L.skipped.load();
   s.batches = L.batches.load();
+  s.io_thread_cpu_ns = L.io_cpu.total_ns();
+  s.prep_thread_cpu_ns = L.prep_cpu.total_ns();
   return s;
 }
 

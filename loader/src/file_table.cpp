@@ -10,7 +10,7 @@
 namespace stallscope::loader::detail {
 
 namespace {
-constexpr uint32_t kMaxOpenIdle = 256;     // idle fds kept open before closing
+constexpr uint32_t kMaxOpenIdle = 256;          // idle fds kept open before closing
 constexpr uint64_t kAutoDirectMean = 64 << 10;  // auto O_DIRECT from this mean sample size
 
 std::string where(const std::string& path, uint64_t offset) {
@@ -92,7 +92,7 @@ void FileTable::refuse_direct(uint32_t file) noexcept {
   ++direct_fallbacks_;
   const int fd = buffered_fd(file);
   if (fd < 0) return;
-  sys_.close(f.fd);
+  f.retired_fd = f.fd;  // closed with the file, once no request can use it
   f.fd = fd;
   f.buffered_fd = -1;
   f.direct = false;
@@ -111,7 +111,8 @@ void FileTable::close_file(OpenFile& f) noexcept {
     --open_count_;
   }
   if (f.buffered_fd >= 0) sys_.close(f.buffered_fd);
-  f.fd = f.buffered_fd = -1;
+  if (f.retired_fd >= 0) sys_.close(f.retired_fd);
+  f.fd = f.buffered_fd = f.retired_fd = -1;
 }
 
 void FileTable::close_all() noexcept {

@@ -20,10 +20,12 @@ inline constexpr uint64_t kDirectAlign = 4096;
 struct OpenFile {
   int fd = -1;           // O_DIRECT when direct, else buffered
   int buffered_fd = -1;  // buffered twin of a direct fd (unaligned remainders), lazy
+  int retired_fd = -1;   // the O_DIRECT fd after a read refused it: requests queued
+                         // on it must not find it closed (or its number reused)
   bool direct = false;
   bool nowait_ok = true;
-  uint32_t users = 0;    // samples in progress
-  uint64_t size = 0;     // at open
+  uint32_t users = 0;  // samples in progress
+  uint64_t size = 0;   // at open
   TierInfo tier;
   NameId name = 0;
 };

@@ -1,7 +1,8 @@
 // The I/O thread: plans batches while slots are free, feeds their samples
 // to the read engine and hands each fully read batch to the preprocessing
-// pool. On stop it stops planning, drops queued requests and drains the
-// requests in flight before any buffer can be freed.
+// thread. It ends when the epoch's last batch is read; on stop it stops
+// planning, drops queued requests and drains the requests in flight before
+// any buffer can be freed.
 #include <errno.h>
 
 #include <chrono>
@@ -50,25 +51,52 @@ void plan_batch(Loader::Impl& L, uint64_t index, detail::ReadEngine& engine) {
   for (auto& r : b.reads) engine.add(&r);
 }
 
+// Copies the engine's counters where stats() reads them.
+void publish(Loader::Impl& L, const detail::ReadEngine& engine) {
+  std::lock_guard lock(L.mu);
+  L.io_stats = engine.stats();
+  L.fixed_reads = L.reader->fixed_reads();
+  L.direct_fallbacks = L.files->direct_fallbacks();
+}
+
+// On stop: queued requests are dropped, those in flight drained (their
+// buffers are about to be reused or freed).
+void drain(detail::ReadEngine& engine) {
+  engine.cancel_pending();
+  const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
+  while (!engine.idle() && std::chrono::steady_clock::now() < deadline) engine.poll(kPollMs);
+  if (!engine.idle()) detail::note("reads still in flight after 10 s at shutdown");
+}
+
 }  // namespace
 
+// Plans batches into free slots and reads them until every batch of the
+// epoch is read (then the thread ends) or the epoch is stopped.
 void Loader::Impl::run_io() noexcept {
-  uint64_t planned = 0;
   pthread_setname_np(pthread_self(), "ss-loader-io");
-  detail::ReadEngine engine(*reader, *files, cfg.read_size, [this](detail::SampleRead* s) {
+  {
+    std::lock_guard lock(mu);
+    io_cpu.begin();
+  }
+  uint64_t planned = 0;
+  const detail::ReadEngine* reads = nullptr;
+  detail::ReadEngine engine(*reader, *files, cfg.read_size, [&](detail::SampleRead* s) {
     auto* b = static_cast<BatchState*>(s->owner);
     if (--b->reads_left > 0) return;
+    publish(*this, *reads);  // stats() covers every batch that was handed on
     b->read_seq.store(b->index + 1, std::memory_order_release);
-    pool->wake();
+    wake_prep();
   });
+  reads = &engine;
   uint32_t last_in_flight = UINT32_MAX;
+  bool ended = false;  // by stop or a backend failure, not by the last read
   for (;;) {
     {
       std::unique_lock lock(mu);
-      if (stop) break;
-      if (engine.idle() && (planned == n_batches || planned >= released + slots.size()))
+      if (!stop && engine.idle() && planned < n_batches && planned >= released + slots.size())
         io_cv.wait_for(lock, std::chrono::milliseconds(kPollMs));
-      if (stop) break;
+      if ((ended = stop)) break;
+      if (planned == n_batches && engine.idle()) break;  // the epoch is read
       while (planned < n_batches && planned < released + slots.size()) {
         lock.unlock();
         try {
@@ -85,30 +113,23 @@ void Loader::Impl::run_io() noexcept {
       std::lock_guard lock(mu);
       error = std::string("storage backend ") + std::string(reader->name()) +
               " failed: " + std::strerror(-rc);
-      stop = true;
+      stop = ended = true;
       ready_cv.notify_all();
       break;
     }
-    {
-      std::lock_guard lock(mu);
-      io_stats = engine.stats();
-      fixed_reads = reader->fixed_reads();
-      direct_fallbacks = files->direct_fallbacks();
-    }
+    publish(*this, engine);
     if (engine.in_flight() != last_in_flight && enabled()) {
       last_in_flight = engine.in_flight();
       record_counter(names.reads_in_flight, last_in_flight);
     }
   }
-  cancel.store(true);
-  engine.cancel_pending();
-  const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
-  while (!engine.idle() && std::chrono::steady_clock::now() < deadline) engine.poll(kPollMs);
-  if (!engine.idle()) detail::note("reads still in flight after 10 s at shutdown");
+  if (ended) {
+    cancel.store(true);
+    drain(engine);
+  }
+  publish(*this, engine);
   std::lock_guard lock(mu);
-  io_stats = engine.stats();
-  fixed_reads = reader->fixed_reads();
-  direct_fallbacks = files->direct_fallbacks();
+  io_cpu.end();
 }
 
 }  // namespace stallscope::loader

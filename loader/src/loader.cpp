@@ -13,7 +13,22 @@
 namespace stallscope::loader {
 
 namespace {
+
 constexpr double kProbeBudgetS = 0.5;
+
+std::string quoted(std::string_view v) {
+  std::string s = "\"";
+  for (const char c : v) {
+    if (c == '"' || c == '\\') s += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) s += c;
+  }
+  return s + '"';
+}
+
+std::string_view toggle_name(Toggle t) noexcept {
+  return t == Toggle::kOn ? "on" : t == Toggle::kOff ? "off" : "auto";
+}
+
 }  // namespace
 
 Loader::Loader(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
@@ -55,7 +70,8 @@ int Loader::Impl::setup(std::string* err) noexcept {
   if (cfg.device != DeviceKind::kNone && device && device->emulated() &&
       cfg.device != DeviceKind::kEmulated)
     STALLSCOPE_LOADER_NOTE_ONCE("%s", device_why.c_str());
-  pool = std::make_unique<detail::PreprocessPool>(cfg.workers, cfg.group_size);
+  if (pipe.transform)  // without one, batches need no pool (batch_process.cpp)
+    pool = std::make_unique<detail::PreprocessPool>(cfg.workers, cfg.group_size);
   files = std::make_unique<detail::FileTable>(ds, sys, cfg.direct);
   if (int rc = alloc_slots(); rc != 0) {
     if (err) *err = "loader: cannot allocate batch memory";
@@ -104,25 +120,34 @@ void Loader::Impl::free_slots() noexcept {
   reader.reset();  // unregisters the arenas with the ring
   for (Slot& s : slots) {
     free_locked(s.arena, s.arena_bytes, s.arena_locked);
-    if (device) device->free_host(s.staging);
-    else free_locked(s.staging.data, s.staging.bytes, s.staging.pinned);
+    if (device)
+      device->free_host(s.staging);
+    else
+      free_locked(s.staging.data, s.staging.bytes, s.staging.pinned);
   }
   slots.clear();
+}
+
+// The "loader.config" attachment (fields in docs/loader.md).
+std::string Loader::Impl::config_json() const {
+  const auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  return "{\"backend\":" + quoted(reader->name()) + ",\"backend_reason\":" + quoted(backend_why) +
+         ",\"device\":" + quoted(device ? device->name() : "none") +
+         ",\"pool\":" + b(pool != nullptr) + ",\"workers\":" + std::to_string(cfg.workers) +
+         ",\"group_size\":" + std::to_string(cfg.group_size) +
+         ",\"queue_depth\":" + std::to_string(cfg.queue_depth) +
+         ",\"prefetch_batches\":" + std::to_string(cfg.prefetch_batches) +
+         ",\"batch_size\":" + std::to_string(cfg.batch_size) +
+         ",\"read_size\":" + std::to_string(cfg.read_size) +
+         ",\"direct\":" + quoted(toggle_name(cfg.direct)) + ",\"pinned\":" + b(cfg.pinned) +
+         ",\"error_policy\":" + quoted(cfg.on_error == ErrorPolicy::kSkip ? "skip" : "fail") + "}";
 }
 
 void Loader::Impl::attach_facts(const std::string& probe_json) noexcept {
   try {
     if (!probe_json.empty()) attach("loader.probe", probe_json);
     if (device) attach("device.model", device->model_json());
-    attach("loader.config",
-           "{\"backend\":\"" + std::string(reader->name()) + "\",\"backend_reason\":\"" +
-               backend_why + "\",\"device\":\"" + (device ? std::string(device->name()) : "none") +
-               "\",\"workers\":" + std::to_string(cfg.workers) +
-               ",\"queue_depth\":" + std::to_string(cfg.queue_depth) +
-               ",\"prefetch_batches\":" + std::to_string(cfg.prefetch_batches) +
-               ",\"batch_size\":" + std::to_string(cfg.batch_size) +
-               ",\"read_size\":" + std::to_string(cfg.read_size) +
-               ",\"pinned\":" + (cfg.pinned ? "true" : "false") + "}");
+    attach("loader.config", config_json());
   } catch (...) {
   }
 }
@@ -130,13 +155,13 @@ void Loader::Impl::attach_facts(const std::string& probe_json) noexcept {
 void Loader::Impl::stop_epoch() noexcept {
   {
     std::lock_guard lock(mu);
-    stop = true;
+    stop = stopped = true;
   }
   io_cv.notify_all();
   ready_cv.notify_all();
   if (io.joinable()) io.join();
   cancel.store(true);
-  pool->wake();
+  wake_prep();
   if (prep.joinable()) prep.join();
   for (Slot& s : slots)  // copies still running read the staging memory
     if (device && s.batch.ready && s.batch.copy.seq != 0) device->wait(s.batch.copy);
@@ -146,14 +171,14 @@ int Loader::start_epoch(uint64_t epoch) noexcept {
   Impl& L = *impl_;
   L.stop_epoch();
   try {
-    L.plan = make_epoch_plan(L.ds, {L.cfg.seed, epoch, L.cfg.rank, L.cfg.world_size,
-                                    L.cfg.shuffle});
+    L.plan =
+        make_epoch_plan(L.ds, {L.cfg.seed, epoch, L.cfg.rank, L.cfg.world_size, L.cfg.shuffle});
   } catch (...) {
     return -ENOMEM;
   }
   const size_t n = L.plan.samples.size();
-  L.n_batches = L.cfg.drop_last ? n / L.cfg.batch_size
-                                : (n + L.cfg.batch_size - 1) / L.cfg.batch_size;
+  L.n_batches =
+      L.cfg.drop_last ? n / L.cfg.batch_size : (n + L.cfg.batch_size - 1) / L.cfg.batch_size;
   L.epoch = epoch;
   L.past_io.reads += L.io_stats.reads;
   L.past_io.bytes += L.io_stats.bytes;
@@ -164,7 +189,7 @@ int Loader::start_epoch(uint64_t epoch) noexcept {
   L.past_io.miss_bytes += L.io_stats.miss_bytes;
   L.io_stats = {};
   L.released = L.next = 0;
-  L.holding = L.stop = false;
+  L.holding = L.stop = L.stopped = false;
   L.cancel.store(false);
   L.ready_count = 0;
   L.error.clear();

@@ -1,10 +1,14 @@
 // The loader's state, shared by its three parts: the I/O thread
-// (io_stage.cpp), the preprocessing tasks (batch_process.cpp) and the
-// consumer side (loader.cpp). Batch k of an epoch lives in slot k % slots;
+// (io_stage.cpp), the preprocessing thread and its tasks
+// (batch_process.cpp) and the consumer side (loader.cpp, consumer.cpp).
+// Batch k of an epoch lives in slot k % slots;
 // the I/O thread starts batch k only once batch k - slots was released, which
 // bounds everything in flight to Config::prefetch_batches (+1 held by the
 // consumer).
 #pragma once
+
+#include <pthread.h>
+#include <time.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -31,23 +35,23 @@ struct BatchState {
   std::vector<detail::SampleRead> reads;
   std::vector<Sample> samples;
   std::vector<uint64_t> trace_ids;
-  std::vector<int> rc;            // transform result per sample
+  std::vector<int> rc;                // transform result per sample
   std::atomic<uint64_t> read_seq{0};  // index + 1 once all reads are done
-  bool prep_ok = false;           // pipeline only
-  uint32_t reads_left = 0;  // I/O thread only
+  bool prep_ok = false;               // pipeline only
+  uint32_t reads_left = 0;            // I/O thread only
   int err = 0;
   std::string error;
   uint32_t skipped = 0;
   uint64_t host_bytes = 0;
   CopyTicket copy;
-  bool ready = false;       // under Impl::mu
+  bool ready = false;  // under Impl::mu
 };
 
 struct Slot {
   std::byte* arena = nullptr;  // read buffers of one batch
   uint64_t arena_bytes = 0;
   bool arena_locked = false;
-  HostBuffer staging;          // collated batch
+  HostBuffer staging;  // collated batch
   BatchState batch;
 };
 
@@ -59,6 +63,27 @@ struct Names {
   NameId skipped = intern("loader.skipped_samples");
 };
 
+// CPU time of one of the loader's per-epoch threads (I/O, preprocessing):
+// the total of the finished ones plus the live one's clock. All calls under
+// Impl::mu; begin() and end() on the thread itself, so its clock is read
+// only while it runs.
+struct ThreadCpu {
+  uint64_t done_ns = 0;
+  clockid_t clock{};
+  bool live = false;
+  void begin() noexcept { live = ::pthread_getcpuclockid(::pthread_self(), &clock) == 0; }
+  void end() noexcept {
+    done_ns += now(CLOCK_THREAD_CPUTIME_ID);
+    live = false;
+  }
+  uint64_t total_ns() const noexcept { return done_ns + (live ? now(clock) : 0); }
+  static uint64_t now(clockid_t c) noexcept {
+    timespec ts{};
+    return ::clock_gettime(c, &ts) == 0 ? uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)
+                                        : 0;
+  }
+};
+
 struct Loader::Impl {
   Dataset ds;
   Config cfg;
@@ -66,7 +91,7 @@ struct Loader::Impl {
   Sys& sys;
   std::unique_ptr<StorageReader> reader;
   std::unique_ptr<Device> device;
-  std::unique_ptr<detail::PreprocessPool> pool;
+  std::unique_ptr<detail::PreprocessPool> pool;  // null without a transform
   std::unique_ptr<detail::FileTable> files;
   std::vector<Slot> slots;
   Names names;
@@ -77,23 +102,28 @@ struct Loader::Impl {
   uint64_t epoch = 0;
   size_t n_batches = 0;
   std::thread io;
-  std::thread prep;                   // runs the pool's pipeline
-  uint64_t prep_next_index = 0;       // pipeline input only
+  std::thread prep;       // runs the pool's pipeline, or the serial stages
+  pthread_t prep_self{};  // the prep thread, as it sees itself (set by run_prep)
+  std::mutex prep_mu;     // without a pool: the prep thread waits for reads
+  std::condition_variable prep_cv;
+  uint64_t prep_next_index = 0;  // the input stage only
   std::mutex mu;
-  std::condition_variable ready_cv;   // consumer waits for batches
-  std::condition_variable io_cv;      // I/O thread waits for free slots
-  uint64_t released = 0;              // batches the consumer gave back
-  uint64_t next = 0;                  // next batch for the consumer
-  bool holding = false;               // consumer holds batch next-1
-  bool stop = false;                  // end the epoch now
-  std::atomic<bool> cancel{false};    // read by preprocessing tasks
+  std::condition_variable ready_cv;  // consumer waits for batches
+  std::condition_variable io_cv;     // I/O thread waits for free slots
+  uint64_t released = 0;             // batches the consumer gave back
+  uint64_t next = 0;                 // next batch for the consumer
+  bool holding = false;              // consumer holds batch next-1
+  bool stop = false;                 // end the epoch now (stop(), a failure)
+  bool stopped = false;              // stop() ended it: next_batch() says -ECANCELED
+  std::atomic<bool> cancel{false};   // read by preprocessing tasks
   int ready_count = 0;
 
   // Stats (atomics: written by several threads).
   std::atomic<uint64_t> skipped{0}, batches{0};
-  detail::EngineStats io_stats;        // this epoch's, copied by the I/O thread (under mu)
-  detail::EngineStats past_io;         // earlier epochs'
+  detail::EngineStats io_stats;  // this epoch's, copied by the I/O thread (under mu)
+  detail::EngineStats past_io;   // earlier epochs'
   uint64_t fixed_reads = 0, direct_fallbacks = 0;
+  ThreadCpu io_cpu, prep_cpu;  // under mu
 
   Impl(Dataset d, const Config& c, Pipeline p, Sys& s)
       : ds(std::move(d)), cfg(c), pipe(std::move(p)), sys(s) {}
@@ -102,10 +132,14 @@ struct Loader::Impl {
   int alloc_slots() noexcept;
   void free_slots() noexcept;
   void attach_facts(const std::string& probe_json) noexcept;
+  std::string config_json() const;
   uint64_t max_batch_bytes(bool direct_slack) const noexcept;
 
-  void run_io() noexcept;            // io_stage.cpp
-  void run_prep() noexcept;           // batch_process.cpp
+  void run_io() noexcept;    // io_stage.cpp
+  void run_prep() noexcept;  // batch_process.cpp
+  void run_serial() noexcept;
+  void wait_reads(const BatchState& b, uint64_t index) noexcept;
+  void wake_prep() noexcept;
   void* prep_next(size_t* items) noexcept;
   void prep_work(const detail::Group& g) noexcept;
   void prep_finish(void* batch) noexcept;

@@ -1,6 +1,7 @@
 // The pread backend: a pool of threads doing blocking preadv2 calls, with
 // the same contract as the io_uring reader (raw results, one submitter).
 #include <errno.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -54,6 +55,7 @@ class PreadReader final : public StorageReader {
   }
 
   int reap(std::span<Completion> out, unsigned min, int timeout_ms) noexcept override {
+    if (int rc = own_threads(); rc < 0) return rc;
     std::unique_lock lock(mu_);
     if (min > 0 && in_flight_ > 0)
       done_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
@@ -77,6 +79,7 @@ class PreadReader final : public StorageReader {
 
  private:
   void serve() noexcept {
+    pthread_setname_np(pthread_self(), "ss-loader-pread");  // for per-thread CPU and traces
     std::unique_lock lock(mu_);
     for (;;) {
       work_cv_.wait(lock, [&] { return stopping_ || !todo_.empty(); });
@@ -97,15 +100,19 @@ class PreadReader final : public StorageReader {
 
   int32_t read_one(const ReadRequest& r) noexcept {
     iovec iov{r.buf, r.length};
-    const ssize_t n = sys_.preadv2(r.fd, &iov, 1, static_cast<off_t>(r.offset),
-                                   r.nowait ? RWF_NOWAIT : 0);
+    const ssize_t n =
+        sys_.preadv2(r.fd, &iov, 1, static_cast<off_t>(r.offset), r.nowait ? RWF_NOWAIT : 0);
     return n < 0 ? -errno : static_cast<int32_t>(n);
   }
 
   // A forked child has none of the parent's threads: start its own.
   int own_threads() noexcept {
     if (pid_ == ::getpid()) return 0;
-    new (&mu_) std::mutex();  // the parent's lock state means nothing here
+    // The parent's lock and waiter state means nothing here: its threads are
+    // not in this process, and a notify would wait for them forever.
+    new (&mu_) std::mutex();
+    new (&work_cv_) std::condition_variable();
+    new (&done_cv_) std::condition_variable();
     for (auto& t : threads_) t.detach();
     threads_.clear();
     todo_.clear();

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "log.hpp"
-#include "ticks.hpp"
 
 namespace stallscope::loader::detail {
 
@@ -49,8 +48,8 @@ void ReadEngine::split(SampleRead* s, const OpenFile& f) noexcept {
   s->view = s->buf + (s->offset - begin);
   if (s->length == 0 || end - begin > s->buf_bytes) {
     files_.release(s->file);
-    if (s->length != 0) return fail_sample(s, -EINVAL, where(files_.path(s->file), s->offset) +
-                                                          "buffer too small");
+    if (s->length != 0)
+      return fail_sample(s, -EINVAL, where(files_.path(s->file), s->offset) + "buffer too small");
     failed_.push_back(s);  // empty sample: done at the next poll
     return;
   }
@@ -168,8 +167,8 @@ int ReadEngine::submit_ready() noexcept {
     const bool aligned = off % kDirectAlign == 0 && (c.len - c.done) % kDirectAlign == 0;
     const int fd = c.direct && !aligned ? files_.buffered_fd(c.s->file) : f.fd;
     ++sl.gen;
-    batch_.push_back({fd, off, c.len - c.done, c.dst + c.done,
-                      (uint64_t{sl.gen} << 32) | slot, c.nowait});
+    batch_.push_back(
+        {fd, off, c.len - c.done, c.dst + c.done, (uint64_t{sl.gen} << 32) | slot, c.nowait});
   }
   const int n = reader_.submit(batch_);
   if (n < 0) return n;
@@ -215,9 +214,10 @@ void ReadEngine::on_result(uint32_t slot, int32_t res) noexcept {
   if (c.off + c.done >= std::min<uint64_t>(c.off + c.len, sample_end))
     return finish(slot);  // the rest is the O_DIRECT alignment tail past the end of file
   if (res == 0) {
-    fail_sample(c.s, -EIO, where(files_.path(c.s->file), c.off + c.done) +
-                              "end of file before the sample's end (" +
-                              std::to_string(sample_end) + "): the file shrank");
+    fail_sample(c.s, -EIO,
+                where(files_.path(c.s->file), c.off + c.done) +
+                    "end of file before the sample's end (" + std::to_string(sample_end) +
+                    "): the file shrank");
     return finish(slot);
   }
   ++stats_.short_reads;
@@ -241,10 +241,11 @@ void ReadEngine::on_error(uint32_t slot, int32_t res) noexcept {
     ++stats_.retries;
     return requeue(slot);
   }
-  fail_sample(c.s, res, where(files_.path(c.s->file), c.off + c.done) + "read failed" +
-                            (transient ? " after " + std::to_string(c.attempts) + " attempts"
-                                       : std::string()) +
-                            ": " + std::strerror(-res));
+  fail_sample(
+      c.s, res,
+      where(files_.path(c.s->file), c.off + c.done) + "read failed" +
+          (transient ? " after " + std::to_string(c.attempts) + " attempts" : std::string()) +
+          ": " + std::strerror(-res));
   finish(slot);
 }
 
@@ -272,8 +273,8 @@ void ReadEngine::trace(const Chunk& c) noexcept {
   format::Cache cache = c.cache;
   uint64_t hit = std::min<uint64_t>(c.hit, c.done);
   if (c.method == format::CacheMethod::kLatency && !c.direct) {
-    const bool fast = latency_says_hit(c.done, static_cast<uint64_t>(
-                                                   (end - c.started) * ns_per_tick()));
+    const bool fast =
+        latency_says_hit(c.done, static_cast<uint64_t>((end - c.started) * ns_per_tick()));
     cache = fast ? format::Cache::kHit : format::Cache::kMiss;
     hit = fast ? c.done : 0;
   }

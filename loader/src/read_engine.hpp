@@ -29,11 +29,11 @@ struct SampleRead {
   uint64_t buf_bytes = 0;     // >= direct_span(offset, length)
   uint64_t trace_sample = 0;  // ids for the trace
   uint64_t trace_batch = 0;
-  void* owner = nullptr;      // caller's context
+  void* owner = nullptr;  // caller's context
   // Results.
   std::byte* view = nullptr;  // the sample's bytes inside buf
   int err = 0;
-  std::string error;          // names the file and offset
+  std::string error;  // names the file and offset
   uint32_t chunks_left = 0;
 };
 
@@ -57,7 +57,11 @@ class ReadEngine {
   int poll(int timeout_ms) noexcept;
   // Drops queued (unsubmitted) requests: their samples end with -ECANCELED.
   void cancel_pending() noexcept;
-  bool idle() const noexcept { return pending_.empty() && retry_.empty() && in_flight_ == 0; }
+  // Nothing queued, in flight or waiting to be reported (samples that failed
+  // before any read are reported by the next poll()).
+  bool idle() const noexcept {
+    return pending_.empty() && retry_.empty() && failed_.empty() && in_flight_ == 0;
+  }
   uint32_t in_flight() const noexcept { return in_flight_; }
   const EngineStats& stats() const noexcept { return stats_; }
 

@@ -19,6 +19,9 @@
 
 namespace stallscope::loader {
 inline std::ostream& operator<<(std::ostream& o, Backend b) { return o << backend_name(b); }
+inline std::ostream& operator<<(std::ostream& o, ErrorPolicy p) {
+  return o << (p == ErrorPolicy::kFail ? "fail" : "skip");
+}
 inline std::ostream& operator<<(std::ostream& o, Toggle t) {
   return o << (t == Toggle::kOn ? "on" : t == Toggle::kOff ? "off" : "auto");
 }
@@ -83,10 +86,10 @@ struct FileSet {
 };
 
 struct EpochResult {
-  int rc = 0;                    // 0 (end of epoch reached) or the error
+  int rc = 0;  // 0 (end of epoch reached) or the error
   std::string error;
   std::map<uint64_t, uint64_t> hash_of;  // sample index -> hash of delivered bytes
-  std::vector<uint64_t> order;   // sample indices as delivered
+  std::vector<uint64_t> order;           // sample indices as delivered
   size_t batches = 0, duplicates = 0, skipped = 0;
   uint64_t collated_bytes = 0;
   stallscope::loader::LoaderStats stats;
@@ -135,8 +138,7 @@ inline std::string loader_probe_path() {
 // Runs `argv` (argv[0] searched in PATH) with extra environment, capturing
 // stdout and stderr; SIGKILL after timeout_s.
 inline ProbeResult run_cmd(const std::vector<std::string>& argv,
-                           const std::map<std::string, std::string>& env = {},
-                           int timeout_s = 60) {
+                           const std::map<std::string, std::string>& env = {}, int timeout_s = 60) {
   TempDir io;
   const std::string out = io / "out", err = io / "err";
   const pid_t pid = ::fork();

@@ -2,8 +2,11 @@
 // that refuses io_uring, as another user (setpriv), with a memlock limit,
 // or traced (STALLSCOPE_OUT). Prints "key value" lines.
 //
-//   loader_probe epoch DIR [--loader-…]      one epoch; checks every sample
+//   loader_probe epoch DIR [--loader-…] [--fault=F]   one epoch; checks every sample
 //   loader_probe seccomp ENOSYS|EPERM DIR    the same, io_uring_setup refused
+// Faults (through the syscall seam): direct-open-einval (open with O_DIRECT
+// fails EINVAL), direct-read-einval (reads of O_DIRECT fds fail EINVAL; pread
+// backend).
 //   loader_probe classify FILE [nonowait]    tier and page-cache method
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +17,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +60,35 @@ bool matches(const sl::Dataset& ds, const sl::Sample& s) {
          (r.length == 0 || std::memcmp(want.data(), s.bytes.data(), r.length) == 0);
 }
 
+// O_DIRECT refused as a filesystem without it refuses it: at open, or at
+// the first read of an O_DIRECT fd.
+struct DirectRefusedSys : sl::Sys {
+  bool at_open = true;
+  std::mutex mu;
+  std::set<int> direct_fds;
+  int open(const char* path, int flags) noexcept override {
+    if (at_open && (flags & O_DIRECT)) return errno = EINVAL, -1;
+    const int fd = Sys::open(path, flags);
+    std::lock_guard lock(mu);
+    if (fd >= 0 && (flags & O_DIRECT)) direct_fds.insert(fd);
+    return fd;
+  }
+  int close(int fd) noexcept override {
+    {
+      std::lock_guard lock(mu);
+      direct_fds.erase(fd);
+    }
+    return Sys::close(fd);
+  }
+  ssize_t preadv2(int fd, const iovec* iov, int n, off_t off, int flags) noexcept override {
+    {
+      std::lock_guard lock(mu);
+      if (direct_fds.count(fd)) return errno = EINVAL, -1;
+    }
+    return Sys::preadv2(fd, iov, n, off, flags);
+  }
+};
+
 int epoch(const std::string& dir, const std::vector<std::string>& flags) {
   sl::Dataset ds;
   sl::Config cfg;
@@ -71,8 +106,14 @@ int epoch(const std::string& dir, const std::vector<std::string>& flags) {
     for (auto& b : s.bytes) b = b;  // touches every byte, changes none
     return 0;
   };
+  DirectRefusedSys refused;
+  refused.at_open =
+      std::find(flags.begin(), flags.end(), "--fault=direct-read-einval") == flags.end();
+  const bool fault = std::find_if(flags.begin(), flags.end(), [](const std::string& f) {
+                       return f.rfind("--fault=direct-", 0) == 0;
+                     }) != flags.end();
   std::unique_ptr<sl::Loader> l;
-  if (sl::Loader::create(ds, cfg, p, &l, &err) != 0) {
+  if (sl::Loader::create(ds, cfg, p, &l, &err, fault ? refused : sl::real_sys()) != 0) {
     say("error", err);
     return 3;
   }
@@ -91,6 +132,7 @@ int epoch(const std::string& dir, const std::vector<std::string>& flags) {
   say("mismatches", bad);
   say("batches", st.batches);
   say("fixed_reads", st.fixed_reads);
+  say("direct_fallbacks", st.direct_fallbacks);
   say("skipped", st.skipped_samples);
   return 0;
 }

@@ -4,6 +4,8 @@
 // larger than the read size, many small files, shard records crossing
 // chunk boundaries (RELIABILITY.md 24, the byte-exact list).
 #define BOOST_TEST_MODULE loader_bytes
+#include <sys/resource.h>
+
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -15,8 +17,8 @@ namespace sl = stallscope::loader;
 
 namespace {
 
-const std::vector<size_t> kOddSizes = {0, 1, 4095, 4096, 4097, 12345, 16384, 16385,
-                                       3 * 16384 + 17, 100000, 7, 65536 + 1};
+const std::vector<size_t> kOddSizes = {0,     1,     4095,           4096,   4097, 12345,
+                                       16384, 16385, 3 * 16384 + 17, 100000, 7,    65536 + 1};
 
 struct Variant {
   sl::Backend backend;
@@ -29,8 +31,10 @@ std::ostream& operator<<(std::ostream& o, const Variant& v) {
 }
 
 const Variant kVariants[] = {
-    {sl::Backend::kPread, sl::Toggle::kOff, "/tmp"}, {sl::Backend::kPread, sl::Toggle::kOn, "/tmp"},
-    {sl::Backend::kUring, sl::Toggle::kOff, "/tmp"}, {sl::Backend::kUring, sl::Toggle::kOn, "/tmp"},
+    {sl::Backend::kPread, sl::Toggle::kOff, "/tmp"},
+    {sl::Backend::kPread, sl::Toggle::kOn, "/tmp"},
+    {sl::Backend::kUring, sl::Toggle::kOff, "/tmp"},
+    {sl::Backend::kUring, sl::Toggle::kOn, "/tmp"},
     {sl::Backend::kUring, sl::Toggle::kOff, "/dev/shm"},
     {sl::Backend::kUring, sl::Toggle::kOn, "/dev/shm"},
 };
@@ -46,8 +50,9 @@ void check_exact(const EpochResult& r, const std::vector<uint64_t>& hashes) {
   BOOST_TEST(r.rc == 0, r.error);
   BOOST_TEST(r.duplicates == 0u);
   BOOST_REQUIRE_EQUAL(r.hash_of.size(), hashes.size());
-  for (size_t i = 0; i < hashes.size(); ++i)
-    BOOST_TEST_CONTEXT("sample " << i) { BOOST_TEST(r.hash_of.at(i) == hashes[i]); }
+  for (size_t i = 0; i < hashes.size(); ++i) BOOST_TEST_CONTEXT("sample " << i) {
+      BOOST_TEST(r.hash_of.at(i) == hashes[i]);
+    }
 }
 
 }  // namespace
@@ -90,6 +95,43 @@ BOOST_AUTO_TEST_CASE(many_small_files_over_two_epochs) {
   BOOST_TEST(e0.order != e1.order);  // reshuffled per epoch
   const EpochResult again = run_epoch(*l, 0);
   BOOST_TEST(again.order == e0.order);  // and reproducible
+}
+
+BOOST_AUTO_TEST_CASE(stats_count_bytes_and_the_cpu_of_the_loader_threads) {
+  const std::vector<size_t> sizes(40, 50000);
+  FileSet files(sizes);
+  sl::Dataset ds;
+  std::string err;
+  BOOST_REQUIRE(sl::Dataset::from_directory(files.root(), &ds, &err) == 0);
+  sl::Config cfg = test_config();
+  cfg.direct = sl::Toggle::kOff;
+  for (bool transform : {false, true}) {  // serial stages, then the pool's pipeline
+    BOOST_TEST_CONTEXT("transform " << transform) {
+      sl::Pipeline p;
+      if (transform) p.transform = [](sl::Sample&) { return 0; };
+      auto l = make(ds, cfg, p);
+      rusage u0{};
+      ::getrusage(RUSAGE_SELF, &u0);
+      const EpochResult e0 = run_epoch(*l, 0);
+      check_exact(e0, files.hashes);
+      BOOST_TEST(e0.stats.bytes == 40u * 50000);
+      BOOST_TEST(e0.stats.io_thread_cpu_ns > 0u);
+      BOOST_TEST(e0.stats.prep_thread_cpu_ns > 0u);
+      const EpochResult e1 = run_epoch(*l, 1);
+      BOOST_TEST(e1.stats.bytes == 2u * 40 * 50000);  // cumulative over epochs
+      BOOST_TEST(e1.stats.io_thread_cpu_ns > e0.stats.io_thread_cpu_ns);
+      BOOST_TEST(e1.stats.prep_thread_cpu_ns > e0.stats.prep_thread_cpu_ns);
+      rusage u1{};
+      ::getrusage(RUSAGE_SELF, &u1);
+      auto ns = [](const timeval& a, const timeval& b) {
+        return uint64_t(b.tv_sec - a.tv_sec) * 1000000000u +
+               uint64_t(b.tv_usec - a.tv_usec) * 1000u;
+      };
+      const uint64_t process = ns(u0.ru_utime, u1.ru_utime) + ns(u0.ru_stime, u1.ru_stime);
+      // rusage ticks coarser than the thread clocks: allow one tick per thread.
+      BOOST_TEST(e1.stats.io_thread_cpu_ns + e1.stats.prep_thread_cpu_ns <= process + 40000000u);
+    }
+  }
 }
 
 BOOST_DATA_TEST_CASE(shard_records_crossing_chunks_are_exact,

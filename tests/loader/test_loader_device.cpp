@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(memlock_refused_falls_back_to_unlocked_and_unregistered) {
   BOOST_TEST(r.err.find("registered buffers refused (ENOMEM") != std::string::npos, r.err);
   const auto root = run_cmd({loader_probe_path(), "epoch", files.root(), "--loader-device=emulated",
                              "--loader-backend=uring", "--loader-direct=on", "--loader-probe=0"});
-  BOOST_TEST(root.value("fixed_reads") > 0);  // with CAP_IPC_LOCK they are registered
+  BOOST_TEST(root.value("fixed_reads") > 0, root.out << root.err);  // with CAP_IPC_LOCK: registered
 }
 
 BOOST_AUTO_TEST_SUITE_END()

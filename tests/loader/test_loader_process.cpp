@@ -1,8 +1,10 @@
-// Per-process rings and io_uring refused by seccomp (RELIABILITY.md 20, 25).
+// Per-process rings (and pread threads) after fork, and io_uring refused by
+// seccomp (RELIABILITY.md 20, 25).
 #define BOOST_TEST_MODULE loader_process
-#include <boost/test/unit_test.hpp>
-
 #include <sys/wait.h>
+
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include "loader_fixtures.hpp"
 #include "stallscope/loader/storage.hpp"
@@ -41,14 +43,19 @@ int read_blocks(sl::StorageReader& r, int fd, const std::vector<char>& want, int
 
 BOOST_AUTO_TEST_SUITE(loader_process)
 
-BOOST_AUTO_TEST_CASE(forked_child_uses_its_own_ring) {
+// io_uring: a ring per process; pread: the child starts its own threads
+// (the parent's are not in it) and never sees the parent's requests.
+BOOST_DATA_TEST_CASE(forked_child_uses_its_own_ring_or_threads,
+                     boost::unit_test::data::make({sl::Backend::kUring, sl::Backend::kPread}),
+                     backend) {
   TempDir d;
   write_file(d / "f", 64 * 4096, 9);
   const auto want = content(9, 64 * 4096);
   const int fd = ::open((d / "f").c_str(), O_RDONLY);
   int err = 0;
-  auto r = sl::make_uring_reader({8, 1}, sl::real_sys(), &err);
-  BOOST_REQUIRE_MESSAGE(r, "io_uring must work on this kernel: " << std::strerror(-err));
+  auto r = backend == sl::Backend::kUring ? sl::make_uring_reader({8, 1}, sl::real_sys(), &err)
+                                          : sl::make_pread_reader({8, 3}, sl::real_sys(), &err);
+  BOOST_REQUIRE_MESSAGE(r, "the backend must work on this kernel: " << std::strerror(-err));
   BOOST_REQUIRE_EQUAL(read_blocks(*r, fd, want, 64), 64);  // the parent's ring is set up
   const pid_t pid = ::fork();
   if (pid == 0) {  // the child reads through the same object: it must get a new ring
@@ -69,8 +76,8 @@ BOOST_AUTO_TEST_CASE(seccomp_refusing_io_uring_falls_back_to_pread_with_the_reas
   FileSet files({1, 4097, 70000, 0, 123456, 9});
   for (const char* err : {"ENOSYS", "EPERM"}) {
     BOOST_TEST_CONTEXT(err) {
-      const auto r = run_cmd({loader_probe_path(), "seccomp", err, files.root(),
-                              "--loader-probe=1"});
+      const auto r =
+          run_cmd({loader_probe_path(), "seccomp", err, files.root(), "--loader-probe=1"});
       BOOST_REQUIRE_EQUAL(r.exit_code, 0);
       BOOST_TEST(r.out.find("backend pread") != std::string::npos, r.out);
       BOOST_TEST(r.value("samples") == 6);

@@ -2,10 +2,10 @@
 // analyzer's chain must be walkable: its samples' storage_reads, the
 // preprocess spans that cover them, the collate, the h2d copy and the
 // consumer's data_wait all carry the batch id; counters and attachments
-// (loader.probe, device.model, loader.config) are there.
+// (loader.probe, device.model, loader.config) are there; samples skipped by
+// the error policy are counted and named (RELIABILITY.md 24).
 #define BOOST_TEST_MODULE loader_trace
 #include <boost/test/unit_test.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "loader_fixtures.hpp"
@@ -36,23 +36,33 @@ BOOST_AUTO_TEST_CASE(every_batch_ready_leads_to_its_reads_preprocessing_and_copy
     const auto& e = l.events[i];
     const std::string& name = l.strings_of_events[i];
     switch (e.kind_enum()) {
-      case Kind::kBatchReady: batches[e.corr] = l.ids[i]; break;
+      case Kind::kBatchReady:
+        batches[e.corr] = l.ids[i];
+        break;
       case Kind::kStorageRead:
+        BOOST_TEST(l.track_names.at(e.track_id) == "ss-loader-io");
         BOOST_TEST(e.io.tier == uint8_t(format::Tier::kLocal));
         BOOST_TEST(e.io.queue_depth >= 1u);
         BOOST_TEST(e.io.cache != uint8_t(format::Cache::kUnknown));
         read_samples[e.corr].insert(e.io.sample_id);
         break;
-      case Kind::kPreprocess:
+      case Kind::kPreprocess: {
+        // oneTBB's workers, whoever created them, are named as such.
+        const std::string& thread = l.track_names.at(e.track_id);
+        BOOST_TEST((thread == "ss-loader-work" || thread == "ss-loader-prep"), thread);
         if (name == "loader.transform") transformed[e.work.batch_id] += e.work.count;
         if (name == "loader.collate") collated[e.work.batch_id] += e.work.count;
         break;
+      }
       case Kind::kH2D:
         BOOST_TEST(e.copy.src == uint8_t(format::MemKind::kPinned));
         copies[e.corr].insert(e.copy.bytes);
         break;
-      case Kind::kDataWait: waits[e.work.batch_id].insert(1); break;
-      default: break;
+      case Kind::kDataWait:
+        waits[e.work.batch_id].insert(1);
+        break;
+      default:
+        break;
     }
   }
   BOOST_TEST(batches.size() == 4u);
@@ -80,6 +90,38 @@ BOOST_AUTO_TEST_CASE(every_batch_ready_leads_to_its_reads_preprocessing_and_copy
   BOOST_TEST(att.count("loader.probe") == 1u);
   BOOST_TEST(att.count("device.model") == 1u);
   BOOST_TEST(att.count("loader.config") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(skipped_samples_are_counted_and_named_in_the_trace) {
+  // Policy skip, a file the (unprivileged) reader may not open: the epoch
+  // goes on, and the trace says how many were skipped and which.
+  FileSet files({100, 200, 300, 400, 500, 600});
+  const std::string victim = files.root() + "/s000003.bin";
+  ::chmod(victim.c_str(), 0);
+  TempDir out;
+  ::chmod(out.path().c_str(), 0777);
+  const auto r =
+      run_cmd({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", loader_probe_path(),
+               "epoch", files.root(), "--loader-probe=0", "--loader-error-policy=skip"},
+              {{"STALLSCOPE_ENABLE", "on"}, {"STALLSCOPE_OUT", out.path()}});
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  BOOST_TEST(r.value("samples") == 5);
+  BOOST_TEST(r.value("skipped") == 1);
+  const auto traces = trace_files(out.path());
+  BOOST_REQUIRE_EQUAL(traces.size(), 1u);
+  const Loaded l = load(traces[0]);
+  double skipped = -1;
+  size_t named = 0;
+  for (size_t i = 0; i < l.events.size(); ++i) {
+    const auto& e = l.events[i];
+    if (e.kind_enum() == Kind::kCounter && l.strings_of_events[i] == "loader.skipped_samples")
+      skipped = e.number();
+    if (e.kind_enum() == Kind::kMark &&
+        l.strings_of_events[i].find(victim + ": offset 0: cannot open") != std::string::npos)
+      ++named;
+  }
+  BOOST_TEST(skipped == 1.0);
+  BOOST_TEST(named == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

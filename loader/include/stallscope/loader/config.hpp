@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stallscope/loader/export.hpp"
+
 namespace stallscope::loader {
 
 enum class Backend : uint8_t { kAuto, kUring, kPread };
@@ -25,41 +27,43 @@ enum class ErrorPolicy : uint8_t { kFail, kSkip };
 enum class DeviceKind : uint8_t { kAuto, kEmulated, kCuda, kNone };
 
 struct Config {
-  uint32_t workers = 2;            // preprocessing threads (task_arena size)
-  uint32_t queue_depth = 32;       // storage reads in flight
-  uint32_t prefetch_batches = 4;   // batches in flight (read, preprocessed, copied)
-  uint32_t batch_size = 32;        // samples per batch
-  uint32_t group_size = 0;         // samples per preprocessing task; 0 = auto
-  uint64_t read_size = 1u << 20;   // bytes per read request (multiple of 4096)
-  uint32_t pread_threads = 8;      // threads of the pread backend
-  Toggle direct = Toggle::kAuto;   // O_DIRECT: auto = where the filesystem allows
-  bool pinned = true;              // stage batches in pinned (locked) host memory
-  bool drop_last = false;          // drop a last partial batch
-  bool probe = true;               // storage probe at start (<= 0.5 s)
+  uint32_t workers = 2;           // preprocessing threads (task_arena size)
+  uint32_t queue_depth = 32;      // storage reads in flight
+  uint32_t prefetch_batches = 4;  // batches in flight (read, preprocessed, copied)
+  uint32_t batch_size = 32;       // samples per batch
+  uint32_t group_size = 0;        // samples per preprocessing task; 0 = auto
+  uint64_t read_size = 1u << 20;  // bytes per read request (multiple of 4096)
+  uint32_t pread_threads = 8;     // threads of the pread backend
+  Toggle direct = Toggle::kAuto;  // O_DIRECT: auto = where the filesystem allows
+  bool pinned = true;             // stage batches in pinned (locked) host memory
+  bool drop_last = false;         // drop a last partial batch
+  bool probe = true;              // storage probe at start (<= 0.5 s)
   ErrorPolicy on_error = ErrorPolicy::kFail;
   Backend backend = Backend::kAuto;
   DeviceKind device = DeviceKind::kAuto;
-  double pinned_gbps = 24.0;       // emulated device: pinned H2D bandwidth, GB/s
-  double pageable_gbps = 8.0;      // emulated device: pageable H2D bandwidth, GB/s
-  uint64_t seed = 0;               // shuffle seed
+  double pinned_gbps = 24.0;   // emulated device: pinned H2D bandwidth, GB/s
+  double pageable_gbps = 8.0;  // emulated device: pageable H2D bandwidth, GB/s
+  uint64_t seed = 0;           // shuffle seed
   bool shuffle = true;
-  uint32_t rank = 0;               // this rank's share of every epoch
+  uint32_t rank = 0;  // this rank's share of every epoch
   uint32_t world_size = 1;
 };
 
 // Applies STALLSCOPE_LOADER_* variables found in the environment. Returns 0,
 // or -EINVAL with *error naming the variable and the accepted values.
-int apply_env(Config& cfg, std::string* error) noexcept;
+STALLSCOPE_LOADER_API int apply_env(Config& cfg, std::string* error) noexcept;
 // Same from a lookup function (tests); `get` returns nullptr when unset.
-int apply_env(Config& cfg, const char* (*get)(const char*), std::string* error) noexcept;
+STALLSCOPE_LOADER_API int apply_env(Config& cfg, const char* (*get)(const char*),
+                                    std::string* error) noexcept;
 // Applies --loader-<knob>=<value> arguments; others are ignored and kept in
 // *rest when given. Returns 0 or -EINVAL naming the flag.
-int apply_flags(Config& cfg, const std::vector<std::string>& args, std::string* error,
-                std::vector<std::string>* rest = nullptr) noexcept;
+STALLSCOPE_LOADER_API int apply_flags(Config& cfg, const std::vector<std::string>& args,
+                                      std::string* error,
+                                      std::vector<std::string>* rest = nullptr) noexcept;
 // Checks ranges and combinations. Returns 0 or -EINVAL naming the knob.
-int validate(const Config& cfg, std::string* error) noexcept;
+STALLSCOPE_LOADER_API int validate(const Config& cfg, std::string* error) noexcept;
 
-std::string_view backend_name(Backend b) noexcept;
-std::string_view device_kind_name(DeviceKind d) noexcept;
+STALLSCOPE_LOADER_API std::string_view backend_name(Backend b) noexcept;
+STALLSCOPE_LOADER_API std::string_view device_kind_name(DeviceKind d) noexcept;
 
 }  // namespace stallscope::loader

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "stallscope/loader/export.hpp"
+
 namespace stallscope::loader {
 
 struct FileEntry {
@@ -25,7 +27,7 @@ struct FileEntry {
 };
 
 struct SampleRef {
-  uint32_t file = 0;   // index into Dataset::files()
+  uint32_t file = 0;  // index into Dataset::files()
   uint64_t offset = 0;
   uint64_t length = 0;
 };
@@ -33,23 +35,26 @@ struct SampleRef {
 class Dataset {
  public:
   // Every regular file under `dir` (recursive, sorted by path), one sample each.
-  static int from_directory(const std::string& dir, Dataset* out, std::string* error) noexcept;
+  STALLSCOPE_LOADER_API static int from_directory(const std::string& dir, Dataset* out,
+                                                  std::string* error) noexcept;
   // Paths (absolute, or relative to the current directory), one sample each.
-  static int from_paths(const std::vector<std::string>& paths, Dataset* out,
-                        std::string* error) noexcept;
+  STALLSCOPE_LOADER_API static int from_paths(const std::vector<std::string>& paths, Dataset* out,
+                                              std::string* error) noexcept;
   // A text file of paths, one a line (relative ones are relative to the list).
-  static int from_file_list(const std::string& list, Dataset* out, std::string* error) noexcept;
+  STALLSCOPE_LOADER_API static int from_file_list(const std::string& list, Dataset* out,
+                                                  std::string* error) noexcept;
   // A shard index (format in docs/loader.md). Records are checked against the
   // shard sizes; an error names the index file and line.
-  static int from_shards(const std::string& index, Dataset* out, std::string* error) noexcept;
+  STALLSCOPE_LOADER_API static int from_shards(const std::string& index, Dataset* out,
+                                               std::string* error) noexcept;
 
   const std::vector<FileEntry>& files() const noexcept { return files_; }
   const std::vector<SampleRef>& samples() const noexcept { return samples_; }
   size_t size() const noexcept { return samples_.size(); }
-  uint64_t total_bytes() const noexcept;
+  STALLSCOPE_LOADER_API uint64_t total_bytes() const noexcept;
 
   // Builders (tests, generators).
-  uint32_t add_file(std::string path, uint64_t size);
+  STALLSCOPE_LOADER_API uint32_t add_file(std::string path, uint64_t size);
   void add_sample(SampleRef s) { samples_.push_back(s); }
 
  private:
@@ -73,10 +78,11 @@ struct EpochPlan {
   uint64_t epoch = 0;
   std::vector<uint64_t> samples;
 };
-EpochPlan make_epoch_plan(const Dataset& ds, const EpochSpec& spec);
+STALLSCOPE_LOADER_API EpochPlan make_epoch_plan(const Dataset& ds, const EpochSpec& spec);
 
 // The permutation of [0, n) used for (seed, epoch): Fisher-Yates driven by
 // splitmix64, identical on every platform and standard library.
-std::vector<uint64_t> shuffled_indices(uint64_t n, uint64_t seed, uint64_t epoch);
+STALLSCOPE_LOADER_API std::vector<uint64_t> shuffled_indices(uint64_t n, uint64_t seed,
+                                                             uint64_t epoch);
 
 }  // namespace stallscope::loader

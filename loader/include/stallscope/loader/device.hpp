@@ -22,16 +22,17 @@
 #include <string_view>
 
 #include "stallscope/loader/config.hpp"
+#include "stallscope/loader/export.hpp"
 
 namespace stallscope::loader {
 
 struct HostBuffer {
   void* data = nullptr;
   uint64_t bytes = 0;
-  bool pinned = false;   // page-locked (cudaHostAlloc or mlock)
+  bool pinned = false;          // page-locked (cudaHostAlloc or mlock)
   bool locked_refused = false;  // pinned was asked, locking refused (counted)
-  void* device = nullptr;  // the device copy's buffer (null on the emulated device)
-  void* impl = nullptr;    // backend bookkeeping
+  void* device = nullptr;       // the device copy's buffer (null on the emulated device)
+  void* impl = nullptr;         // backend bookkeeping
 };
 
 struct CopyTicket {
@@ -49,7 +50,7 @@ struct DeviceStats {
   uint64_t lock_refused = 0;  // pinned allocations that could not be locked
 };
 
-class Device {
+class STALLSCOPE_LOADER_API Device {
  public:
   virtual ~Device() = default;
   // Staging memory of at least `bytes`, page-aligned, with a device buffer
@@ -69,19 +70,19 @@ class Device {
   virtual std::string model_json() const = 0;
 };
 
-std::unique_ptr<Device> make_emulated_device(const DeviceModel& m) noexcept;
+STALLSCOPE_LOADER_API std::unique_ptr<Device> make_emulated_device(const DeviceModel& m) noexcept;
 // Null with *why set ("no CUDA driver: …", "built without CUDA") when CUDA
 // cannot be used here.
-std::unique_ptr<Device> make_cuda_device(std::string* why) noexcept;
+STALLSCOPE_LOADER_API std::unique_ptr<Device> make_cuda_device(std::string* why) noexcept;
 // The registry: kAuto = CUDA where usable, else emulated (with *why saying
 // why); kNone = null (batches stay on the host).
-std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceModel& m,
-                                    std::string* why) noexcept;
+STALLSCOPE_LOADER_API std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceModel& m,
+                                                          std::string* why) noexcept;
 
 // Page-aligned host memory, mlock'ed where permitted. On refusal (EPERM,
 // ENOMEM from RLIMIT_MEMLOCK) the memory stays usable, unlocked, and
 // *locked is false. nullptr only when no memory could be had.
-void* alloc_locked(uint64_t bytes, bool want_lock, bool* locked) noexcept;
-void free_locked(void* p, uint64_t bytes, bool locked) noexcept;
+STALLSCOPE_LOADER_API void* alloc_locked(uint64_t bytes, bool want_lock, bool* locked) noexcept;
+STALLSCOPE_LOADER_API void free_locked(void* p, uint64_t bytes, bool locked) noexcept;
 
 }  // namespace stallscope::loader

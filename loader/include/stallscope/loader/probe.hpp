@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stallscope/loader/dataset.hpp"
+#include "stallscope/loader/export.hpp"
 #include "stallscope/loader/storage.hpp"
 #include "stallscope/loader/tier.hpp"
 
@@ -31,11 +32,11 @@ struct ProbeReport {
   uint64_t read_size = 0;
   std::string backend;
   std::vector<ProbeRate> rates;
-  std::string json() const;
+  STALLSCOPE_LOADER_API std::string json() const;
 };
 
 // 0, or -errno when nothing could be read (the report says what was done).
-int run_storage_probe(const Dataset& ds, Backend backend, uint64_t read_size,
-                      double budget_s, Sys& sys, ProbeReport* out) noexcept;
+STALLSCOPE_LOADER_API int run_storage_probe(const Dataset& ds, Backend backend, uint64_t read_size,
+                                            double budget_s, Sys& sys, ProbeReport* out) noexcept;
 
 }  // namespace stallscope::loader

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "stallscope/loader/config.hpp"
+#include "stallscope/loader/export.hpp"
 #include "stallscope/loader/sys.hpp"
 
 namespace stallscope::loader {
@@ -50,7 +51,7 @@ struct BufferRange {
   uint64_t bytes = 0;
 };
 
-class StorageReader {
+class STALLSCOPE_LOADER_API StorageReader {
  public:
   virtual ~StorageReader() = default;
   // Queues up to capacity() - in_flight() requests; returns how many were
@@ -69,16 +70,17 @@ class StorageReader {
   virtual uint64_t fixed_reads() const noexcept { return 0; }
 };
 
-std::unique_ptr<StorageReader> make_uring_reader(const ReaderOptions& o, Sys& sys,
-                                                 int* err) noexcept;
-std::unique_ptr<StorageReader> make_pread_reader(const ReaderOptions& o, Sys& sys,
-                                                 int* err) noexcept;
+STALLSCOPE_LOADER_API std::unique_ptr<StorageReader> make_uring_reader(const ReaderOptions& o,
+                                                                       Sys& sys, int* err) noexcept;
+STALLSCOPE_LOADER_API std::unique_ptr<StorageReader> make_pread_reader(const ReaderOptions& o,
+                                                                       Sys& sys, int* err) noexcept;
 
 // The registry: `want` picks the backend (Config::backend, set from
 // STALLSCOPE_LOADER_BACKEND); kAuto tries io_uring, then pread. `*why`
 // says which was chosen and why (the loader prints it once). Null only when
 // no backend could start.
-std::unique_ptr<StorageReader> make_reader(Backend want, const ReaderOptions& o, Sys& sys,
-                                           std::string* why) noexcept;
+STALLSCOPE_LOADER_API std::unique_ptr<StorageReader> make_reader(Backend want,
+                                                                 const ReaderOptions& o, Sys& sys,
+                                                                 std::string* why) noexcept;
 
 }  // namespace stallscope::loader

@@ -21,9 +21,11 @@ struct io_uring_cqe;
 struct io_uring_params;
 struct __kernel_timespec;
 
+#include "stallscope/loader/export.hpp"
+
 namespace stallscope::loader {
 
-class Sys {
+class STALLSCOPE_LOADER_API Sys {
  public:
   virtual ~Sys() = default;
   // POSIX calls: result and errno as the libc call.
@@ -46,6 +48,6 @@ class Sys {
 };
 
 // The process-wide pass-through seam.
-Sys& real_sys() noexcept;
+STALLSCOPE_LOADER_API Sys& real_sys() noexcept;
 
 }  // namespace stallscope::loader

@@ -13,6 +13,7 @@
 
 #include <stallscope/format.hpp>
 
+#include "stallscope/loader/export.hpp"
 #include "stallscope/loader/sys.hpp"
 
 namespace stallscope::loader {
@@ -24,20 +25,20 @@ struct TierInfo {
 };
 
 // Filesystem name and tier for a statfs f_type magic.
-TierInfo tier_of_magic(uint64_t magic) noexcept;
+STALLSCOPE_LOADER_API TierInfo tier_of_magic(uint64_t magic) noexcept;
 // Tier of the open file `fd`, and the hit/miss method for buffered reads:
 // kTier for memory, kNowait where RWF_NOWAIT works (probed with a 1-byte
 // read), kCachestat where cachestat(2) is permitted, else kLatency.
-TierInfo classify_file(Sys& sys, int fd) noexcept;
+STALLSCOPE_LOADER_API TierInfo classify_file(Sys& sys, int fd) noexcept;
 // Is a read of `bytes` that took `ns` a page-cache hit? (latency method:
 // faster than 25 us + 0.25 ns per byte, i.e. above ~4 GB/s)
-bool latency_says_hit(uint64_t bytes, uint64_t ns) noexcept;
+STALLSCOPE_LOADER_API bool latency_says_hit(uint64_t bytes, uint64_t ns) noexcept;
 
 // Evicts `path` (a file, or every file below a directory) from the page
 // cache. Returns 0 or -errno of the first failure (the rest is still tried).
-int drop_cache(const std::string& path) noexcept;
+STALLSCOPE_LOADER_API int drop_cache(const std::string& path) noexcept;
 
-std::string_view tier_name(format::Tier t) noexcept;
-std::string_view cache_method_name(format::CacheMethod m) noexcept;
+STALLSCOPE_LOADER_API std::string_view tier_name(format::Tier t) noexcept;
+STALLSCOPE_LOADER_API std::string_view cache_method_name(format::CacheMethod m) noexcept;
 
 }  // namespace stallscope::loader
