@@ -42,7 +42,7 @@ class PreadReader final : public StorageReader {
       try {
         for (const ReadRequest& r : reqs) {
           if (in_flight_ >= qd_) break;
-          todo_.push_back(r);
+          queued_.push_back(r);
           ++in_flight_;
           ++accepted;
         }
@@ -82,10 +82,10 @@ class PreadReader final : public StorageReader {
     pthread_setname_np(pthread_self(), "ss-loader-pread");  // for per-thread CPU and traces
     std::unique_lock lock(mu_);
     for (;;) {
-      work_cv_.wait(lock, [&] { return stopping_ || !todo_.empty(); });
+      work_cv_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
       if (stopping_) return;
-      const ReadRequest r = todo_.front();
-      todo_.pop_front();
+      const ReadRequest r = queued_.front();
+      queued_.pop_front();
       lock.unlock();
       const Completion c{r.user_data, read_one(r)};
       lock.lock();
@@ -115,7 +115,7 @@ class PreadReader final : public StorageReader {
     new (&done_cv_) std::condition_variable();
     for (auto& t : threads_) t.detach();
     threads_.clear();
-    todo_.clear();
+    queued_.clear();
     done_.clear();
     in_flight_ = 0;
     return start();
@@ -138,7 +138,7 @@ class PreadReader final : public StorageReader {
   pid_t pid_ = 0;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
-  std::deque<ReadRequest> todo_;
+  std::deque<ReadRequest> queued_;
   std::deque<Completion> done_;
   uint32_t in_flight_ = 0;
   bool stopping_ = false;

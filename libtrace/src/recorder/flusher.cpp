@@ -82,12 +82,12 @@ void write_table(Recorder& r, format::ChunkType type, const std::vector<uint8_t>
 }
 
 void write_attachments(Recorder& r) {
-  std::vector<std::pair<std::string, std::string>> todo;
+  std::vector<std::pair<std::string, std::string>> to_write;
   {
     std::lock_guard lock(r.attach_mu);
-    todo.swap(r.pending_attachments);
+    to_write.swap(r.pending_attachments);
   }
-  for (const auto& [name, data] : todo) {
+  for (const auto& [name, data] : to_write) {
     format::AttachmentHeader h{static_cast<uint32_t>(name.size()), 0, data.size()};
     std::vector<uint8_t> payload(format::pad8(uint32_t(sizeof h + name.size() + data.size())), 0);
     std::memcpy(payload.data(), &h, sizeof h);
@@ -203,11 +203,23 @@ void flush_now(Recorder& r, bool final) {
   }
 }
 
-void start_flusher(Recorder& r) { r.flusher = std::thread(flusher_main, &r); }
+SignalsBlocked::SignalsBlocked() noexcept {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old_);
+}
+
+SignalsBlocked::~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+void start_flusher(Recorder& r) {
+  SignalsBlocked blocked;  // the thread starts with every signal blocked
+  r.flusher = std::thread(flusher_main, &r);
+}
 
 bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
   Recorder& r = recorder();
   if (r.state.load() != State::kRunning || r.pid != ::getpid()) return false;
+  if (r.flusher.get_id() == std::this_thread::get_id()) return false;  // never wait for ourselves
   if (final) r.final_requested.store(true);
   const uint64_t want = r.flush_requested.fetch_add(1) + 1;
   for (int waited = 0; waited < timeout_ms; ++waited) {

@@ -146,6 +146,7 @@ void start_sampler(Recorder& r) {
     record_counter(it->second, value, subject);
   };
   r.sampler = std::make_unique<sys::CpuSampler>(std::move(o));
+  SignalsBlocked blocked;  // the sampler thread starts with every signal blocked
   r.sampler->start();
 }
 

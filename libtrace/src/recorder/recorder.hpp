@@ -3,6 +3,8 @@
 // at the first event (or stallscope_init) and replaced in a fork child.
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -82,6 +84,21 @@ void flush_now(Recorder& r, bool final);
 bool request_flush_and_wait(bool final, int timeout_ms) noexcept;
 // Final flush, End chunk, threads stopped (normal exit, shutdown).
 void close_recorder();
+
+// Blocks every signal on the calling thread while alive: threads created
+// meanwhile start with all signals blocked, so a SIGTERM that arrives while
+// they start is never delivered to a recorder thread (whose handler would
+// wait for itself).
+class SignalsBlocked {
+ public:
+  SignalsBlocked() noexcept;
+  ~SignalsBlocked();
+  SignalsBlocked(const SignalsBlocked&) = delete;
+  SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 // Lifecycle (lifecycle.cpp): exit and signal hooks, fork handling.
 void install_process_hooks();
