@@ -38,7 +38,7 @@ std::string verdict(const Remedy& m, double actual, double tol) {
   return actual > 0.25 * predicted ? "partly" : "not delivered";
 }
 
-json rank_diff(const RankReport& a, const RankReport& b, double tol) {
+json rank_diff(const RankReport& a, const RankReport& b, const DiffOptions& opt) {
   json parts = json::object();
   for (size_t p = 0; p < kPartCount; ++p) {
     const double x = mean_ms(a, p), y = mean_ms(b, p);
@@ -47,8 +47,10 @@ json rank_diff(const RankReport& a, const RankReport& b, double tol) {
   const double gain = mean_step(a) - mean_step(b);
   json rem = json::array();
   for (const auto& m : a.remedies) {
+    const bool judged = opt.applied.empty() || opt.applied == m.id;
     rem.push_back({{"id", m.id}, {"predicted_gain_ms", m.gain_ms()}, {"actual_gain_ms", gain},
-                   {"bound", m.bound}, {"verdict", verdict(m, gain, tol)}});
+                   {"bound", m.bound},
+                   {"verdict", judged ? verdict(m, gain, opt.tolerance) : "not applied"}});
   }
   return {{"rank", a.rank}, {"a_step_ms", mean_step(a)}, {"b_step_ms", mean_step(b)},
           {"gain_ms", gain}, {"parts", parts}, {"remedies", rem}};
@@ -126,7 +128,7 @@ void write_diff(std::ostream& out, const Report& a, const Report& b, const DiffO
   json all = json::array();
   for (const auto& ra : a.ranks) {
     const RankReport* rb = match(b, ra.rank);
-    if (rb != nullptr) all.push_back(rank_diff(ra, *rb, opt.tolerance));
+    if (rb != nullptr) all.push_back(rank_diff(ra, *rb, opt));
   }
   if (opt.json) {
     out << json{{"schema", "stallscope.diff"}, {"schema_version", 1}, {"ranks", all}}.dump(1) << "\n";

@@ -19,6 +19,7 @@ struct DiffArgs {
   std::string a, b;
   bool json = false;
   double tolerance = 0.25;
+  std::string applied;
 };
 
 bool load_run(const std::string& path, analyzer::Report& out) {
@@ -44,6 +45,7 @@ int run_diff(const DiffArgs& in) {
   analyzer::DiffOptions o;
   o.json = in.json;
   o.tolerance = in.tolerance;
+  o.applied = in.applied;
   analyzer::write_diff(std::cout, a, b, o);
   return kExitOk;
 }
@@ -58,6 +60,9 @@ Command add_diff_command(CLI::App& parent) {
   sub->add_flag("--json", opt->json, "Print JSON (schema stallscope.diff)");
   sub->add_option("--tolerance", opt->tolerance, "Share of a predicted gain that may be missing (0.25)")
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--applied", opt->applied,
+                  "The remedy applied between the runs (its id, e.g. pinned_memory); the others "
+                  "are shown as not applied");
   return {sub, [opt] { return run_diff(*opt); }};
 }
 

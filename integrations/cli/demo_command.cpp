@@ -144,8 +144,10 @@ int demo_runs(const DemoArgs& a, const std::string& dir, const std::string& trai
   const analyzer::Report after = analyze(rb, dir + "/report-after.html");
   if (after.ranks.empty()) return std::cerr << "stallscope demo: no trace in " << rb << "\n", kExitInput;
   print_before_after(before, after, ra, rb);
-  std::printf("\n5. stallscope diff %s %s\n\n", ra.c_str(), rb.c_str());
-  analyzer::write_diff(std::cout, before, after, {});
+  std::printf("\n5. stallscope diff --applied %s %s %s\n\n", top->id.c_str(), ra.c_str(), rb.c_str());
+  analyzer::DiffOptions diff;
+  diff.applied = top->id;
+  analyzer::write_diff(std::cout, before, after, diff);
   std::printf("\nOpen these to look closer:\n  traces:       %s  %s\n  HTML reports: %s/report-before.html  %s/report-after.html\n"
               "  try:          stallscope report %s\n", ra.c_str(), rb.c_str(), dir.c_str(), dir.c_str(), ra.c_str());
   return kExitOk;

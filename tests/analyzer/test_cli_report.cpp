@@ -168,6 +168,23 @@ BOOST_AUTO_TEST_CASE(diff_of_data_bound_vs_compute_bound_reports_the_deltas) {
   r = run_cli(runs.dir, {"diff", "--json", a_json, runs.compute});
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(part_ms(json::parse(r.out)["ranks"][0], "data.storage", "delta_ms") == -5.0, tol);
+  // --applied: only the named remedy is judged; the others are not credited.
+  const std::string applied = rank["remedies"][0]["id"].get<std::string>();
+  r = run_cli(runs.dir, {"diff", "--json", "--applied", applied, runs.data, runs.compute});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  size_t judged = 0, not_applied = 0;
+  const json with_applied = json::parse(r.out);
+  for (const auto& m : with_applied["ranks"][0]["remedies"]) {
+    if (m["id"] == applied) {
+      ++judged;
+      BOOST_TEST(m["verdict"] != "not applied");
+    } else {
+      ++not_applied;
+      BOOST_TEST(m["verdict"] == "not applied");
+    }
+  }
+  BOOST_TEST(judged == 1u);
+  BOOST_TEST(not_applied + 1 == rank["remedies"].size());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -35,6 +35,10 @@ bool read_json(const std::string& text, Report& out, std::string* error);
 struct DiffOptions {
   bool json = false;
   double tolerance = 0.25;  // a remedy "delivered" if the gain is within this share of its prediction
+  // The remedy applied between the runs (a remedy id); the others are shown
+  // as "not applied" instead of being credited with the gain. Empty: unknown,
+  // every remedy is judged against the gain.
+  std::string applied;
 };
 // Per-part deltas of rank 0 of each run (or of matching ranks), and for each
 // remedy `a` predicted whether `b` shows the predicted gain.
