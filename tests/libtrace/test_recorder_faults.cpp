@@ -167,4 +167,27 @@ BOOST_AUTO_TEST_CASE(a_burst_into_a_small_buffer_never_blocks_the_program) {
   BOOST_TEST(l.by_name["work"] + dropped == 4000000u);
 }
 
+BOOST_AUTO_TEST_CASE(threads_beyond_the_memory_budget_drop_and_count_every_event) {
+  TempDir d;
+  // 1 MiB for all buffers: the first threads get smaller and smaller
+  // buffers, the last ones none; their events are dropped and counted.
+  auto r = run_probe({"threads", "8", "20000"},
+                     {{"STALLSCOPE_OUT", d.path()}, {"STALLSCOPE_BUFFER_MB", "1"},
+                      {"STALLSCOPE_THREAD_BUFFER_KB", "512"}, {"STALLSCOPE_SAMPLE_MS", "0"}});
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  Loaded l = load(trace_files(d.path()).at(0));
+  uint64_t written = 0, dropped = 0;
+  size_t unbuffered = 0;
+  for (const auto& t : l.end.tracks) {
+    if (l.track_names[t.track_id] == "stallscope") continue;
+    BOOST_TEST(t.written + t.dropped_buffer == 20000u);
+    written += t.written;
+    dropped += t.dropped_buffer;
+    if (t.written == 0) ++unbuffered;
+  }
+  BOOST_TEST(unbuffered >= 1u);  // some threads got no buffer at all
+  BOOST_TEST(written == l.by_name["work"]);
+  BOOST_TEST(written + dropped == 160000u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -39,6 +39,8 @@ enum : uint8_t { kUnregistered = 0, kBuffered = 1, kNoBuffer = 2 };
 thread_local ThreadBuffer* t_buf __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local uint8_t t_state __attribute__((tls_model("initial-exec"))) = kUnregistered;
 thread_local uint32_t t_track __attribute__((tls_model("initial-exec"))) = 0;
+// Drop counter of a thread that got no buffer (memory budget spent).
+thread_local std::atomic<uint64_t>* t_drops __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Marks the thread's buffer retired when the thread exits, so the flusher
 // drains what is left and frees it (RELIABILITY.md 2).
@@ -187,6 +189,7 @@ void replace_recorder_after_fork() {
   t_buf = nullptr;
   t_state = kUnregistered;
   t_track = 0;
+  t_drops = nullptr;
   g_capture.store(true, std::memory_order_relaxed);
 }
 
@@ -207,17 +210,21 @@ bool ensure_started() {
 }
 
 ThreadBuffer* register_current_thread() {
-  if (t_state == kNoBuffer) {
-    if (t_track != 0) recorder().registry.count_unbuffered(t_track);
+  if (t_state == kNoBuffer) {  // counted without a lock: this is every event of the thread
+    if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   if (!ensure_started()) return nullptr;
   Recorder& r = recorder();
   (void)&t_exit;  // arms the thread-exit hook
   const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  t_buf = r.registry.add_thread(tid, thread_name(), r.cfg.thread_buffer_bytes);
+  t_buf = r.registry.add_thread(tid, thread_name(), r.cfg.thread_buffer_bytes,
+                                format::TrackType::kThread, &t_track);
   t_state = t_buf != nullptr ? kBuffered : kNoBuffer;
-  if (t_buf != nullptr) t_track = t_buf->track_id();
+  if (t_buf == nullptr) {
+    t_drops = r.registry.unbuffered_counter(t_track);
+    if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);  // this event
+  }
   return t_buf;
 }
 

@@ -20,7 +20,7 @@ uint32_t Registry::intern(std::string_view name) {
 }
 
 ThreadBuffer* Registry::add_thread(uint32_t tid, std::string_view name, size_t buffer_bytes,
-                                   format::TrackType type) {
+                                   format::TrackType type, uint32_t* track_out) {
   const uint32_t name_id = name.empty() ? 0 : intern(name);
   std::lock_guard lock(mu_);
   const auto track_id = static_cast<uint32_t>(tracks_.size() + 1);
@@ -30,6 +30,7 @@ ThreadBuffer* Registry::add_thread(uint32_t tid, std::string_view name, size_t b
   t.tid = tid;
   t.name_id = name_id;
   tracks_.push_back(t);
+  if (track_out != nullptr) *track_out = track_id;
   if (allocated_ + buffer_bytes > budget_) {
     // Spend what is left on a smaller buffer rather than none at all.
     size_t left = budget_ - allocated_;
@@ -55,9 +56,15 @@ void Registry::rename_track(uint32_t track_id, std::string_view name) {
   renamed_.push_back(tracks_[track_id - 1]);
 }
 
-void Registry::count_unbuffered(uint32_t track_id) {
+std::atomic<uint64_t>* Registry::unbuffered_counter(uint32_t track_id) {
   std::lock_guard lock(mu_);
-  ++unbuffered_drops_[track_id];
+  try {
+    auto& slot = unbuffered_by_track_[track_id];
+    if (slot == nullptr) slot = &unbuffered_counters_.emplace_back(0);
+    return slot;
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 std::vector<uint8_t> Registry::take_new_strings() {
@@ -113,6 +120,8 @@ std::vector<Registry::Totals> Registry::totals() {
     uint64_t dropped = 0;
     if (auto it = unbuffered_drops_.find(t.track_id); it != unbuffered_drops_.end())
       dropped = it->second;
+    if (auto it = unbuffered_by_track_.find(t.track_id); it != unbuffered_by_track_.end())
+      dropped += it->second->load(std::memory_order_relaxed);
     for (auto& b : buffers_)
       if (b->track_id() == t.track_id) dropped += b->dropped();
     out.push_back({t.track_id, dropped});

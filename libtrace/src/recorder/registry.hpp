@@ -3,7 +3,9 @@
 // thread); the hot path never touches this class.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,10 +28,12 @@ class Registry {
   // the memory budget (nullptr when the budget is spent: the thread's events
   // are then dropped and counted on its track).
   ThreadBuffer* add_thread(uint32_t tid, std::string_view name, size_t buffer_bytes,
-                           format::TrackType type = format::TrackType::kThread);
+                           format::TrackType type = format::TrackType::kThread,
+                           uint32_t* track_out = nullptr);
   void rename_track(uint32_t track_id, std::string_view name);
-  // Events of threads that got no buffer.
-  void count_unbuffered(uint32_t track_id);
+  // The drop counter of a thread that got no buffer: the thread increments
+  // it (relaxed) for each event, without a lock; stable for the process.
+  std::atomic<uint64_t>* unbuffered_counter(uint32_t track_id);
 
   // Flusher side: string and track entries added since the last call,
   // serialized as chunk payloads (empty when none).
@@ -64,7 +68,9 @@ class Registry {
   size_t tracks_flushed_ = 0;
   std::vector<format::TrackEntry> renamed_;
   std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
-  std::unordered_map<uint32_t, uint64_t> unbuffered_drops_;
+  std::unordered_map<uint32_t, uint64_t> unbuffered_drops_;  // and of retired buffers
+  std::deque<std::atomic<uint64_t>> unbuffered_counters_;
+  std::unordered_map<uint32_t, std::atomic<uint64_t>*> unbuffered_by_track_;
 };
 
 }  // namespace stallscope::detail
