@@ -142,7 +142,17 @@ int mode_fork(long count) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
 }
 
+std::atomic<int> g_hook_calls{0};
+
+// A capture hook records one span per call: "off" must still be recorded
+// (called before capture stops), "on" already (called after it starts).
+void capture_hook(int on) {
+  ++g_hook_calls;
+  spans(name(on != 0 ? "hook_on" : "hook_off"), 1);
+}
+
 int mode_control(const char* control, long count) {
+  if (stallscope_capture_hook_add(&capture_hook) != 0) return 8;
   spans(name("capture_on"), count);
   auto write_control = [control](const char* text) {
     FILE* f = std::fopen(control, "w");
@@ -157,6 +167,7 @@ int mode_control(const char* control, long count) {
   for (int i = 0; i < 2000 && !stallscope_capture_enabled(); ++i) sleep_ms(5);
   spans(name("capture_on_again"), count);
   say("toggled", stallscope_capture_enabled());
+  say("hook_calls", static_cast<unsigned long long>(g_hook_calls.load()));
   return 0;
 }
 

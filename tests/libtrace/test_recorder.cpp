@@ -300,6 +300,10 @@ BOOST_AUTO_TEST_CASE(control_file_switches_capture_and_marks_the_window_end) {
   BOOST_TEST(l.by_name["capture_on"] == 500u);
   BOOST_TEST(l.by_name["capture_off"] == 0u);
   BOOST_TEST(l.by_name["capture_on_again"] == 500u);
+  // The capture hook heard both switches, each while capture was on.
+  BOOST_TEST(r.value("hook_calls") == 2);
+  BOOST_TEST(l.by_name["hook_off"] == 1u);
+  BOOST_TEST(l.by_name["hook_on"] == 1u);
   size_t ends = 0, begins = 0;
   for (const auto& e : l.events)
     if (e.kind == uint8_t(Kind::kCapture)) (e.phase == format::kEnd ? ends : begins) += 1;

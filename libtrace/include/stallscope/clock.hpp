@@ -94,6 +94,38 @@ class STALLSCOPE_API TickConverter {
   // Nanoseconds per tick of the newest segment (the nominal rate before two triples).
   double ns_per_tick() const noexcept;
 
+  // One linear piece of the monotonic mapping, for readers that convert
+  // many ticks of the same stretch: to_mono_ns(t) == convert(t) for every t
+  // in [from, to) (bit for bit: both use interpolate()).
+  struct Segment {
+    Ticks from = 0, to = 0;  // the ticks it serves; `to` excluded
+    Ticks ticks = 0;         // the triple it interpolates from
+    int64_t mono_ns = 0;
+    double rate = 1.0;       // ns per tick
+    int64_t convert(Ticks t) const noexcept { return interpolate(mono_ns, ticks, rate, t); }
+  };
+  // The segment `k` pieces back from the newest (k = 0: newest, unbounded
+  // above); false when there is none.
+  bool segment(int k, Segment& out) const noexcept;
+  // base_ns + (t − base) × rate, rounded half away from zero and saturated:
+  // a corrupt or hostile file can put ticks anywhere. A rate of exactly 1
+  // (ns ticks) is the plain difference, which the rounding gives too.
+  static int64_t interpolate(int64_t base_ns, Ticks base, double rate, Ticks t) noexcept {
+    const auto d = static_cast<int64_t>(t - base);
+    constexpr int64_t kExact = int64_t{1} << 52;  // |d| below it: d is exact as a double
+    int64_t offset = d;
+    if (rate != 1.0 || d >= kExact || d <= -kExact) {
+      const double x = static_cast<double>(d) * rate;
+      constexpr double kLimit = 4e18;
+      offset = x >= kLimit    ? static_cast<int64_t>(kLimit)
+               : x <= -kLimit ? -static_cast<int64_t>(kLimit)
+                              : static_cast<int64_t>(x + (x >= 0 ? 0.5 : -0.5));
+    }
+    int64_t out = 0;
+    if (__builtin_add_overflow(base_ns, offset, &out)) out = offset > 0 ? INT64_MAX : INT64_MIN;
+    return out;
+  }
+
  private:
   struct Point {
     format::ClockTriple at;

@@ -85,6 +85,13 @@ STALLSCOPE_API void stallscope_thread_name_set(const char* name);
  * Turning capture off writes a window-end record. */
 STALLSCOPE_API void stallscope_capture_set(int on);
 STALLSCOPE_API int stallscope_capture_enabled(void);
+/* Registers fn to hear of capture switches (a source that buffers outside
+ * the recorder, e.g. CUPTI, flushes on "off"): called with on = 0 before
+ * capture stops, so what it flushes is still recorded, and with on = 1
+ * after capture starts. At most 4 hooks; returns 0, or -ENOSPC / -EINVAL.
+ * fn runs on the thread that switched capture (the flusher, for the
+ * control file) and must not switch capture itself. */
+STALLSCOPE_API int stallscope_capture_hook_add(void (*fn)(int on));
 
 /* Step markers on the calling thread (one training iteration). */
 STALLSCOPE_API void stallscope_step_begin(uint64_t index);

@@ -94,17 +94,24 @@ int64_t TickConverter::convert(Ticks t, bool real) const noexcept {
   if (n_ == 0) return static_cast<int64_t>(t);
   const Point& p = point(n_ == 1 ? 0 : segment_end(t));
   const double rate = n_ == 1 ? nominal_ : real ? p.real_rate : p.mono_rate;
-  const double x = static_cast<double>(static_cast<int64_t>(t - p.at.ticks)) * rate;
-  // Saturate: a corrupt or hostile file can put ticks anywhere. Round half
-  // away from zero inline (std::llround is a libm call per event).
-  constexpr double kLimit = 4e18;
-  const int64_t offset = x >= kLimit    ? static_cast<int64_t>(kLimit)
-                         : x <= -kLimit ? -static_cast<int64_t>(kLimit)
-                                        : static_cast<int64_t>(x + (x >= 0 ? 0.5 : -0.5));
-  int64_t out = 0;
-  if (__builtin_add_overflow(real ? p.at.real_ns : p.at.mono_ns, offset, &out))
-    out = offset > 0 ? INT64_MAX : INT64_MIN;
-  return out;
+  return interpolate(real ? p.at.real_ns : p.at.mono_ns, p.at.ticks, rate, t);
+}
+
+bool TickConverter::segment(int k, Segment& out) const noexcept {
+  if (n_ == 0 || k < 0) return false;
+  if (n_ == 1) {
+    if (k > 0) return false;
+    const Point& p = point(0);
+    out = {0, ~Ticks{0}, p.at.ticks, p.at.mono_ns, nominal_};
+    return true;
+  }
+  // The piece segment_end() picks for ticks in [from, to).
+  const int i = n_ - 1 - k;
+  if (i < 1) return false;
+  const Point& p = point(i);
+  out = {i == 1 ? 0 : point(i - 1).at.ticks, k == 0 ? ~Ticks{0} : p.at.ticks, p.at.ticks,
+         p.at.mono_ns, p.mono_rate};
+  return true;
 }
 
 int64_t TickConverter::to_mono_ns(Ticks t) const noexcept { return convert(t, false); }

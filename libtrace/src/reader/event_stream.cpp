@@ -36,6 +36,7 @@ void TraceReader::Impl::reset_stream() {
   const bool ticks_ns = (header.flags & format::kFileTicksAreNs) != 0;
   s.conv = TickConverter(ticks_ns, ticks_ns ? 1.0 : nominal_ns_per_tick);
   s.have_triple = false;
+  cache_segments();
   s.next_chunk = first_chunk;
   s.size = s.pos = s.block_end = 0;
   s.unknown_kinds = s.unknown_exts = s.clamped_times = 0;
@@ -60,6 +61,13 @@ void TraceReader::Impl::add_triple(const format::ClockTriple& t) {
   s.have_triple = true;
   s.cur_ticks = t.ticks;
   update_tick_limit();
+  cache_segments();
+}
+
+void TraceReader::Impl::cache_segments() {
+  Stream& s = stream;
+  s.nseg = 0;
+  while (s.nseg < 2 && s.conv.segment(s.nseg, s.seg[s.nseg])) ++s.nseg;
 }
 
 int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
@@ -70,7 +78,7 @@ int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
     ++s.clamped_times;
     return d > 0 ? kMaxAbsNs : -kMaxAbsNs;
   }
-  return clamp_ns(s.conv.to_mono_ns(ticks));
+  return clamp_ns(mono_of(ticks));
 }
 
 void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c) {
@@ -90,7 +98,10 @@ void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c) {
     ++stream.clamped_times;
     e.dur_ns = kMaxAbsNs;
   } else {
-    e.dur_ns = std::clamp<int64_t>(stream.conv.duration_ns(c.ts, c.value), 0, kMaxAbsNs);
+    // As TickConverter::duration_ns, through the cached segments.
+    int64_t d = 0;
+    if (__builtin_sub_overflow(mono_of(c.ts + c.value), mono_of(c.ts), &d)) d = INT64_MAX;
+    e.dur_ns = std::clamp<int64_t>(d, 0, kMaxAbsNs);
   }
 }
 

@@ -58,6 +58,10 @@ struct Stream {
   size_t block_end = 0;      // end of the current track block
   uint32_t track_id = 0;
   TickConverter conv;
+  // The newest pieces of conv's mapping, converted inline (nearly every
+  // tick of a chunk falls in one of them); the rest go through conv.
+  TickConverter::Segment seg[2];
+  int nseg = 0;
   bool have_triple = false;
   uint64_t cur_ticks = 0;      // ticks of the converter's newest triple
   int64_t max_tick_delta = 0;  // |t - cur_ticks| that converts without overflow
@@ -125,6 +129,12 @@ struct TraceReader::Impl {
   bool next(Event& e, uint32_t ext_wanted);
   void add_triple(const format::ClockTriple& t);
   void update_tick_limit();
+  void cache_segments();
+  int64_t mono_of(uint64_t ticks) const noexcept {
+    for (int k = 0; k < stream.nseg; ++k)
+      if (ticks >= stream.seg[k].from && ticks < stream.seg[k].to) return stream.seg[k].convert(ticks);
+    return stream.conv.to_mono_ns(ticks);
+  }
   bool load_next_events_chunk();
   bool open_block();
   int decode_record(Event& e);  // 1 event, 0 skipped, -1 error

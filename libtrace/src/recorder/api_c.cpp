@@ -1,4 +1,5 @@
 // The C API (trace.h) over the recorder.
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -69,11 +70,35 @@ void stallscope_thread_name_set(const char* name) {
   if (track != 0) detail::recorder().registry.rename_track(track, name);
 }
 
+namespace {
+
+// Capture hooks: a fixed table, filled once by GPU sources; read lock-free.
+constexpr int kMaxCaptureHooks = 4;
+std::atomic<void (*)(int)> g_capture_hooks[kMaxCaptureHooks];
+
+void call_capture_hooks(int on) {
+  for (auto& h : g_capture_hooks)
+    if (auto* fn = h.load(std::memory_order_acquire)) fn(on);
+}
+
+}  // namespace
+
+int stallscope_capture_hook_add(void (*fn)(int on)) {
+  if (fn == nullptr) return -EINVAL;
+  for (auto& h : g_capture_hooks) {
+    void (*empty)(int) = nullptr;
+    if (h.compare_exchange_strong(empty, fn, std::memory_order_acq_rel)) return 0;
+  }
+  return -ENOSPC;
+}
+
 void stallscope_capture_set(int on) {
   auto& r = detail::recorder();
   if (r.state.load() != detail::State::kRunning) return;
+  if (on == 0 && detail::g_capture.load()) call_capture_hooks(0);  // flush while still on
   const bool was = detail::g_capture.exchange(on != 0);
   if (was == (on != 0)) return;
+  if (on != 0) call_capture_hooks(1);
   format::CoreRecord rec{static_cast<uint8_t>(format::Kind::kCapture),
                          on != 0 ? kPhaseBegin : kPhaseEnd, 0, 0, ticks_now(), 0, 0};
   detail::emit_internal(rec);

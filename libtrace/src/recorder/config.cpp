@@ -56,6 +56,7 @@ RecorderConfig load_config(const sys::EnvLookup& env) {
   if (int c = r.choice("STALLSCOPE_ENABLE", "off", "on"); c >= 0) cfg.enabled = c == 1;
   if (int c = r.choice("STALLSCOPE_CAPTURE", "off", "on"); c >= 0) cfg.capture_at_start = c == 1;
   if (int c = r.choice("STALLSCOPE_QUIET", "off", "on"); c >= 0) cfg.quiet = c == 1;
+  if (int c = r.choice("STALLSCOPE_PROGRESS", "off", "on"); c >= 0) cfg.progress = c == 1;
   if (r.integer("STALLSCOPE_BUFFER_MB", 1, 1 << 16, x)) cfg.buffer_bytes = size_t(x) << 20;
   if (r.integer("STALLSCOPE_THREAD_BUFFER_KB", 64, 1 << 20, x))
     cfg.thread_buffer_bytes = size_t(x) << 10;

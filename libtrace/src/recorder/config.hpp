@@ -26,6 +26,7 @@ struct RecorderConfig {
   int flush_ms = 100;                // STALLSCOPE_FLUSH_MS
   int sample_ms = 10;                // STALLSCOPE_SAMPLE_MS (0 = sampler off)
   bool quiet = false;                // STALLSCOPE_QUIET=1: no notes on stderr
+  bool progress = false;             // STALLSCOPE_PROGRESS=on: step progress file (stallscope run)
   std::vector<std::string> warnings; // what was wrong, printed once at start
 };
 

@@ -69,6 +69,7 @@ void write_events(Recorder& r, Pending& p) {
   auto res = r.writer.write_chunk(format::ChunkType::kEvents, p.payload.data(),
                                   static_cast<uint32_t>(p.payload.size()), false, events);
   account(r, p, res == FileWriter::Write::kOk);
+  if (res == FileWriter::Write::kOk) progress_scan(r, p.payload.data(), p.payload.size());
   if (res == FileWriter::Write::kFailed) stop_on_failure(r);
   p.payload.clear();
   p.counts.clear();
@@ -196,10 +197,12 @@ void flush_now(Recorder& r, bool final) {
   write_attachments(r);
   write_events(r, p);
   r.registry.collect_retired();
+  if (!final) progress_publish(r, false);
   if (final) {
     r.writer.close(end_payload(r));
     r.state.store(State::kClosed);
     g_capture.store(false, std::memory_order_relaxed);
+    progress_publish(r, true);
   }
 }
 

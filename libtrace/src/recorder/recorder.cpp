@@ -133,6 +133,7 @@ bool open_trace_file(Recorder& r, const sys::EnvLookup& env) {
   r.writer.write_chunk(format::ChunkType::kMetadata, payload.data(),
                        static_cast<uint32_t>(payload.size()), true, 0);
   r.pid = facts.pid;
+  progress_open(r, w.base);
   return true;
 }
 

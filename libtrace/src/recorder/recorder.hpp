@@ -16,6 +16,7 @@
 
 #include "recorder/config.hpp"
 #include "recorder/file_writer.hpp"
+#include "recorder/progress.hpp"
 #include "recorder/registry.hpp"
 #include "stallscope/trace.hpp"
 #include "sys/cpu_sampler.hpp"
@@ -56,6 +57,7 @@ struct Recorder {
   std::mutex attach_mu;
   std::mutex internal_mu;   // writers of the process track (rare)
   int64_t control_mtime_ns = -1;
+  ProgressState progress;  // flusher only (STALLSCOPE_PROGRESS)
 };
 
 // The current recorder (never null after first use; leaked on purpose so

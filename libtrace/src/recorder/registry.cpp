@@ -19,6 +19,12 @@ uint32_t Registry::intern(std::string_view name) {
   }
 }
 
+std::string Registry::name_of(uint32_t id) {
+  std::lock_guard lock(mu_);
+  if (id == 0 || id > names_.size()) return {};
+  return std::string(names_[id - 1]);
+}
+
 ThreadBuffer* Registry::add_thread(uint32_t tid, std::string_view name, size_t buffer_bytes,
                                    format::TrackType type, uint32_t* track_out) {
   const uint32_t name_id = name.empty() ? 0 : intern(name);

@@ -31,6 +31,9 @@ class Registry {
                            format::TrackType type = format::TrackType::kThread,
                            uint32_t* track_out = nullptr);
   void rename_track(uint32_t track_id, std::string_view name);
+  // The text of an interned id ("" when unknown). Takes the lock: the
+  // flusher calls it once per new name, never the hot path.
+  std::string name_of(uint32_t id);
   // The drop counter of a thread that got no buffer: the thread increments
   // it (relaxed) for each event, without a lock; stable for the process.
   std::atomic<uint64_t>* unbuffered_counter(uint32_t track_id);
