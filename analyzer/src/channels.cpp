@@ -6,41 +6,59 @@ namespace stallscope::analyzer {
 
 namespace {
 
-bool by_start(const Iv& l, const Iv& r) { return l.a < r.a; }
-
-// Sorts [first, last) by start. Intervals arrive as a few ascending runs
-// (one per thread block of a chunk), so runs are found and merged pairwise:
-// O(n log runs), and O(n) when the input is already sorted.
-void sort_runs(std::vector<Iv>::iterator first, std::vector<Iv>::iterator last) {
-  std::vector<std::vector<Iv>::iterator> cuts{first};
-  for (auto it = first; it != last; ++it)
-    if (it != first && by_start(*it, *(it - 1))) cuts.push_back(it);
-  cuts.push_back(last);
-  if (cuts.size() > 64) {  // not run-shaped: a plain sort is cheaper
-    std::sort(first, last, by_start);
-    return;
-  }
-  while (cuts.size() > 2) {
-    std::vector<std::vector<Iv>::iterator> next{cuts.front()};
-    for (size_t i = 0; i + 2 < cuts.size(); i += 2) {
-      std::inplace_merge(cuts[i], cuts[i + 1], cuts[i + 2], by_start);
-      next.push_back(cuts[i + 2]);
-    }
-    if (cuts.size() % 2 == 0) next.push_back(cuts.back());
-    cuts.swap(next);
-  }
-}
+constexpr auto kByStart = [](const Iv& l, const Iv& r) { return l.a < r.a; };
 
 }  // namespace
 
+// Sorts v[from, end) by start. Intervals arrive as a few ascending runs (one
+// per thread block of a chunk), so runs are found and merged pairwise
+// through the reused scratch buffer: O(n log runs), O(n) when already sorted,
+// and no allocation once the buffers have grown.
+void Channel::sort_runs(size_t from) {
+  Iv* const first = pending_.data() + from;
+  const size_t n = pending_.size() - from;
+  cuts_.assign(1, 0);  // run boundaries, relative to `first`
+  for (size_t i = 1; i < n; ++i)
+    if (first[i].a < first[i - 1].a) cuts_.push_back(i);
+  cuts_.push_back(n);
+  if (cuts_.size() <= 2) return;
+  if (cuts_.size() * 16 > n) {  // not run-shaped: a plain sort is cheaper
+    std::sort(first, first + n, kByStart);
+    return;
+  }
+  scratch_.resize(n);
+  Iv* src = first;
+  Iv* dst = scratch_.data();
+  while (cuts_.size() > 2) {
+    size_t out = 1;
+    for (size_t i = 0; i + 1 < cuts_.size(); i += 2) {
+      const size_t a = cuts_[i], m = cuts_[i + 1], b = i + 2 < cuts_.size() ? cuts_[i + 2] : m;
+      std::merge(src + a, src + m, src + m, src + b, dst + a, kByStart);
+      cuts_[out++] = b;
+    }
+    cuts_.resize(out);
+    std::swap(src, dst);
+  }
+  if (src != first) std::copy(src, src + n, first);
+}
+
 void Channel::prepare() {
-  // Only what arrived since the last call is sorted, then merged in.
-  const auto mid = pending_.begin() + static_cast<long>(std::max(sorted_, cursor_));
-  sort_runs(mid, pending_.end());
-  if (mid != pending_.begin() + static_cast<long>(cursor_) && mid != pending_.end() &&
-      by_start(*mid, *(mid - 1)))
-    std::inplace_merge(pending_.begin() + static_cast<long>(cursor_), mid, pending_.end(), by_start);
+  // Only what arrived since the last call is sorted, then merged in from
+  // the back: the sorted part moves only where new intervals start before
+  // its end.
+  const size_t mid = std::max(sorted_, cursor_);
+  sort_runs(mid);
   sorted_ = pending_.size();
+  if (mid == cursor_ || mid == pending_.size() || pending_[mid - 1].a <= pending_[mid].a) return;
+  scratch_.assign(pending_.begin() + static_cast<long>(mid), pending_.end());
+  size_t i = mid, k = pending_.size(), j = scratch_.size();
+  while (j > 0) {
+    if (i > cursor_ && pending_[i - 1].a > scratch_[j - 1].a) {
+      pending_[--k] = pending_[--i];
+    } else {
+      pending_[--k] = scratch_[--j];
+    }
+  }
 }
 
 void Channel::take(int64_t s, int64_t e, Ivs& out) {

@@ -29,7 +29,11 @@ class Channel {
   size_t size() const noexcept { return pending_.size() - cursor_ + carry_.size(); }
 
  private:
+  void sort_runs(size_t from);
+
   std::vector<Iv> pending_;
+  std::vector<Iv> scratch_;    // sort_runs() and prepare(): reused, never shrunk
+  std::vector<size_t> cuts_;   // sort_runs(): run boundaries
   size_t cursor_ = 0;
   size_t sorted_ = 0;  // pending_[cursor_, sorted_) is sorted by start
   Ivs carry_;  // taken intervals that reach past the last step

@@ -5,7 +5,9 @@
 namespace stallscope::analyzer {
 
 void normalize(Ivs& v) {
-  std::sort(v.begin(), v.end(), [](const Iv& l, const Iv& r) { return l.a < r.a; });
+  // Most sets arrive sorted (Channel::take): checking is O(n), sorting is not.
+  const auto by_start = [](const Iv& l, const Iv& r) { return l.a < r.a; };
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
   size_t n = 0;
   for (const Iv& x : v) {
     if (x.b <= x.a) continue;

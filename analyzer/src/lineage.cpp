@@ -13,13 +13,21 @@ void SampleIndex::add(uint64_t sample, uint64_t item) {
   if (sample == 0 || sample == ~uint64_t{0}) return;  // "none", and the map's reserved key
   const uint64_t l = base_ + links_.size();
   const uint64_t prev = heads_.get(sample);
-  links_.push_back({sample, item, prev == FlatMap64::kAbsent ? kNone : prev});
+  links_.push_back({sample, item, prev == FlatMap64::kAbsent || prev < base_ ? kNone : prev});
+  if (prev == FlatMap64::kAbsent && heads_.size() + 1 > heads_.room()) rebuild();
   heads_.put(sample, l);
+}
+
+// Drops the stale heads: re-inserts the live links oldest first (the newest
+// link of a sample ends as its head), in a table of the same size unless
+// live links alone fill a quarter of it.
+void SampleIndex::rebuild() {
+  if (links_.size() * 4 > heads_.room() * 2) heads_.reset(links_.size() * 2); else heads_.clear();
+  for (size_t i = 0; i < links_.size(); ++i) heads_.put(links_[i].sample, base_ + i);
 }
 
 void SampleIndex::evict(uint64_t item_base) {
   while (!links_.empty() && links_.front().item < item_base) {
-    heads_.erase_if_equal(links_.front().sample, base_);
     links_.pop_front();
     ++base_;
   }
@@ -31,16 +39,16 @@ Lineage::Id Lineage::add(const Item& it) {
   if (it.track >= lanes_.size()) lanes_.resize(it.track + 1);
   auto& lane = lanes_[it.track];
   // Items arrive in end order per thread; keep the lane sorted regardless.
-  auto pos = lane.end();
-  while (pos != lane.begin() && at(*(pos - 1)).end > it.end) --pos;
-  lane.insert(pos, id);
+  size_t pos = lane.size();
+  while (pos > 0 && at(lane[pos - 1]).end > it.end) --pos;
+  if (pos == lane.size()) lane.push_back(id); else lane.insert(pos, id);
   return id;
 }
 
 void Lineage::add_read(const Ev& e) {
   if (e.sample_id == 0) return;
-  const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.track, true,
-                     e.sample_id, 1, e.corr});
+  const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.sample_id, e.corr,
+                     e.track, 1, true});
   reads_by_sample_.add(e.sample_id, id);
   if (e.corr != 0) reads_by_batch_.add(e.corr, id);
 }
@@ -48,7 +56,7 @@ void Lineage::add_read(const Ev& e) {
 void Lineage::add_preprocess(const Ev& e) {
   if (e.sample_id == 0) return;
   const uint32_t n = std::clamp<uint32_t>(e.count, 1, kMaxIndexedSamples);
-  const Id id = add({e.start, e.end, 0, e.track, false, e.sample_id, n, e.batch_id});
+  const Id id = add({e.start, e.end, 0, e.sample_id, e.batch_id, e.track, static_cast<uint16_t>(n), false});
   // A group covers consecutive entries of its batch's sample list (shuffled
   // ids, so not consecutive ids): the rest are indexed when the batch's
   // list arrives (add_batch). Without a batch id, consecutive ids.
@@ -127,11 +135,14 @@ Lineage::Id Lineage::last_done(const SampleIndex& index, uint64_t sample, int64_
 Lineage::Id Lineage::lane_prev(uint32_t track, int64_t t) const {
   if (track >= lanes_.size()) return kNone;
   const auto& ids = lanes_[track];
-  auto it = std::upper_bound(ids.begin(), ids.end(), t,
-                             [this](int64_t v, Id id) { return v < at(id).end; });
-  while (it != ids.begin()) {
-    --it;
-    if (*it >= base_) return *it;
+  size_t lo = 0, hi = ids.size();  // upper bound of t among the ends
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (t < at(ids[mid]).end) hi = mid; else lo = mid + 1;
+  }
+  while (lo > 0) {
+    --lo;
+    if (ids[lo] >= base_) return ids[lo];
   }
   return kNone;
 }
@@ -187,7 +198,15 @@ std::vector<ChainSeg> Lineage::walk(const Batch& b, int64_t stop) const {
 void Lineage::evict_before(int64_t t) {
   while (!items_.empty() && items_.front().end < t) {
     auto& ids = lanes_[items_.front().track];
-    if (!ids.empty() && ids.front() == base_) ids.pop_front(); else std::erase(ids, base_);
+    if (!ids.empty() && ids.front() == base_) {
+      ids.pop_front();
+    } else {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] != base_) continue;
+        ids.erase(i);
+        break;
+      }
+    }
     items_.pop_front();
     ++base_;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flat_map.hpp"
+#include "ring.hpp"
 #include "stallscope/analyzer/model.hpp"
 
 namespace stallscope::analyzer {
@@ -28,8 +29,10 @@ struct Batch {
 };
 
 // sample id -> the items (by lineage Id) that read or preprocessed it, newest
-// first: a flat head table and a chain of links, both evicted in the order
-// items were added, so no allocation per sample.
+// first: a flat head table and a ring of links evicted in the order items
+// were added, so no allocation per sample. Evicting a link leaves its head
+// entry behind, stale (below base_), which reads as absent; the table is
+// rebuilt from the live links when stale entries would make it grow.
 class SampleIndex {
  public:
   static constexpr uint64_t kNone = ~uint64_t{0};
@@ -38,7 +41,7 @@ class SampleIndex {
   template <typename Fn>
   void for_each(uint64_t sample, uint64_t item_base, Fn&& fn) const {
     for (uint64_t l = heads_.get(sample); l != FlatMap64::kAbsent && l >= base_;) {
-      const Link& k = links_[l - base_];
+      const Link& k = links_[static_cast<size_t>(l - base_)];
       if (k.item < item_base) return;
       fn(k.item);
       l = k.next;
@@ -49,11 +52,13 @@ class SampleIndex {
   size_t size() const noexcept { return links_.size(); }
 
  private:
+  void rebuild();
+
   struct Link {
     uint64_t sample, item, next;
   };
   FlatMap64 heads_;
-  std::deque<Link> links_;
+  Ring<Link> links_;
   uint64_t base_ = 0;
 };
 
@@ -72,18 +77,18 @@ class Lineage {
   size_t items() const noexcept { return items_.size(); }
 
  private:
-  struct Item {
+  struct Item {  // 48 bytes: a million of them in a large window
     int64_t start = 0, end = 0, queued = 0;
-    uint32_t track = 0;
-    bool read = false;
     uint64_t sample = 0;  // first sample
-    uint32_t count = 0;   // samples covered: consecutive entries of its batch's list
     uint64_t batch = 0;   // batch id, 0 when unknown
+    uint32_t track = 0;
+    uint16_t count = 0;   // samples covered (<= kMaxIndexedSamples): consecutive entries of its batch's list
+    bool read = false;
   };
   using Id = uint64_t;  // base_ + position in items_
   static constexpr Id kNone = ~Id{0};
 
-  const Item& at(Id id) const { return items_[id - base_]; }
+  const Item& at(Id id) const { return items_[static_cast<size_t>(id - base_)]; }
   Id add(const Item& it);
   Id last_done(const SampleIndex& index, uint64_t sample, int64_t t, Id best) const;
   Id lane_prev(uint32_t track, int64_t t) const;
@@ -94,11 +99,11 @@ class Lineage {
   Id collate_pred(const Batch& b) const;
   void index_groups(uint64_t id, std::span<const uint64_t> samples);
 
-  std::deque<Item> items_;
+  Ring<Item> items_;
   Id base_ = 0;
   SampleIndex reads_by_sample_, pre_by_sample_;
   SampleIndex reads_by_batch_;  // keyed by batch id (a storage_read's corr)
-  std::vector<std::deque<Id>> lanes_;  // by track, sorted by end
+  std::vector<Ring<Id>> lanes_;  // by track, sorted by end
   std::deque<Batch> batches_;                           // by ready time
   std::unordered_map<uint64_t, size_t> batch_pos_;      // id -> index + batch_base_
   size_t batch_base_ = 0;
