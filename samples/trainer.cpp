@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
   const int rank = comm->rank();
   if (!o.quiet && rank == 0) std::fprintf(stderr, "trainer: %s\n", note.c_str());
   o.loader.rank = static_cast<uint32_t>(rank);
+  // --copy-in-step: the trainer copies on its compute stream, the loader not at all.
+  if (o.copy_in_step) o.loader.device = sl::DeviceKind::kNone;
   o.loader.world_size = static_cast<uint32_t>(comm->size());
   sl::Dataset ds;
   const std::string data = trainer::data_for_rank(o, rank);

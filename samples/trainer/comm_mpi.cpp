@@ -1,5 +1,9 @@
 // The trainer's MPI module: built where MPI is found, loaded with dlopen by
 // comm.cpp only under a launcher, so the trainer itself never links MPI.
+// Only MPI's C API: OpenMPI's mpi.h otherwise pulls in its C++ bindings,
+// whose symbols (libmpi_cxx) this module does not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include "comm_mpi_api.h"

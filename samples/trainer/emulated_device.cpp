@@ -96,6 +96,15 @@ void EmulatedDevice::execute(int index, const DeviceOp& op) {
                               {.name = op.name, .stream = static_cast<uint32_t>(index), .emulated = true});
     return;
   }
+  if (op.type == DeviceOp::Type::kCopyH2D) {
+    hold_for(op.ms);
+    stallscope::record_copy(
+        start, stallscope::ticks_now(),
+        {.kind = stallscope::Kind::kH2D, .bytes = op.bytes,
+         .src = op.pinned ? stallscope::format::MemKind::kPinned : stallscope::format::MemKind::kPageable,
+         .dst = stallscope::format::MemKind::kDevice, .stream = static_cast<uint32_t>(index), .emulated = true});
+    return;
+  }
   if (comm_ && comm_->size() > 1) {
     comm_->start_token_allreduce();
     while (!comm_->done()) std::this_thread::sleep_for(std::chrono::microseconds(100));

@@ -4,7 +4,8 @@
 // spinning with burn = true — and records it as an emulated kernel or
 // collective event. A collective first runs a real token all-reduce through
 // Comm (so synchronisation and straggler waits are real), then holds
-// 2(n-1)/n · bytes / bus bandwidth.
+// 2(n-1)/n · bytes / bus bandwidth. A copy is held for its given time and
+// recorded as an H2D copy on its stream (the trainer's --copy-in-step).
 #pragma once
 
 #include <condition_variable>
@@ -23,11 +24,12 @@
 namespace trainer {
 
 struct DeviceOp {
-  enum class Type : uint8_t { kKernel, kCollective };
+  enum class Type : uint8_t { kKernel, kCollective, kCopyH2D };
   Type type = Type::kKernel;
   stallscope::NameId name = 0;
   double ms = 0;            // kernel: modelled duration
-  uint64_t bytes = 0;       // collective: payload
+  uint64_t bytes = 0;       // collective or copy: payload
+  bool pinned = true;       // copy: source memory kind (recorded only)
   int wait_stream = -1;     // start only after that stream reached wait_seq
   uint64_t wait_seq = 0;
 };

@@ -50,6 +50,8 @@ const std::map<std::string, Setter>& valued() {
 const std::map<std::string, bool Options::*>& switches() {
   static const std::map<std::string, bool Options::*> m = {
       {"--overlap-comm", &Options::overlap_comm}, {"--sync-each-step", &Options::sync_each_step},
+      {"--copy-in-step", &Options::copy_in_step},
+      {"--host-sleep", &Options::host_sleep},
       {"--device-burn", &Options::device_burn},   {"--quiet", &Options::quiet}};
   return m;
 }
@@ -97,8 +99,13 @@ std::string usage() {
          "  --grad-mb MB         gradients all-reduced per step (default 0)\n"
          "  --bus-gbps G         collective bus bandwidth (default 10)\n"
          "  --overlap-comm       all-reduce buckets during backward\n"
-         "  --host-ms M          host work per step (logging, metrics)\n"
+         "  --host-ms M          host work per step (logging, metrics), CPU time burnt\n"
+         "  --host-sleep         the host work blocks for M ms instead (logging to a remote\n"
+         "                       store): its wall time stays M ms on a loaded machine\n"
          "  --sync-each-step     block on the device every step (like loss.item())\n"
+         "  --copy-in-step       copy each batch to the device on the compute stream, so the\n"
+         "                       copy never overlaps compute (.to(device) on the default\n"
+         "                       stream); the loader then copies nothing\n"
          "  --slow-rank R=F      rank R's compute and host work F times slower\n"
          "  --rank-data R=DIR    rank R reads DIR instead of --data\n"
          "  --device-burn        the emulated device spins instead of sleeping\n"
@@ -110,12 +117,14 @@ std::string usage() {
 }
 
 namespace {
+// The last R=V given for `rank` wins, like every other flag.
 bool rank_value(const std::vector<std::string>& list, int rank, std::string* out) {
+  bool found = false;
   for (const auto& s : list) {
     const size_t eq = s.find('=');
-    if (std::atoi(s.substr(0, eq).c_str()) == rank) return *out = s.substr(eq + 1), true;
+    if (std::atoi(s.substr(0, eq).c_str()) == rank) *out = s.substr(eq + 1), found = true;
   }
-  return false;
+  return found;
 }
 }  // namespace
 

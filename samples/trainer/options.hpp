@@ -23,7 +23,9 @@ struct Options {
   double bus_gbps = 10;          // collective bus bandwidth
   bool overlap_comm = false;     // all-reduce in buckets during backward
   double host_ms = 0;            // per-step host work (logging, metrics)
+  bool host_sleep = false;       // host work blocks (I/O) instead of burning CPU
   bool sync_each_step = false;   // blocking device sync each step (loss.item())
+  bool copy_in_step = false;     // H2D on the compute stream, serialized with compute
   std::vector<std::string> slow; // R=F: rank R's compute and host work F times slower
   bool device_burn = false;
   bool trace = true;             // false: capture off (bench/trace_overhead)

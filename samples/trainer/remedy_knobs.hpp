@@ -28,7 +28,8 @@ inline KnobChange knob_for_remedy(const std::string& id, const std::function<dou
   }
   if (id == "raise_prefetch") return {"--loader-prefetch=16", "", "keep 16 batches in flight"};
   if (id == "raise_queue_depth") return {"--loader-queue-depth=64", "", "keep 64 reads in flight"};
-  if (id == "overlap_copies") return {"--loader-prefetch=4", "", "copy the next batch while computing"};
+  if (id == "overlap_copies")  // the loader's own copy stream, batches copied ahead
+    return {"--loader-prefetch=4", "--copy-in-step", "copy the next batch on a copy stream while computing"};
   if (id == "avoid_sync") return {"", "--sync-each-step", "stop blocking on the device every step"};
   if (id == "overlap_comm") return {"--overlap-comm", "", "all-reduce gradient buckets during backward"};
   if (id == "cache_decoded") return {"--decode-us=0", "", "cache decoded samples (augment cost gone)"};

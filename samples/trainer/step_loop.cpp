@@ -1,6 +1,8 @@
 #include "step_loop.hpp"
 
+#include <chrono>
 #include <ctime>
+#include <thread>
 
 #include <stallscope/trace.hpp>
 
@@ -15,6 +17,7 @@ struct Names {
   stallscope::NameId update = stallscope::intern("optimizer_update");
   stallscope::NameId sync = stallscope::intern("loss.item() sync");
   stallscope::NameId host = stallscope::intern("host work");
+  stallscope::NameId copy = stallscope::intern("batch to device");
 };
 
 constexpr int kCompute = 0, kComm = 1, kBuckets = 4;
@@ -34,25 +37,44 @@ void host_work(double ms) {
     for (int i = 0; i < 1000; ++i) sink = sink + i;
 }
 
+// --copy-in-step: the batch goes to the device on the compute stream, so
+// forward waits for it and the copy never overlaps compute.
+void enqueue_copy(const Options& o, uint64_t bytes, EmulatedDevice& dev, const Names& n) {
+  const bool pinned = o.loader.pinned;
+  const double gbps = pinned ? o.loader.pinned_gbps : o.loader.pageable_gbps;
+  dev.enqueue(kCompute, {.type = DeviceOp::Type::kCopyH2D,
+                         .name = n.copy,
+                         .ms = static_cast<double>(bytes) / (gbps * 1e9) * 1e3,
+                         .bytes = bytes,
+                         .pinned = pinned});
+}
+
 // Queues one step's device work; returns the update's sequence number.
-uint64_t enqueue_step(const Options& o, double slow, EmulatedDevice& dev, const Names& n) {
+uint64_t enqueue_step(const Options& o, double slow, uint64_t batch_bytes, EmulatedDevice& dev,
+                      const Names& n) {
   using T = DeviceOp::Type;
   const double fwd = o.compute_ms * slow / 3, bwd = o.compute_ms * slow * 2 / 3;
   const auto grad = static_cast<uint64_t>(o.grad_mb * 1e6);
+  if (o.copy_in_step) enqueue_copy(o, batch_bytes, dev, n);
   dev.enqueue(kCompute, {.name = n.forward, .ms = fwd});
   if (!o.overlap_comm || grad == 0) {
     dev.enqueue(kCompute, {.name = n.backward, .ms = bwd});
-    if (grad > 0) dev.enqueue(kCompute, {.type = T::kCollective, .name = n.allreduce, .bytes = grad});
+    if (grad > 0)
+      dev.enqueue(kCompute, {.type = T::kCollective, .name = n.allreduce, .bytes = grad});
     return dev.enqueue(kCompute, {.name = n.update, .ms = o.update_ms * slow});
   }
   uint64_t last = 0;
   for (int b = 0; b < kBuckets; ++b) {
     const uint64_t chunk = dev.enqueue(kCompute, {.name = n.backward, .ms = bwd / kBuckets});
-    last = dev.enqueue(kComm, {.type = T::kCollective, .name = n.allreduce, .bytes = grad / kBuckets,
-                               .wait_stream = kCompute, .wait_seq = chunk});
+    last = dev.enqueue(kComm, {.type = T::kCollective,
+                               .name = n.allreduce,
+                               .bytes = grad / kBuckets,
+                               .wait_stream = kCompute,
+                               .wait_seq = chunk});
   }
-  return dev.enqueue(kCompute, {.name = n.update, .ms = o.update_ms * slow, .wait_stream = kComm,
-                                .wait_seq = last});
+  return dev.enqueue(
+      kCompute,
+      {.name = n.update, .ms = o.update_ms * slow, .wait_stream = kComm, .wait_seq = last});
 }
 
 int next_batch(stallscope::loader::Loader& loader, uint64_t& epoch, stallscope::loader::Batch* b) {
@@ -77,9 +99,10 @@ int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, Em
     const int64_t s0 = stallscope::mono_ns();
     stallscope::StepScope scope(step);
     stallscope::loader::Batch b;
-    if (const int rc = next_batch(loader, epoch, &b); rc != 0) return *error = loader.error(), rc < 0 ? rc : -EIO;
+    if (const int rc = next_batch(loader, epoch, &b); rc != 0)
+      return *error = loader.error(), rc < 0 ? rc : -EIO;
     out->samples += b.samples.size();
-    const uint64_t update = enqueue_step(o, slow, dev, names);
+    const uint64_t update = enqueue_step(o, slow, b.host.size(), dev, names);
     if (o.sync_each_step) {
       const stallscope::Ticks w0 = stallscope::ticks_now();
       dev.wait(kCompute, update);
@@ -90,7 +113,11 @@ int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, Em
     prev_update = update;
     if (o.host_ms > 0) {
       stallscope::Span span(stallscope::Kind::kRange, names.host);
-      host_work(o.host_ms * slow);
+      if (o.host_sleep)
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(static_cast<int64_t>(o.host_ms * slow * 1e3)));
+      else
+        host_work(o.host_ms * slow);
     }
     out->step_ms.push_back((stallscope::mono_ns() - s0) / 1e6);
   }

@@ -20,12 +20,16 @@ bool is_fuse(const std::string& p) {
 }  // namespace
 
 SlowMount::SlowMount(const std::string& slowfs, const std::string& src, const std::string& parent,
-                     const std::vector<std::string>& flags) {
+                     const std::vector<std::string>& flags, const std::string& name) {
+  if (slowfs.empty()) {
+    why_ = "slowfs was not built (libfuse3 missing)";
+    return;
+  }
   if (access("/dev/fuse", R_OK | W_OK) != 0) {
     why_ = "/dev/fuse is not available";
     return;
   }
-  path_ = parent + "/mnt";
+  path_ = parent + "/" + name;
   std::filesystem::create_directories(path_);
   std::string cmd = "'" + slowfs + "' '" + src + "' '" + path_ + "'";
   for (const auto& f : flags) cmd += " '" + f + "'";

@@ -9,10 +9,10 @@ namespace scenarios {
 
 class SlowMount {
  public:
-  // Mounts `src` on a new directory under `parent`; ok() false when FUSE is
-  // unavailable here (/dev/fuse missing, mount refused), with why().
+  // Mounts `src` on a new directory `parent`/`name`; ok() false when FUSE
+  // is unavailable here (/dev/fuse missing, mount refused), with why().
   SlowMount(const std::string& slowfs, const std::string& src, const std::string& parent,
-            const std::vector<std::string>& flags);
+            const std::vector<std::string>& flags, const std::string& name = "mnt");
   ~SlowMount();
   SlowMount(const SlowMount&) = delete;
   SlowMount& operator=(const SlowMount&) = delete;

@@ -1,9 +1,25 @@
 // Cache decoded samples or move augmentation to the GPU: preprocessing
-// stalls the trainer and the rank's CPUs are already saturated.
+// stalls the trainer and no usable CPU is left for more workers.
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
 namespace {
+
+// What was measured, in words: the CPUs may be busy with this rank's own
+// workers, or with other processes and ranks while this rank uses little,
+// or the cgroup may throttle it — each reads differently to the user.
+std::string cpu_evidence(const CpuBudget& cpu) {
+  std::string s = strf("this rank's processes used %.1f of its %.1f-core budget", cpu.used_cores,
+                       cpu.budget_cores);
+  if (cpu.idle_during_stalls >= 0) {
+    s += strf(", %.1f CPUs of its affinity set were idle during stalls", cpu.idle_during_stalls);
+    if (cpu.idle_during_stalls < 1 && cpu.used_cores < 0.9 * cpu.budget_cores)
+      s += " (the rest busy with other processes or ranks)";
+  }
+  if (cpu.throttled_periods > 0)
+    s += strf(", cgroup throttled %.0f periods", cpu.throttled_periods);
+  return s;
+}
 
 class CacheDecoded final : public RemedyRule {
  public:
@@ -12,20 +28,22 @@ class CacheDecoded final : public RemedyRule {
     const double pre = c.ms(Part::kDataPreprocess);
     if (pre < 0.1 * c.step_ms) return std::nullopt;
     const auto& cpu = c.r.cpu;
-    const bool saturated = cpu.known && (cpu.idle_during_stalls >= 0 ? cpu.idle_during_stalls < 1
-                                                                     : cpu.used_cores >= 0.9 * cpu.budget_cores);
+    const bool saturated =
+        cpu.known && (cpu.idle_during_stalls >= 0 ? cpu.idle_during_stalls < 1
+                                                  : cpu.used_cores >= 0.9 * cpu.budget_cores);
     if (!saturated && cpu.throttled_periods <= 0) return std::nullopt;
-    Remedy m = make_remedy(c, "cache_decoded", "Cache decoded samples or augment on the GPU",
-                           "cache decoded samples (loader dataset cache) or lighten the transform",
-                           "cache decoded tensors; GPU augmentation (DALI, torchvision.transforms.v2 on cuda)");
+    Remedy m = make_remedy(
+        c, "cache_decoded", "Cache decoded samples or augment on the GPU",
+        "cache decoded samples (loader dataset cache) or lighten the transform",
+        "cache decoded tensors; GPU augmentation (DALI, torchvision.transforms.v2 on cuda)");
     m.predicted_step_ms = c.step_ms - pre;
     m.bound = true;
     m.inputs_from = "assumed";
     m.model = "bound: step - preprocess_stall (decode cost removed entirely)";
-    m.evidence = strf("CPUs saturated (%.1f of %.1f cores used, %.1f idle during stalls, "
-                      "%.0f throttled periods); preprocessing stalls %.2f ms per step",
-                      cpu.used_cores, cpu.budget_cores, cpu.idle_during_stalls, cpu.throttled_periods, pre);
-    m.inputs = {{"used_cores", cpu.used_cores, ""}, {"budget_cores", cpu.budget_cores, ""},
+    m.evidence = cpu_evidence(cpu) + strf("; preprocessing stalls %.2f ms per step", pre);
+    m.inputs = {{"used_cores", cpu.used_cores, ""},
+                {"budget_cores", cpu.budget_cores, ""},
+                {"idle_cpus_during_stalls", cpu.idle_during_stalls, ""},
                 {"preprocess_stall_ms", pre, "ms"}};
     return m;
   }

@@ -1,12 +1,14 @@
 // Raise io_uring queue depth or read size: storage-bound with few reads in
-// flight (only when the reads recorded their queue depth). The gain comes from the loader's storage probe (read rates at
-// several queue depths) when the trace holds one; otherwise it is a bound.
+// flight (only when the reads recorded their queue depth). The gain comes from the loader's storage
+// probe (read rates at several queue depths) when the trace holds one; otherwise it is a bound.
 #include <algorithm>
 
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
 namespace {
+
+constexpr double kReachedShare = 0.5;  // mean reads in flight / configured queue depth
 
 class RaiseQueueDepth final : public RemedyRule {
  public:
@@ -18,12 +20,16 @@ class RaiseQueueDepth final : public RemedyRule {
     if (c.stage_number("storage", "reads_with_queue_depth") <= 0) return std::nullopt;
     const double qd = c.stage_number("storage", "mean_queue_depth");
     if (storage < 0.1 * c.step_ms || qd >= 64) return std::nullopt;
+    // Reads in flight far below the configured depth: something else (the
+    // prefetch depth times the batch size) limits them, a deeper queue not.
+    if (c.p.queue_depth > 0 && qd < kReachedShare * c.p.queue_depth) return std::nullopt;
     Remedy m = make_remedy(c, "raise_queue_depth", "Raise io_uring queue depth or read size",
                            "--loader-queue-depth, --loader-read-size",
                            "more DataLoader num_workers (one read in flight each) or larger reads");
     const double bw = c.stage_number("storage", "read_bandwidth");
     const StorageProbePoint* best = best_deeper(c.p, qd);
-    m.inputs = {{"storage_stall_ms", storage, "ms"}, {"mean_queue_depth", qd, ""},
+    m.inputs = {{"storage_stall_ms", storage, "ms"},
+                {"mean_queue_depth", qd, ""},
                 {"read_bandwidth", bw, "B/s"}};
     if (best != nullptr && bw > 0 && best->bytes_per_s > bw) {
       m.predicted_step_ms = c.step_ms - storage * (1 - bw / best->bytes_per_s);
@@ -37,8 +43,8 @@ class RaiseQueueDepth final : public RemedyRule {
       m.inputs_from = "assumed";
       m.model = "bound: step - storage_stall (no storage probe at a deeper queue)";
     }
-    m.evidence = strf("storage stalls %.2f ms per step with %.1f reads in flight on average",
-                      storage, qd);
+    m.evidence =
+        strf("storage stalls %.2f ms per step with %.1f reads in flight on average", storage, qd);
     return m;
   }
 
