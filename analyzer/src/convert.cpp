@@ -91,7 +91,10 @@ const Ev& FileConverter::convert(const reader::Event& e) {
       v.dst = e.copy.dst;
       break;
     case Kind::kCollective:
-      if (e.has(format::Ext::kCollective)) v.bytes = e.collective.bytes;
+      if (!e.has(format::Ext::kCollective)) break;
+      v.bytes = e.collective.bytes;
+      v.sample_id = e.collective.comm_id;  // identity of the instance across ranks
+      v.batch_id = e.collective.seq;
       break;
     default: break;
   }

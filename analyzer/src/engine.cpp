@@ -56,7 +56,10 @@ void RankEngine::route_device(const Ev& e) {
   device_seen_ = true;
   switch (e.kind) {
     case Kind::kKernel: compute_.add(e.start, e.end); ++stats_.kernels; break;
-    case Kind::kCollective: comm_.add(e.start, e.end); break;
+    case Kind::kCollective:
+      comm_.add(e.start, e.end);
+      collectives_.add(e, trace_.tracks[e.track].type);
+      break;
     case Kind::kH2D: {
       h2d_.add(e.start, e.end);
       const int pinned = e.src == static_cast<uint8_t>(format::MemKind::kPinned) ? 1 : 0;

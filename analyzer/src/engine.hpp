@@ -18,6 +18,7 @@
 
 #include "attribution.hpp"
 #include "channels.hpp"
+#include "engine_collectives.hpp"
 #include "lineage.hpp"
 #include "run_stats.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
@@ -74,6 +75,7 @@ class RankEngine {
   std::map<std::pair<uint32_t, uint64_t>, RateSeries> thread_cpu_, child_cpu_;
   std::vector<CounterKind> counter_kinds_;
   Lineage lineage_;
+  CollectiveLog collectives_;  // for the cross-rank pass
   RunStats stats_;
   Drops drops_;
   std::vector<StepResult> steps_;

@@ -42,6 +42,7 @@ RankReport RankEngine::finish() {
   for (Timeline* t : {&typical_, &longest_})
     if (!t->lanes.empty()) r.timelines.push_back(std::move(*t));
   r.drops = drops_;
+  collectives_.take(r);
   r.warnings = std::move(warnings_);
   add_warnings(r);
   return r;

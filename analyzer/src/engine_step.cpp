@@ -59,6 +59,7 @@ void RankEngine::finalize(const StepCand& c) {
   in.trainer_cpu = [this](const Ivs& set) { return trainer_cpu(set); };
   in.split_stall = [this, &c](const Ivs& stall) { return split_stall(stall, c.start, c.end); };
   const StepParts p = attribute_step(in);
+  collectives_.on_step(c.start, c.end, in.comm, in.compute);
   cpu_unknown_seen_ = cpu_unknown_seen_ || p.cpu_unknown;
   StepResult r;
   r.index = c.index;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "multirank/cross_render.hpp"
 #include "stallscope/analyzer/render.hpp"
 
 namespace stallscope::analyzer {
@@ -143,7 +144,11 @@ void write_html(std::ostream& o, const Report& r) {
        "i{display:inline-block;width:10px;height:10px;margin-right:4px}.legend span{margin-right:10px}"
        ".warn{color:#b71c1c}</style></head><body><h1>stallscope report</h1>\n";
   for (const auto& e : r.errors) o << "<p class=warn>error: " << esc(e) << "</p>\n";
-  for (const auto& rank : r.ranks) rank_section(o, rank);
+  write_cross_html(o, r, kColors);
+  const std::vector<size_t> shown = shown_ranks(r);
+  for (size_t i : shown) rank_section(o, r.ranks[i]);
+  if (shown.size() < r.ranks.size())
+    o << "<p>" << r.ranks.size() - shown.size() << " more ranks not shown (see the JSON report)</p>\n";
   o << "</body></html>\n";
 }
 

@@ -6,10 +6,15 @@
 #include <memory>
 #include <unordered_map>
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include "convert.hpp"
 #include "engine.hpp"
+#include "kineto/kineto.hpp"
 #include "probes.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
+#include "stallscope/analyzer/multirank.hpp"
 
 namespace stallscope::analyzer {
 
@@ -135,6 +140,11 @@ RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress
   for (const auto& s : srcs) report_file(s, eng);
   RankReport rep = eng.finish();
   rep.host = g.host;
+  if (!srcs.empty()) {  // the wall clock the cross-rank pass starts from
+    const int64_t t0 = srcs.front().r->start_mono_ns();
+    rep.realtime_offset_ns = srcs.front().r->to_real_ns(t0) - t0;
+    rep.realtime_known = rep.realtime_offset_ns != 0;  // 0: the file holds no clock triple
+  }
   for (const auto& p : meta.procs) rep.files.push_back(p.file);
   return rep;
 }
@@ -143,13 +153,30 @@ void count_ranks_per_host(std::vector<RankGroup>& groups, std::map<std::string, 
   for (const auto& g : groups) ++per_host[g.host];
 }
 
+// Each rank on its own engine, readers and trace: nothing is shared but the
+// output slots (Progress is not thread-safe, so none is shown).
+void analyze_groups_parallel(std::vector<RankGroup>& groups, const AnalyzeOptions& opt,
+                             const std::map<std::string, int>& per_host, std::vector<RankReport>& out) {
+  const size_t at = out.size();
+  out.resize(at + groups.size());
+  const Progress quiet({}, {});
+  tbb::task_arena arena(opt.rank_threads == 0 ? tbb::task_arena::automatic : static_cast<int>(opt.rank_threads));
+  arena.execute([&] {
+    tbb::parallel_for(size_t{0}, groups.size(), [&](size_t i) {
+      out[at + i] = analyze_group(groups[i], opt, quiet, per_host.at(groups[i].host));
+    });
+  });
+}
+
 }  // namespace
 
 Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opt) {
   Report rep;
   rep.inputs = paths;
+  // PyTorch profiler traces (detected by content) become ranks here; the rest is ours.
+  const std::vector<std::string> own_paths = kineto::analyze_kineto_inputs(paths, opt, rep);
   std::vector<std::unique_ptr<reader::TraceReader>> readers;
-  for (const auto& p : paths) {
+  for (const auto& p : own_paths) {
     std::string error;
     const auto files = reader::list_trace_files(p, &error);
     if (files.empty()) rep.errors.push_back(error.empty() ? p + ": no trace files" : error);
@@ -166,9 +193,12 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
   auto groups = group_by_rank(std::move(readers));
   std::map<std::string, int> per_host;
   count_ranks_per_host(groups, per_host);
-  for (auto& g : groups) {
-    rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host]));
+  if (opt.rank_threads == 1 || groups.size() < 2) {
+    for (auto& g : groups) rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host]));
+  } else {
+    analyze_groups_parallel(groups, opt, per_host, rep.ranks);
   }
+  analyze_cross_rank(rep, {});
   return rep;
 }
 

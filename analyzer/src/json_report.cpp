@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "multirank/cross_render.hpp"
 #include "stallscope/analyzer/render.hpp"
 
 namespace stallscope::analyzer {
@@ -80,6 +81,8 @@ json rank_json(const RankReport& r) {
                        {"p50_ms", r.step_p50_ms}, {"p90_ms", r.step_p90_ms}}},
             {"parts", parts_json(r)}, {"data_split", split_json(r.split)}, {"cpu", cpu_json(r.cpu)},
             {"drops", drops_json(r.drops)}, {"warnings", r.warnings}};
+  if (r.cross.instances > 0 || r.cross.times_last > 0 || r.cross.clock_offset_ns != 0)
+    j["cross"] = rank_cross_json(r.cross);
   j["stages"] = json::array();
   for (const auto& s : r.stages) j["stages"].push_back(stage_json(s));
   j["remedies"] = json::array();
@@ -100,7 +103,8 @@ void write_json(std::ostream& out, const Report& r) {
   for (size_t p = 0; p < kPartCount; ++p) part_keys.push_back(part_key(static_cast<Part>(p)));
   json j = {{"schema", "stallscope.report"}, {"schema_version", r.schema_version},
             {"inputs", r.inputs}, {"errors", r.errors}, {"warnings", r.warnings},
-            {"part_keys", std::move(part_keys)}};
+            {"part_keys", std::move(part_keys)}, {"schema_minor", kSchemaMinor}};
+  if (r.cross.present) j["cross_rank"] = cross_json(r.cross);
   j["ranks"] = json::array();
   for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
   out << j.dump(1) << "\n";

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "multirank/cross_render.hpp"
 #include "stallscope/analyzer/render.hpp"
 
 namespace stallscope::analyzer {
@@ -119,9 +120,11 @@ void write_text(std::ostream& out, const Report& r, const TextOptions& opt) {
   const Style s{opt.color};
   for (const auto& e : r.errors) out << s.red() << "error: " << s.off() << e << "\n";
   for (const auto& w : r.warnings) out << s.red() << "warning: " << s.off() << w << "\n";
-  for (size_t i = 0; i < r.ranks.size(); ++i) {
+  write_cross_text(out, r, opt.color);
+  const std::vector<size_t> shown = shown_ranks(r);
+  for (size_t i : shown) {
     const RankReport& rank = r.ranks[i];
-    if (i > 0) out << "\n";
+    if (i != shown.front()) out << "\n";
     header(out, rank, s);
     parts_table(out, rank, s);
     stages(out, rank);
@@ -129,6 +132,8 @@ void write_text(std::ostream& out, const Report& r, const TextOptions& opt) {
     outliers(out, rank, opt);
     drops_and_warnings(out, rank, s);
   }
+  if (shown.size() < r.ranks.size())
+    out << "\n(" << r.ranks.size() - shown.size() << " more ranks not shown: see --json, or report their files alone)\n";
 }
 
 }  // namespace stallscope::analyzer

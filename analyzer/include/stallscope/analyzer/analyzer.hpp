@@ -51,6 +51,9 @@ struct AnalyzeOptions {
   double outlier_factor = 2.0;            // outlier: wall >= factor × median step
   size_t max_outliers = 10;
   size_t max_remedies = 5;
+  // Ranks analyzed at once on oneTBB threads (0 = all cores). Memory grows
+  // with it (one window per rank in flight); progress is not reported when > 1.
+  size_t rank_threads = 1;
   // Called now and then with (bytes read, bytes total); empty = silent.
   std::function<void(uint64_t, uint64_t)> progress;
 };

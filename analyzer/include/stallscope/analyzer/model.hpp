@@ -58,8 +58,8 @@ struct Ev {
   uint32_t count = 0;                 // preprocess: samples covered
   int64_t start = 0, end = 0;         // ns; end == start for instants and begin/end marks
   uint64_t corr = 0;                  // step index, batch id, counter subject …
-  uint64_t sample_id = 0;             // storage_read, preprocess
-  uint64_t batch_id = 0;              // preprocess, data_wait, batch_ready
+  uint64_t sample_id = 0;             // storage_read, preprocess; collective: communicator id
+  uint64_t batch_id = 0;              // preprocess, data_wait, batch_ready; collective: sequence number
   uint64_t bytes = 0;                 // storage_read, copies, collectives
   uint64_t queued_ns = 0;             // storage_read: wait for submission
   uint64_t file = 0;                  // storage_read: file name id (reader string id)

@@ -14,6 +14,8 @@
 namespace stallscope::analyzer {
 
 inline constexpr int kSchemaVersion = 1;
+// Minor version: additive fields (1.1: the cross-rank section).
+inline constexpr int kSchemaMinor = 1;
 
 // Which events defined the steps (most certain first).
 enum class StepSource : uint8_t { kStepEvents, kRanges, kDataWaits, kNone };
@@ -106,6 +108,28 @@ struct Timeline {
   std::vector<Lane> lanes;
 };
 
+// One collective instance as one rank saw it: the input of the cross-rank
+// pass (clock alignment, straggler wait). Times are the rank's monotonic ns.
+struct CollectiveInstance {
+  uint64_t comm_id = 0, seq = 0;  // same (comm_id, seq) on every rank = one instance
+  int64_t arrival_ns = 0;         // device-side start, or the blocking call's entry
+  int64_t end_ns = 0;             // device-side completion, or the blocking call's return
+  int64_t step_start_ns = 0;      // start of the step it falls in
+  uint32_t exposed_at = 0, exposed_n = 0;  // its exposed time: RankReport::collective_exposed
+};
+
+// A rank's share of the cross-rank picture (zero / empty with one rank).
+struct RankCross {
+  int64_t clock_offset_ns = 0;     // added to this rank's ns to reach the common time base
+  uint64_t times_last = 0;         // collective instances this rank arrived last at
+  uint64_t instances = 0;          // instances matched with other ranks
+  double p_value = 1;              // binomial: arriving last that often by chance
+  double median_margin_ms = 0;     // how much later than the second last, when last
+  int64_t waited_ns = 0;           // this rank's straggler wait, all steps
+  int64_t caused_ns = 0;           // other ranks' wait while this rank was the last
+  std::string top_cause;           // this rank's largest part over its steady steps
+};
+
 struct RankReport {
   int64_t rank = -1;
   std::string host;
@@ -131,12 +155,64 @@ struct RankReport {
   std::vector<Timeline> timelines;  // a typical and the longest steady step
   Drops drops;
   std::vector<std::string> warnings;
+  // Multi-rank input, filled by the engine: every matched-able collective
+  // instance (≈ 48 bytes each) and the pool of their exposed intervals.
+  std::vector<CollectiveInstance> collectives;
+  std::vector<std::pair<int64_t, int64_t>> collective_exposed;
+  int64_t realtime_offset_ns = 0;  // CLOCK_REALTIME − CLOCK_MONOTONIC at the recorder start
+  bool realtime_known = false;
+  RankCross cross;
+};
+
+// Who the others waited for (a rank named only when its lateness is more
+// than chance; DESIGN.md "Scale").
+struct Straggler {
+  int64_t rank = -1;
+  std::string host;
+  uint64_t times_last = 0, instances = 0;
+  double p_value = 1;
+  double median_margin_ms = 0;
+  int64_t caused_ns = 0;            // other ranks' straggler wait it caused
+  std::string cause;                // its own cause in the interval before arriving late
+  std::vector<std::pair<std::string, int64_t>> causes;  // cause → wait caused, largest first
+};
+
+// How the ranks' clocks were put on one time base.
+struct ClockAlignment {
+  std::string method;        // "single_host", "collectives", "wall_clock_only", "none"
+  size_t hosts = 0;
+  size_t matched = 0;        // collective instances used
+  double residual_skew_us = 0;   // median |residual| after alignment (collectives)
+  double max_error_ms = 0;   // wall_clock_only: how far it may be off
+  struct Host {
+    std::string host;
+    double offset_ms = 0;    // correction on top of the wall clock
+    double drift_ppm = 0;
+    size_t matched = 0;
+    double residual_us = 0;
+  };
+  std::vector<Host> per_host;
+  std::string note;          // one sentence for the reports
+};
+
+struct CrossRank {
+  bool present = false;      // two or more ranks
+  size_t ranks = 0;
+  ClockAlignment clock;
+  uint64_t instances = 0;    // collective instances seen on 2+ ranks
+  double step_max_over_median = 0;  // max over ranks of median step ÷ median of them
+  double arrival_skew_p50_ms = 0, arrival_skew_p90_ms = 0;  // last − first arrival
+  int64_t straggler_wait_ns = 0;     // all ranks, all steps
+  std::vector<Straggler> stragglers;
+  std::string common_cause;  // when no straggler: "all ranks: <cause>"
+  std::string summary;       // one line
 };
 
 struct Report {
   int schema_version = kSchemaVersion;
   std::vector<std::string> inputs;
   std::vector<RankReport> ranks;
+  CrossRank cross;
   std::vector<std::string> warnings;  // input-level: unreadable files …
   std::vector<std::string> errors;
 };

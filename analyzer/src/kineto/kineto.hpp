@@ -1,0 +1,106 @@
+// PyTorch profiler (Kineto) traces in: one Chrome-trace JSON file (plain or
+// gzip) becomes one rank's in-memory events (RankTrace), which the normal
+// analysis (analyze_rank) attributes; docs/kineto-import.md lists the fields
+// used and how.
+//
+//   auto imp = kineto::import_file("rank0.pt.trace.json.gz");  // throws ImportError
+//   RankReport r = kineto::analyze_imported(imp, opt);
+//
+// Input detection is by content (kineto::sniff), never by file name, so
+// stallscope's own .sst files and PyTorch traces can be passed together.
+// One file is held in memory while it is parsed (its JSON, decompressed,
+// plus simdjson's index); its events are then kept as compact Ev records.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stallscope/analyzer/analyzer.hpp"
+
+namespace stallscope::analyzer::kineto {
+
+// A file that cannot be imported; what() names the file and the byte
+// offset (of the decompressed JSON) or the field that was wrong.
+class ImportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Which writer produced the file (all are read by one mapping).
+enum class Schema : uint8_t {
+  kKineto,    // current: schemaVersion, lowercase categories (cpu_op, kernel, gpu_memcpy …)
+  kLegacy,    // older Kineto: Operator, Runtime, Kernel, Memcpy, tid "stream N"
+  kAutograd,  // the autograd profiler without Kineto: no "cat", pid "CPU functions"
+};
+std::string_view schema_name(Schema s) noexcept;
+
+// What the importer counted while mapping (shown in notes and tests).
+struct ImportStats {
+  uint64_t events = 0;  // trace events seen
+  uint64_t kept = 0;    // mapped to analyzer events
+  uint64_t steps = 0, data_waits = 0, kernels = 0, collectives = 0, copies = 0, api_calls = 0,
+           syncs = 0;
+  uint64_t skipped = 0;    // unusable events (missing ts/dur …)
+  std::string first_skip;  // why the first one was skipped, with its byte offset
+};
+
+// One PyTorch profiler file as one rank.
+struct ImportedRank {
+  RankTrace trace;         // times: ns of the file's clock (ts × 1000)
+  int64_t rank = -1;       // distributedInfo.rank; -1 when absent
+  int64_t world_size = 0;  // distributedInfo.world_size; 0 when absent
+  // Wall-clock ns (CLOCK_REALTIME) of trace time 0: baseTimeNanoseconds,
+  // 0 when absent (older files: ts are already absolute µs).
+  int64_t base_time_ns = 0;
+  std::string file;
+  Schema schema = Schema::kKineto;
+  uint64_t json_bytes = 0;  // decompressed size
+  ImportStats stats;
+  std::vector<std::string> warnings;
+};
+
+// True when `path` is a regular file whose content (after gunzip) is a
+// PyTorch profiler trace: JSON opening with an object holding traceEvents
+// or schemaVersion, or an array of trace events; stallscope's own Chrome
+// export (otherData.generator "stallscope") is not.
+bool sniff(const std::string& path);
+
+// The JSON text of `path`, gunzipped when it starts with the gzip magic,
+// with simdjson's padding after size(). Throws ImportError.
+std::string read_json(const std::string& path);
+
+// Parses and maps one file. Throws ImportError (malformed JSON, truncated
+// gzip, no traceEvents …); unusable single events are skipped, counted and
+// named in `warnings`.
+ImportedRank import_file(const std::string& path);
+// The same from JSON text already in memory (`json` must have
+// simdjson::SIMDJSON_PADDING bytes of capacity past its size).
+ImportedRank import_json(const std::string& json, const std::string& name);
+
+// Analyzes one imported rank with the normal engine, then adds what a
+// profiler trace cannot say (no loader lineage, no CPU samples) to the
+// warnings and the DataLoader remedy for an unsplit data stall.
+RankReport analyze_imported(const ImportedRank& r, const AnalyzeOptions& opt);
+
+// The seam for the cross-rank pass: every PyTorch profiler trace among
+// `paths` (files, or directories holding *.json / *.json.gz files), each
+// imported as one rank with its rank id and wall-clock base. Files that
+// fail go to `errors`. Paths holding no profiler trace are returned in
+// `rest` for stallscope's own reader (a directory may feed both).
+struct Imported {
+  std::vector<ImportedRank> ranks;
+  std::vector<std::string> errors;
+  std::vector<std::string> rest;
+};
+Imported import_paths(const std::vector<std::string>& paths);
+
+// The input hook of analyze_paths: imports and analyzes the profiler traces
+// among `paths` into `rep` (ranks, errors) and returns the paths left for
+// stallscope's own reader.
+std::vector<std::string> analyze_kineto_inputs(const std::vector<std::string>& paths,
+                                               const AnalyzeOptions& opt, Report& rep);
+
+}  // namespace stallscope::analyzer::kineto

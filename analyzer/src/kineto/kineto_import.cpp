@@ -1,0 +1,111 @@
+// Files and directories in: which paths hold PyTorch profiler traces (by
+// content), and the import of each file as one rank.
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "kineto/kineto_internal.hpp"
+
+namespace stallscope::analyzer::kineto {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Found {
+  std::vector<std::string> files;  // profiler traces
+  bool rest = false;               // the path also (or only) holds other inputs
+};
+
+Found scan_dir(const std::string& dir) {
+  Found f;
+  std::error_code ec;
+  bool own = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string p = it->path().string();
+    if (it->path().extension() == ".sst")
+      own = true;
+    else if (it->path().filename().string()[0] != '.' && sniff(p))
+      f.files.push_back(p);
+  }
+  std::sort(f.files.begin(), f.files.end());
+  // stallscope's reader lists the .sst files, or says why there are none.
+  f.rest = own || f.files.empty() || ec;
+  return f;
+}
+
+Found scan(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!ec && fs::is_directory(st)) return scan_dir(path);
+  Found f;
+  if (!ec && fs::is_regular_file(st) && sniff(path))
+    f.files.push_back(path);
+  else
+    f.rest = true;
+  return f;
+}
+
+void for_each_import(const std::vector<std::string>& paths, std::vector<std::string>& errors,
+                     std::vector<std::string>& rest,
+                     const std::function<void(ImportedRank&&)>& fn) {
+  for (const auto& p : paths) {
+    Found f = scan(p);
+    if (f.rest) rest.push_back(p);
+    for (const auto& file : f.files) {
+      try {
+        fn(import_file(file));
+      } catch (const ImportError& e) {
+        errors.push_back(e.what());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view schema_name(Schema s) noexcept {
+  switch (s) {
+    case Schema::kKineto:
+      return "Kineto";
+    case Schema::kLegacy:
+      return "Kineto (older schema)";
+    case Schema::kAutograd:
+      return "autograd profiler";
+  }
+  return "?";
+}
+
+ImportedRank import_json(const std::string& json, const std::string& name) {
+  ImportedRank out;
+  out.file = name;
+  out.json_bytes = json.size();
+  Mapper m(out);
+  parse_trace(json, name, m, out);
+  m.finish();
+  return out;
+}
+
+ImportedRank import_file(const std::string& path) {
+  const std::string json = read_json(path);
+  return import_json(json, path);
+}
+
+Imported import_paths(const std::vector<std::string>& paths) {
+  Imported out;
+  for_each_import(paths, out.errors, out.rest,
+                  [&](ImportedRank&& r) { out.ranks.push_back(std::move(r)); });
+  return out;
+}
+
+std::vector<std::string> analyze_kineto_inputs(const std::vector<std::string>& paths,
+                                               const AnalyzeOptions& opt, Report& rep) {
+  std::vector<std::string> rest;
+  // One file in memory at a time: imported, analyzed, dropped.
+  for_each_import(paths, rep.errors, rest,
+                  [&](ImportedRank&& r) { rep.ranks.push_back(analyze_imported(r, opt)); });
+  return rest;
+}
+
+}  // namespace stallscope::analyzer::kineto

@@ -1,0 +1,100 @@
+// The cross-rank pass: clocks, straggler wait, then the per-rank and
+// run-wide figures the reports show (imbalance, top causes, one summary).
+#include <algorithm>
+#include <cstdio>
+
+#include "../summary.hpp"
+#include "multirank_internal.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+// Per-part statistics over steady steps again, after parts moved.
+void resummarize_parts(RankReport& r) {
+  std::array<std::vector<int64_t>, kPartCount> parts;
+  int64_t total = 0;
+  for (auto& p : r.parts) p.total_ns = 0;
+  for (const auto& s : r.steps) {
+    if (s.warmup) continue;
+    total += s.wall();
+    for (size_t p = 0; p < kPartCount; ++p) {
+      parts[p].push_back(s.parts[p]);
+      r.parts[p].total_ns += s.parts[p];
+    }
+  }
+  for (size_t p = 0; p < kPartCount; ++p) {
+    r.parts[p].share =
+        total > 0 ? static_cast<double>(r.parts[p].total_ns) / static_cast<double>(total) : 0;
+    r.parts[p].p50_ms = percentile_ms(parts[p], 0.5);
+    r.parts[p].p90_ms = percentile_ms(parts[p], 0.9);
+  }
+}
+
+std::string top_cause(const RankReport& r) {
+  size_t best = 0;
+  for (size_t p = 1; p < kPartCount; ++p)
+    if (r.parts[p].total_ns > r.parts[best].total_ns) best = p;
+  return r.parts[best].total_ns > 0 ? std::string(part_label(static_cast<Part>(best))) : "";
+}
+
+double max_over_median(const std::vector<RankReport>& ranks) {
+  std::vector<double> v;
+  for (const auto& r : ranks)
+    if (r.steady_steps > 0) v.push_back(r.step_p50_ms);
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double med = v[v.size() / 2];
+  return med > 0 ? v.back() / med : 0;
+}
+
+std::string summary_line(const CrossRank& c) {
+  char buf[320];
+  if (!c.stragglers.empty()) {
+    const Straggler& s = c.stragglers.front();
+    std::snprintf(
+        buf, sizeof buf,
+        "straggler: rank %lld (%s) arrived last at %llu of %llu collectives, by %.1f ms (median); "
+        "the others waited %.1f ms for it in all; its cause: %s",
+        static_cast<long long>(s.rank), s.host.c_str(),
+        static_cast<unsigned long long>(s.times_last), static_cast<unsigned long long>(s.instances),
+        s.median_margin_ms, static_cast<double>(s.caused_ns) / 1e6, s.cause.c_str());
+  } else if (c.instances == 0) {
+    std::snprintf(buf, sizeof buf,
+                  "%zu ranks; no collective matched across ranks: no straggler analysis", c.ranks);
+  } else {
+    std::snprintf(buf, sizeof buf, "no straggler among %zu ranks (arrival skew p50 %.2f ms)%s%s",
+                  c.ranks, c.arrival_skew_p50_ms, c.common_cause.empty() ? "" : "; ",
+                  c.common_cause.c_str());
+  }
+  return buf;
+}
+
+}  // namespace
+
+void analyze_cross_rank(Report& r, const CrossRankOptions& opt) {
+  if (r.ranks.size() < 2) return;
+  CrossRank& c = r.cross;
+  c = CrossRank{};
+  c.present = true;
+  c.ranks = r.ranks.size();
+  std::vector<multirank::RankClock> clocks;
+  c.clock = multirank::align_clocks(r.ranks, opt, &clocks);
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    RankReport& rk = r.ranks[i];
+    rk.cross = RankCross{};
+    const int64_t t = rk.steps.empty() ? 0 : rk.steps.front().start_ns;
+    rk.cross.clock_offset_ns = clocks[i].to_common(t) - t;
+  }
+  multirank::attribute_stragglers(r, clocks, opt);
+  for (auto& rk : r.ranks) {
+    resummarize_parts(rk);
+    rk.cross.top_cause = top_cause(rk);
+  }
+  for (auto& rk : r.ranks) multirank::refresh_verdict(rk, c);
+  c.step_max_over_median = max_over_median(r.ranks);
+  c.summary = summary_line(c);
+  if (c.clock.method == "wall_clock_only") r.warnings.push_back(c.clock.note);
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,398 @@
+// PyTorch profiler traces written by the test in both schemas, imported and
+// analyzed; every expected part is computed by hand from the event times.
+#define BOOST_TEST_MODULE kineto_import
+#include <fstream>
+#include <functional>
+#include <tuple>
+
+#include <boost/test/unit_test.hpp>
+
+#include "kineto/kineto.hpp"
+#include "kineto/kineto_writer.hpp"
+
+using namespace stallscope;
+using analyzer::Part;
+using analyzer::RankReport;
+namespace kin = analyzer::kineto;
+using testing::KinetoWriter;
+
+namespace {
+
+constexpr double kTol = 1e-6;  // ms
+
+double mean_ms(const RankReport& r, Part p) {
+  return r.steady_steps == 0
+             ? -1
+             : double(r.parts[analyzer::idx(p)].total_ns) / 1e6 / double(r.steady_steps);
+}
+
+kin::ImportedRank import_text(const std::string& json, const std::string& name = "mem.json") {
+  std::string s = json;
+  s.reserve(s.size() + 64);  // simdjson's padding
+  return kin::import_json(s, name);
+}
+
+bool has_remedy(const RankReport& r, const std::string& id) {
+  for (const auto& m : r.remedies)
+    if (m.id == id) return true;
+  return false;
+}
+
+bool warned(const RankReport& r, const std::string& text) {
+  for (const auto& w : r.warnings)
+    if (w.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string import_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const kin::ImportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// 6 steps of 100 ms: DataLoader 0-60, launch 60-65, kernel 65-95, host 95-100.
+KinetoWriter loader_bound(KinetoWriter::Schema s) {
+  KinetoWriter w(s);
+  for (int i = 0; i < 6; ++i) {
+    const double o = i * 100.0;
+    w.step(i + 1, o, o + 100).dataloader(o, o + 60).op("aten::mm", o + 60, o + 66);
+    w.python("train.py(12): forward", o + 60, o + 96).runtime(o + 60, o + 65, "cudaLaunchKernel");
+    w.kernel(o + 65, o + 95);
+  }
+  return w;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(kineto_import)
+
+BOOST_AUTO_TEST_CASE(dataloader_bound_steps_are_an_unsplit_data_stall_with_dataloader_remedy) {
+  for (auto schema : {KinetoWriter::kCurrent, KinetoWriter::kLegacy}) {
+    const auto imp = import_text(loader_bound(schema).json());
+    BOOST_TEST(imp.stats.steps == 6u);
+    BOOST_TEST(imp.stats.data_waits == 6u);
+    BOOST_TEST(imp.stats.kernels == 6u);
+    BOOST_TEST(imp.stats.api_calls == 6u);
+    BOOST_TEST((imp.schema ==
+                (schema == KinetoWriter::kCurrent ? kin::Schema::kKineto : kin::Schema::kLegacy)));
+    const auto r = kin::analyze_imported(imp, {});
+    BOOST_TEST(r.steps.size() == 6u);
+    BOOST_TEST(r.steady_steps == 5u);
+    BOOST_TEST(mean_ms(r, Part::kDataUnknown) == 60.0, boost::test_tools::tolerance(kTol));
+    BOOST_TEST(mean_ms(r, Part::kDataStorage) == 0.0);
+    BOOST_TEST(mean_ms(r, Part::kDataPreprocess) == 0.0);
+    BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));
+    BOOST_TEST(mean_ms(r, Part::kHostLaunch) == 5.0, boost::test_tools::tolerance(kTol));
+    BOOST_TEST(mean_ms(r, Part::kHostCpu) == 5.0, boost::test_tools::tolerance(kTol));
+    BOOST_TEST(r.cause.find("input-bound") != std::string::npos, r.cause);
+    BOOST_REQUIRE(!r.remedies.empty());
+    BOOST_TEST(r.remedies[0].id == "tune_dataloader");
+    BOOST_TEST(r.remedies[0].pytorch_knob.find("num_workers") != std::string::npos);
+    BOOST_TEST(r.remedies[0].pytorch_knob.find("pin_memory") != std::string::npos);
+    BOOST_TEST(r.remedies[0].pytorch_knob.find("prefetch_factor") != std::string::npos);
+    BOOST_TEST(r.remedies[0].loader_knob.find("stallscope run") != std::string::npos);
+    BOOST_TEST(r.remedies[0].bound);
+    BOOST_TEST(r.remedies[0].predicted_step_ms == 40.0, boost::test_tools::tolerance(kTol));
+    BOOST_TEST(warned(r, "cannot be split into storage and preprocessing"));
+    BOOST_TEST(warned(r, "detection: profiler annotation"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pageable_h2d_copy_is_exposed_h2d_and_proposes_pinned_memory) {
+  KinetoWriter w(KinetoWriter::kLegacy);
+  for (int i = 0; i < 6; ++i) {
+    const double o = i * 50.0;
+    w.step(i + 1, o, o + 50).memcpy(o, o + 20, "Memcpy HtoD (Pageable -> Device)", 100 << 20);
+    w.kernel(o + 20, o + 50);
+  }
+  const auto imp = import_text(w.json());
+  BOOST_TEST((imp.schema == kin::Schema::kLegacy));
+  size_t h2d = 0;
+  for (const auto& e : imp.trace.events) {
+    if (e.kind != format::Kind::kH2D) continue;
+    ++h2d;
+    BOOST_TEST(e.bytes == uint64_t{100} << 20);
+    BOOST_TEST(e.src == uint8_t(format::MemKind::kPageable));
+    BOOST_TEST(e.dst == uint8_t(format::MemKind::kDevice));
+  }
+  BOOST_TEST(h2d == 6u);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(mean_ms(r, Part::kCopyH2D) == 20.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(has_remedy(r, "pinned_memory"));
+  BOOST_TEST(!has_remedy(r, "tune_dataloader"));
+}
+
+BOOST_AUTO_TEST_CASE(memcpy_names_give_direction_and_memory_kinds) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  w.step(1, 0, 10)
+      .memcpy(0, 1, "Memcpy HtoD (Pagable -> Device)", 10)  // older Kineto's spelling
+      .memcpy(1, 2, "Memcpy HtoD (Pinned -> Device)", 20)
+      .memcpy(2, 3, "Memcpy DtoH (Device -> Pinned)", 30)
+      .memcpy(3, 4, "Memcpy DtoD (Device -> Device)", 40);
+  const auto imp = import_text(w.json());
+  std::vector<std::tuple<format::Kind, uint8_t, uint64_t>> got;
+  for (const auto& e : imp.trace.events)
+    if (e.kind != format::Kind::kStep) got.emplace_back(e.kind, e.src, e.bytes);
+  BOOST_REQUIRE(got.size() == 4u);
+  BOOST_TEST((got[0] ==
+              std::tuple{format::Kind::kH2D, uint8_t(format::MemKind::kPageable), uint64_t{10}}));
+  BOOST_TEST(
+      (got[1] == std::tuple{format::Kind::kH2D, uint8_t(format::MemKind::kPinned), uint64_t{20}}));
+  BOOST_TEST(
+      (got[2] == std::tuple{format::Kind::kD2H, uint8_t(format::MemKind::kDevice), uint64_t{30}}));
+  BOOST_TEST(
+      (got[3] == std::tuple{format::Kind::kD2D, uint8_t(format::MemKind::kDevice), uint64_t{40}}));
+}
+
+BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_part) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  for (int i = 0; i < 6; ++i) {
+    const double o = i * 100.0;
+    w.step(i + 1, o, o + 100).kernel(o, o + 60).nccl(o + 40, o + 90, 1 << 20, "Float", 2);
+  }
+  const auto imp = import_text(w.json());
+  BOOST_TEST(imp.stats.collectives == 6u);
+  BOOST_TEST(imp.stats.kernels == 6u);
+  uint64_t seq = 0;
+  for (const auto& e : imp.trace.events) {
+    if (e.kind != format::Kind::kCollective) continue;
+    BOOST_TEST(e.bytes == uint64_t{4} << 20);  // 2^20 floats
+    BOOST_TEST(e.worker == uint32_t(format::CollOp::kAllReduce));
+    BOOST_TEST(e.count == 2u);        // group size
+    BOOST_TEST(e.batch_id == ++seq);  // per-communicator sequence
+    BOOST_TEST(e.sample_id != 0u);
+  }
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(mean_ms(r, Part::kCompute) == 60.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kCommTransfer) == 30.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kStragglerWait) == 0.0);
+  BOOST_TEST(mean_ms(r, Part::kHostCpu) == 10.0, boost::test_tools::tolerance(kTol));
+}
+
+BOOST_AUTO_TEST_CASE(sync_calls_are_blocking_syncs_by_name_and_by_cuda_sync_correlation) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  w.step(1, 0, 10).runtime(0, 1, "cudaStreamSynchronize").runtime(1, 2, "cudaLaunchKernel");
+  w.runtime(2, 3, "cudaMemcpyAsync");  // correlation 1 (no kernel written yet)
+  w.raw(
+      R"({"ph": "X", "cat": "cuda_sync", "name": "Stream Synchronize", "pid": 0, "tid": 7, "ts": 2000.000, "dur": 1000.000, "args": {"cuda_sync_kind": "Stream Synchronize", "stream": 7, "correlation": 1, "device": 0}})");
+  const auto imp = import_text(w.json());
+  BOOST_TEST(imp.stats.syncs == 3u);  // by name (1), and both correlation-1 calls
+  BOOST_TEST(imp.stats.api_calls == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(timestamps_keep_every_nanosecond) {
+  KinetoWriter w(KinetoWriter::kLegacy);
+  w.raw(
+      R"({"ph": "X", "cat": "Operator", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 1700000000000000.123, "dur": 2.5, "args": {}})");
+  w.raw(
+      R"({"ph": "X", "cat": "Operator", "name": "ProfilerStep#8", "pid": 1, "tid": 1, "ts": 1.5e3, "dur": 1, "args": {}})");
+  w.raw(
+      R"({"ph": "X", "cat": "Operator", "name": "ProfilerStep#9", "pid": 1, "tid": 1, "ts": 12.0005, "dur": 0.0004, "args": {}})");
+  const auto imp = import_text(w.json());
+  BOOST_REQUIRE(imp.trace.events.size() == 3u);
+  BOOST_TEST(imp.trace.events[0].start == int64_t{1700000000000000123});
+  BOOST_TEST(imp.trace.events[0].dur() == 2500);
+  BOOST_TEST(imp.trace.events[0].corr == 7u);
+  BOOST_TEST(imp.trace.events[1].start == 1500000);
+  BOOST_TEST(imp.trace.events[2].start == 12001);  // rounded to the ns
+  BOOST_TEST(imp.trace.events[2].dur() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(two_ranks_with_a_straggler) {
+  const int64_t base = 1'700'000'000'000'000'000;
+  auto rank = [&](int r, double compute) {
+    KinetoWriter w(KinetoWriter::kCurrent);
+    w.rank = r;
+    w.world = 2;
+    // Rank 1 started its profiler 5 ms later: its trace times are 5 ms smaller.
+    const double shift = r == 1 ? -5.0 : 0.0;
+    w.base_ns = base + (r == 1 ? 5'000'000 : 0);
+    for (int i = 0; i < 10; ++i) {
+      const double o = i * 100.0 + 10 + shift;
+      w.step(i + 1, o, o + 100)
+          .kernel(o, o + compute)
+          .nccl(o + compute, o + 90, 1 << 20, "Float", 2);
+    }
+    return w.json();
+  };
+  const auto dir = testing::test_dir("two_ranks");
+  testing::write_gzip(dir / "rank0.pt.trace.json.gz", rank(0, 40));
+  testing::write_file(dir / "rank1.pt.trace.json", rank(1, 80));
+
+  const auto r0 = kin::import_file((dir / "rank0.pt.trace.json.gz").string());
+  const auto r1 = kin::import_file((dir / "rank1.pt.trace.json").string());
+  BOOST_TEST(r0.rank == 0);
+  BOOST_TEST(r1.rank == 1);
+  BOOST_TEST(r0.world_size == 2);
+  BOOST_TEST(r0.base_time_ns == base);
+  BOOST_TEST(r1.base_time_ns == base + 5'000'000);
+  // Per rank: rank 0 computes 40 ms and sits in the allreduce for 50 ms
+  // (waiting for rank 1); rank 1 computes 80 ms and reduces for 10 ms.
+  const auto a0 = kin::analyze_imported(r0, {});
+  const auto a1 = kin::analyze_imported(r1, {});
+  BOOST_TEST(mean_ms(a0, Part::kCompute) == 40.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(a0, Part::kCommTransfer) == 50.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(a1, Part::kCompute) == 80.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(a1, Part::kCommTransfer) == 10.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(a0.realtime_known);
+  BOOST_TEST(a0.realtime_offset_ns == base);
+
+  // Through `stallscope report DIR/`: both files found by content, one rank each.
+  const auto rep = analyzer::analyze_paths({dir.string()}, {});
+  BOOST_TEST(rep.errors.empty());
+  BOOST_REQUIRE(rep.ranks.size() == 2u);
+  for (const auto& rr : rep.ranks) {
+    const double comm = mean_ms(rr, Part::kCommTransfer) + mean_ms(rr, Part::kStragglerWait);
+    BOOST_TEST(comm == (rr.rank == 0 ? 50.0 : 10.0), boost::test_tools::tolerance(kTol));
+    BOOST_TEST(rr.collectives.size() == 10u);
+  }
+  // The cross-rank pass (multirank) is expected to name rank 1 and carve
+  // rank 0's 40 ms of waiting out of its transfer; reported, not required here.
+  BOOST_WARN(rep.cross.present);
+  BOOST_WARN(!rep.cross.stragglers.empty() && rep.cross.stragglers[0].rank == 1);
+  BOOST_TEST_MESSAGE("cross-rank: " << rep.cross.summary);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_json_names_the_file_and_byte) {
+  const std::string good = loader_bound(KinetoWriter::kCurrent).json();
+  // Cut inside an event, right after a key's colon.
+  const size_t cut = good.find("\"ts\":", good.size() / 2) + 5;
+  std::string e = import_error([&] { import_text(good.substr(0, cut), "cut.json"); });
+  BOOST_TEST(e.find("cut.json") != std::string::npos, e);
+  BOOST_TEST(e.find("ends at byte " + std::to_string(cut)) != std::string::npos, e);
+  // Cut inside a string.
+  const size_t in_string = good.find("\"name\": \"", good.size() / 2) + 12;
+  e = import_error([&] { import_text(good.substr(0, in_string), "cut2.json"); });
+  BOOST_TEST(e.find("cut2.json") != std::string::npos, e);
+  BOOST_TEST(e.find("ends at byte " + std::to_string(in_string)) != std::string::npos, e);
+  // A bad token in the middle of the event list.
+  std::string bad = good;
+  bad.replace(bad.find("\"dur\": ", good.size() / 2) + 7, 1, "x");
+  e = import_error([&] { import_text(bad, "bad.json"); });
+  BOOST_TEST(e.find("bad.json") != std::string::npos, e);
+  BOOST_TEST(e.find("byte " + std::to_string(bad.find("\"dur\": x") + 7)) != std::string::npos, e);
+  BOOST_TEST(e.find("\"dur\"") != std::string::npos, e);
+  // Not JSON at all after a promising start.
+  e = import_error([&] { import_text("{\"traceEvents\": [ nope ]}", "nope.json"); });
+  BOOST_TEST(e.find("nope.json") != std::string::npos, e);
+  BOOST_TEST(e.find("byte 18") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_gzip_is_an_error_naming_file_and_offset) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  for (int i = 0; i < 300; ++i)
+    w.step(i + 1, i * 10.0, i * 10.0 + 10).kernel(i * 10.0, i * 10.0 + 9);
+  const auto dir = testing::test_dir("truncated_gzip");
+  const auto full = dir / "full.json.gz";
+  testing::write_gzip(full, w.json());
+  const auto size = std::filesystem::file_size(full);
+  std::filesystem::copy_file(full, dir / "cut.json.gz");
+  std::filesystem::resize_file(dir / "cut.json.gz", size / 2);
+  const std::string cut = (dir / "cut.json.gz").string();
+  BOOST_TEST(kin::sniff(cut));  // its head is still a profiler trace: ours to report
+  const std::string e = import_error([&] { kin::import_file(cut); });
+  BOOST_TEST(e.find(cut) != std::string::npos, e);
+  BOOST_TEST(e.find("truncated gzip") != std::string::npos, e);
+  BOOST_TEST(e.find("byte " + std::to_string(size / 2)) != std::string::npos, e);
+  // Through analyze_paths: the error is reported; the good file still analyzed.
+  std::filesystem::remove(dir / "full.json.gz");
+  testing::write_file(dir / "good.json", loader_bound(KinetoWriter::kCurrent).json());
+  const auto rep = analyzer::analyze_paths({dir.string()}, {});
+  BOOST_TEST(rep.ranks.size() == 1u);
+  BOOST_REQUIRE(rep.errors.size() == 1u);
+  BOOST_TEST(rep.errors[0].find("truncated gzip") != std::string::npos);
+  // A corrupt stream (bytes flipped past the header).
+  std::string bytes;
+  {
+    std::ifstream in(dir / "cut.json.gz", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (size_t i = 200; i < 260 && i < bytes.size(); ++i) bytes[i] = char(~bytes[i]);
+  testing::write_file(dir / "corrupt.json.gz", bytes);
+  const std::string e2 =
+      import_error([&] { kin::import_file((dir / "corrupt.json.gz").string()); });
+  BOOST_TEST(e2.find("corrupt.json.gz") != std::string::npos, e2);
+  BOOST_TEST(e2.find("byte") != std::string::npos, e2);
+}
+
+BOOST_AUTO_TEST_CASE(missing_fields_skip_the_event_or_fail_the_file) {
+  KinetoWriter w = loader_bound(KinetoWriter::kCurrent);
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "no_dur", "pid": 0, "tid": 7, "ts": 5.0})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "no_ts", "pid": 0, "tid": 7, "dur": 5.0})");
+  w.raw(R"({"cat": "kernel", "name": "no_ph", "pid": 0, "tid": 7, "ts": 1.0, "dur": 5.0})");
+  w.raw(R"(17)");
+  const std::string json = w.json();
+  const auto imp = import_text(json, "gaps.json");
+  BOOST_TEST(imp.stats.skipped == 4u);
+  BOOST_TEST(imp.stats.first_skip.find("no \"dur\"") != std::string::npos, imp.stats.first_skip);
+  const std::string at =
+      "byte " +
+      std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"no_dur\""));
+  BOOST_TEST(imp.stats.first_skip.find(at) != std::string::npos,
+             imp.stats.first_skip << " vs " << at);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(warned(r, "gaps.json: 4 trace event(s) skipped"));
+  BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0,
+             boost::test_tools::tolerance(kTol));  // the rest intact
+
+  std::string e = import_error(
+      [] { import_text(R"({"schemaVersion": 1, "deviceProperties": []})", "empty.json"); });
+  BOOST_TEST(e.find("empty.json") != std::string::npos, e);
+  BOOST_TEST(e.find("traceEvents") != std::string::npos, e);
+  e = import_error(
+      [] { import_text(R"({"schemaVersion": 1, "traceEvents": {"a": 1}})", "obj.json"); });
+  BOOST_TEST(e.find("\"traceEvents\" is not an array") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_CASE(any_cut_or_flipped_byte_gives_a_result_or_an_error_never_a_crash) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  w.step(1, 0, 10).dataloader(0, 5).runtime(5, 6, "cudaLaunchKernel").kernel(6, 9);
+  w.nccl(8, 9, 1024, "BFloat16", 2).memcpy(9, 10, "Memcpy HtoD (Pageable -> Device)", 4096);
+  const std::string good = w.json();
+  size_t errors = 0, results = 0;
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    std::string e = import_error([&] { import_text(good.substr(0, cut)); });
+    (e.empty() ? results : errors) += 1;
+  }
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    std::string e = import_error([&] { kin::analyze_imported(import_text(bad), {}); });
+    (e.empty() ? results : errors) += 1;
+  }
+  BOOST_TEST(errors > good.size() / 2);  // most cuts are malformed JSON
+  BOOST_TEST(results > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(detection_is_by_content) {
+  const auto dir = testing::test_dir("detection");
+  const std::string trace = loader_bound(KinetoWriter::kCurrent).json();
+  testing::write_file(dir / "a_trace.txt", trace);  // any name
+  testing::write_gzip(dir / "b.json.gz", loader_bound(KinetoWriter::kLegacy).json());
+  testing::write_file(
+      dir / "export.json",
+      R"({"displayTimeUnit":"ns","otherData":{"generator":"stallscope"},"traceEvents":[]})");
+  testing::write_file(dir / "report.json", R"({"schema_version": 1, "ranks": []})");
+  testing::write_file(dir / "binary.json", std::string("SSTR\0\1\2\3", 8));
+  testing::write_file(dir / "empty.json", "");
+  BOOST_TEST(kin::sniff((dir / "a_trace.txt").string()));
+  BOOST_TEST(kin::sniff((dir / "b.json.gz").string()));
+  BOOST_TEST(!kin::sniff((dir / "export.json").string()));
+  BOOST_TEST(!kin::sniff((dir / "report.json").string()));
+  BOOST_TEST(!kin::sniff((dir / "binary.json").string()));
+  BOOST_TEST(!kin::sniff((dir / "empty.json").string()));
+  BOOST_TEST(!kin::sniff((dir / "missing.json").string()));
+  const auto imp = kin::import_paths({dir.string()});
+  BOOST_TEST(imp.ranks.size() == 2u);
+  BOOST_TEST(imp.errors.empty());
+  BOOST_TEST(imp.rest.empty());  // no .sst files: nothing for stallscope's reader
+  const auto one = kin::import_paths({(dir / "report.json").string()});
+  BOOST_TEST(one.ranks.empty());
+  BOOST_TEST(one.rest.size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
