@@ -1,0 +1,93 @@
+#include "fd_table.hpp"
+
+#include <sched.h>
+
+namespace stallscope::preload {
+
+namespace {
+constexpr int kWriterSpins = 1000;  // then yield; writers hold a slot for nanoseconds
+}  // namespace
+
+// Zero-filled static storage (every slot kUnseen, generation 0). Should a
+// compiler initialize it at load time rather than at compile time, a call
+// traced before that only loses its slot, classified again at next use.
+FdTable g_fd_table;
+
+bool FdTable::read(int fd, FdInfo* out) const noexcept {
+  if (!in_range(fd)) return false;
+  const Slot& s = slots_[fd];
+  const uint32_t s1 = s.seq.load(std::memory_order_acquire);
+  if (s1 & 1u) return false;
+  out->gen = s1 >> 1;
+  out->kind = static_cast<FdKind>(s.kind.load(std::memory_order_relaxed));
+  out->tier = s.tier.load(std::memory_order_relaxed);
+  out->flags = s.flags.load(std::memory_order_relaxed);
+  out->path = s.path.load(std::memory_order_relaxed);
+  out->channel = s.channel.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.seq.load(std::memory_order_relaxed) == s1;
+}
+
+bool FdTable::write(int fd, const FdInfo& info, uint32_t expect_gen) noexcept {
+  if (!in_range(fd)) return false;
+  Slot& s = slots_[fd];
+  uint32_t cur = s.seq.load(std::memory_order_relaxed);
+  for (int spin = 0;; ++spin) {
+    if (expect_gen != ~0u && (cur >> 1) != expect_gen) return false;
+    if (!(cur & 1u) && s.seq.compare_exchange_weak(cur, cur + 1, std::memory_order_acquire,
+                                                   std::memory_order_relaxed)) {
+      break;
+    }
+    if (spin > kWriterSpins) sched_yield();
+    cur = s.seq.load(std::memory_order_relaxed);
+  }
+  s.kind.store(static_cast<uint8_t>(info.kind), std::memory_order_relaxed);
+  s.tier.store(info.tier, std::memory_order_relaxed);
+  s.flags.store(info.flags, std::memory_order_relaxed);
+  s.path.store(info.path, std::memory_order_relaxed);
+  s.channel.store(info.channel, std::memory_order_relaxed);
+  s.method.store(0, std::memory_order_relaxed);
+  s.pos.store(0, std::memory_order_relaxed);
+  s.seq.store(cur + 2, std::memory_order_release);
+  return true;
+}
+
+void FdTable::forget_range(unsigned lo, unsigned hi) noexcept {
+  for (unsigned fd = lo; fd <= hi && fd < unsigned(kMaxTrackedFd); ++fd) {
+    // Untouched slots stay untouched: closing 0..~0U must not fault in the table.
+    if (slots_[fd].seq.load(std::memory_order_relaxed) == 0) continue;
+    forget(static_cast<int>(fd));
+  }
+}
+
+void FdTable::copy(int from, int to) noexcept {
+  FdInfo info;
+  if (!read(from, &info)) info = FdInfo{};
+  const uint64_t pos = position(from);
+  const uint8_t method = cache_method(from);
+  if (write(to, info)) {
+    set_position(to, pos);
+    set_cache_method(to, method);
+  }
+}
+
+uint64_t FdTable::position(int fd) const noexcept {
+  return in_range(fd) ? slots_[fd].pos.load(std::memory_order_relaxed) : 0;
+}
+void FdTable::set_position(int fd, uint64_t pos) noexcept {
+  if (in_range(fd)) slots_[fd].pos.store(pos, std::memory_order_relaxed);
+}
+void FdTable::advance(int fd, uint64_t bytes) noexcept {
+  if (in_range(fd)) slots_[fd].pos.fetch_add(bytes, std::memory_order_relaxed);
+}
+uint8_t FdTable::cache_method(int fd) const noexcept {
+  return in_range(fd) ? slots_[fd].method.load(std::memory_order_relaxed) : 0;
+}
+void FdTable::set_cache_method(int fd, uint8_t method) noexcept {
+  if (in_range(fd)) slots_[fd].method.store(method, std::memory_order_relaxed);
+}
+void FdTable::add_flags(int fd, uint8_t flags) noexcept {
+  if (in_range(fd)) slots_[fd].flags.fetch_or(flags, std::memory_order_relaxed);
+}
+
+}  // namespace stallscope::preload

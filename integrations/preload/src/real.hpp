@@ -1,0 +1,45 @@
+// The real libc functions behind the shim's wrappers, found lazily with
+// dlsym(RTLD_NEXT). dlsym may allocate, and an allocator (jemalloc,
+// tcmalloc, a constructor of another library) may open or read a file
+// meanwhile: a call that arrives while this thread is resolving gets a raw
+// system call instead of recursing (RELIABILITY.md 9).
+#pragma once
+
+#include <atomic>
+
+// decltype(&::read) carries libc's nonnull/warn_unused attributes; harmless.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+
+namespace stallscope::preload {
+
+// True while the calling thread is inside dlsym.
+bool resolving() noexcept;
+// dlsym(RTLD_NEXT, name) with the recursion guard; nullptr if unavailable.
+void* resolve_next(const char* name) noexcept;
+
+// One lazily resolved pointer per wrapped function. `fallback` (may be
+// nullptr) serves calls made while dlsym runs.
+template <typename Fn>
+class Real {
+ public:
+  constexpr Real(const char* name, Fn fallback) : name_(name), fallback_(fallback) {}
+  Fn get() noexcept {
+    Fn f = fn_.load(std::memory_order_acquire);
+    if (__builtin_expect(f != nullptr, 1)) return f;
+    if (resolving()) return fallback_;
+    f = reinterpret_cast<Fn>(resolve_next(name_));
+    if (f != nullptr) fn_.store(f, std::memory_order_release);
+    return f != nullptr ? f : fallback_;
+  }
+
+ private:
+  const char* name_;
+  Fn fallback_;
+  std::atomic<Fn> fn_{nullptr};
+};
+
+}  // namespace stallscope::preload
+
+// Declares the real pointer of `name` with the type of the shim's wrapper.
+#define STALLSCOPE_REAL(name, fallback) \
+  static ::stallscope::preload::Real<decltype(&::name)> real_##name(#name, fallback)

@@ -1,0 +1,105 @@
+// Shim start: configuration, the follow policy for this very program, the
+// channel board, the injection variables, and the recorder. Calls made
+// before this constructor ran (constructors of other libraries) pass
+// through untraced (RELIABILITY.md 9).
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "channels.hpp"
+#include "env_policy.hpp"
+#include "shim.hpp"
+#include "stallscope/clock.hpp"
+#include "stallscope/trace.h"
+
+extern "C" char* program_invocation_short_name;
+
+namespace stallscope::preload {
+
+void io_reset_tid_after_fork() noexcept;
+void resolve_recorder_exit() noexcept;
+
+namespace {
+
+// The shim's directory (libstallscope_cuda.so is next to it). A plain
+// array: constructors may run before a std::string's initializer.
+char g_dir[4096];
+
+void find_own_path() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&find_own_path), &info) == 0 || info.dli_fname == nullptr) {
+    return;
+  }
+  char real[4096];
+  const char* path = ::realpath(info.dli_fname, real) != nullptr ? real : info.dli_fname;
+  set_shim_path(path);
+  std::strncpy(g_dir, path, sizeof g_dir - 1);
+  if (char* slash = std::strrchr(g_dir, '/')) *slash = '\0';
+}
+
+// Sets `var` to `value` unless set; an existing value is reported (it may
+// be another tool holding the slot) and kept.
+void claim_env(const char* var, const std::string& value) {
+  const char* cur = std::getenv(var);
+  if (cur == nullptr || *cur == '\0') {
+    ::setenv(var, value.c_str(), 1);
+  } else if (std::strstr(cur, "stallscope") == nullptr) {
+    const std::string note = std::string(var) + " is already set to " + cur +
+                             "; stallscope leaves it (its events may be missing)";
+    shim_note(note.c_str());
+    stallscope_mark(note.c_str());
+  }
+}
+
+void claim_injection() {
+  claim_env("NVTX_INJECTION64_PATH", shim_path());
+  claim_env("CUDA_INJECTION64_PATH", shim_path());
+  const std::string cuda = std::string(g_dir) + "/libstallscope_cuda.so";
+  if (::access(cuda.c_str(), R_OK) == 0) claim_env("NCCL_PROFILER_PLUGIN", cuda);
+}
+
+void after_fork_child_handler() {
+  set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));
+  channels_reset_tid_after_fork();
+  io_reset_tid_after_fork();
+}
+
+__attribute__((constructor)) void shim_constructor() {
+  set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));
+  load_shim_config();
+  find_own_path();
+  if (excluded_program(program_invocation_short_name)) {
+    scrub_own_env();  // nor is anything it starts
+    return;
+  }
+  channels_init();
+  resolve_recorder_exit();
+  ::pthread_atfork(nullptr, nullptr, after_fork_child_handler);
+  (void)ns_per_tick();  // calibrated now, not inside a traced call
+  claim_injection();
+  {
+    Guard guard;  // the recorder's start-up calls are not traced
+    stallscope_init();
+  }
+  g_active.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
+void shim_after_fork_child() noexcept {
+  after_fork_child_handler();
+  if (!g_active.load(std::memory_order_relaxed)) return;
+  Guard guard;
+  stallscope_init();  // the child's own file, and its sampler, from now
+}
+
+const char* shim_dir() noexcept { return g_dir; }
+
+}  // namespace stallscope::preload

@@ -1,0 +1,107 @@
+// read/pread/readv families, including the fortified (_chk) entry points
+// and the 64-bit-offset aliases a -D_FILE_OFFSET_BITS=64 build calls.
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io.hpp"
+#include "real.hpp"
+
+using stallscope::preload::kTablePosition;
+using stallscope::preload::ReadScope;
+
+extern "C" {
+ssize_t __read(int, void*, size_t);
+ssize_t __pread64(int, void*, size_t, off64_t);
+ssize_t __read_chk(int, void*, size_t, size_t);
+ssize_t __pread_chk(int, void*, size_t, off_t, size_t);
+ssize_t __pread64_chk(int, void*, size_t, off64_t, size_t);
+}
+
+namespace {
+
+ssize_t raw_read(int fd, void* buf, size_t n) { return ::syscall(SYS_read, fd, buf, n); }
+ssize_t raw_pread(int fd, void* buf, size_t n, off_t off) {
+  return ::syscall(SYS_pread64, fd, buf, n, off);
+}
+ssize_t raw_pread64(int fd, void* buf, size_t n, off64_t off) {
+  return ::syscall(SYS_pread64, fd, buf, n, off);
+}
+
+STALLSCOPE_REAL(read, raw_read);
+STALLSCOPE_REAL(__read, raw_read);
+STALLSCOPE_REAL(__read_chk, nullptr);
+STALLSCOPE_REAL(pread, raw_pread);
+STALLSCOPE_REAL(pread64, raw_pread64);
+STALLSCOPE_REAL(__pread64, raw_pread64);
+STALLSCOPE_REAL(__pread_chk, nullptr);
+STALLSCOPE_REAL(__pread64_chk, nullptr);
+STALLSCOPE_REAL(readv, nullptr);
+STALLSCOPE_REAL(preadv, nullptr);
+STALLSCOPE_REAL(preadv64, nullptr);
+STALLSCOPE_REAL(preadv2, nullptr);
+STALLSCOPE_REAL(preadv64v2, nullptr);
+
+uint64_t iov_bytes(const iovec* iov, int n) {
+  uint64_t sum = 0;
+  for (int i = 0; i < n && iov != nullptr; ++i) sum += iov[i].iov_len;
+  return sum;
+}
+
+uint64_t at(off64_t off) { return off < 0 ? kTablePosition : static_cast<uint64_t>(off); }
+
+template <typename Real, typename... Args>
+ssize_t traced(Real& real, int fd, uint64_t offset, uint64_t len, Args... args) {
+  auto fn = real.get();
+  if (fn == nullptr) { errno = ENOSYS; return -1; }
+  ReadScope scope(fd, offset, len);
+  const ssize_t n = fn(fd, args...);
+  const int saved = errno;
+  scope.done(n);
+  errno = saved;
+  return n;
+}
+
+}  // namespace
+
+#define EXPORT STALLSCOPE_SHIM_EXPORT
+
+EXPORT ssize_t read(int fd, void* buf, size_t n) {
+  return traced(real_read, fd, kTablePosition, n, buf, n);
+}
+EXPORT ssize_t __read(int fd, void* buf, size_t n) {
+  return traced(real___read, fd, kTablePosition, n, buf, n);
+}
+EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  return traced(real___read_chk, fd, kTablePosition, n, buf, n, buflen);
+}
+EXPORT ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  return traced(real_pread, fd, at(off), n, buf, n, off);
+}
+EXPORT ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+  return traced(real_pread64, fd, at(off), n, buf, n, off);
+}
+EXPORT ssize_t __pread64(int fd, void* buf, size_t n, off64_t off) {
+  return traced(real___pread64, fd, at(off), n, buf, n, off);
+}
+EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  return traced(real___pread_chk, fd, at(off), n, buf, n, off, buflen);
+}
+EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  return traced(real___pread64_chk, fd, at(off), n, buf, n, off, buflen);
+}
+EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
+  return traced(real_readv, fd, kTablePosition, iov_bytes(iov, cnt), iov, cnt);
+}
+EXPORT ssize_t preadv(int fd, const iovec* iov, int cnt, off_t off) {
+  return traced(real_preadv, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off);
+}
+EXPORT ssize_t preadv64(int fd, const iovec* iov, int cnt, off64_t off) {
+  return traced(real_preadv64, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off);
+}
+EXPORT ssize_t preadv2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
+  return traced(real_preadv2, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off, flags);
+}
+EXPORT ssize_t preadv64v2(int fd, const iovec* iov, int cnt, off64_t off, int flags) {
+  return traced(real_preadv64v2, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off, flags);
+}

@@ -1,0 +1,156 @@
+// Channel traffic: writes mark who feeds a channel (a producer thread or a
+// forked worker); blocking receives and polls on such a channel become
+// data waits. Reads of channels go through the read wrappers.
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "channels.hpp"
+#include "io.hpp"
+#include "real.hpp"
+
+namespace pl = stallscope::preload;
+
+extern "C" ssize_t __write(int, const void*, size_t);
+
+namespace {
+
+STALLSCOPE_REAL(write, nullptr);
+STALLSCOPE_REAL(__write, nullptr);
+STALLSCOPE_REAL(writev, nullptr);
+STALLSCOPE_REAL(send, nullptr);
+STALLSCOPE_REAL(sendto, nullptr);
+STALLSCOPE_REAL(sendmsg, nullptr);
+STALLSCOPE_REAL(recv, nullptr);
+STALLSCOPE_REAL(recvfrom, nullptr);
+STALLSCOPE_REAL(recvmsg, nullptr);
+STALLSCOPE_REAL(poll, nullptr);
+STALLSCOPE_REAL(ppoll, nullptr);
+STALLSCOPE_REAL(select, nullptr);
+STALLSCOPE_REAL(pselect, nullptr);
+STALLSCOPE_REAL(epoll_wait, nullptr);
+STALLSCOPE_REAL(epoll_pwait, nullptr);
+
+// One table lookup; the board is touched only for channels. Marked before
+// the write: the reader it wakes checks the board as soon as it returns.
+void writing(int fd) {
+  pl::FdInfo info;
+  if (pl::fd_table().read(fd, &info) && info.kind == pl::FdKind::kChannel) {
+    pl::channel_note_write(info.channel);
+  }
+}
+
+template <typename R, typename Fn>
+R waited(int fd, uint64_t len, Fn call) {
+  pl::ReadScope scope(fd, pl::kTablePosition, len);
+  const R r = call();
+  const int saved = errno;
+  scope.done(r);
+  errno = saved;
+  return r;
+}
+
+template <typename R, typename Fn>
+R polled(const pollfd* fds, nfds_t n, bool blocking, Fn call) {
+  pl::WaitScope scope;
+  if (blocking) for (nfds_t i = 0; i < n; ++i) scope.consider(fds[i].fd);
+  const R r = call();
+  const int saved = errno;
+  if (blocking && r > 0) scope.done();
+  errno = saved;
+  return r;
+}
+
+template <typename Fn>
+int selected(int n, fd_set* rd, bool blocking, Fn call) {
+  pl::WaitScope scope;
+  if (blocking && rd != nullptr) {
+    for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) if (FD_ISSET(fd, rd)) scope.consider(fd);
+  }
+  const int r = call();
+  const int saved = errno;
+  if (blocking && r > 0) scope.done();
+  errno = saved;
+  return r;
+}
+
+template <typename Fn>
+int epolled(int epfd, bool blocking, Fn call) {
+  pl::WaitScope scope;
+  if (blocking) scope.consider(epfd);
+  const int r = call();
+  const int saved = errno;
+  if (blocking && r > 0) scope.done();
+  errno = saved;
+  return r;
+}
+
+bool blocks(const timespec* ts) { return ts == nullptr || ts->tv_sec > 0 || ts->tv_nsec > 0; }
+bool blocks(const timeval* tv) { return tv == nullptr || tv->tv_sec > 0 || tv->tv_usec > 0; }
+
+}  // namespace
+
+#define EXPORT STALLSCOPE_SHIM_EXPORT
+
+EXPORT ssize_t write(int fd, const void* buf, size_t n) {
+  writing(fd);
+  return real_write.get()(fd, buf, n);
+}
+EXPORT ssize_t __write(int fd, const void* buf, size_t n) {
+  writing(fd);
+  return real___write.get()(fd, buf, n);
+}
+EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
+  writing(fd);
+  return real_writev.get()(fd, iov, cnt);
+}
+EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  writing(fd);
+  return real_send.get()(fd, buf, n, flags);
+}
+EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* a,
+                      socklen_t al) {
+  writing(fd);
+  return real_sendto.get()(fd, buf, n, flags, a, al);
+}
+EXPORT ssize_t sendmsg(int fd, const msghdr* m, int flags) {
+  writing(fd);
+  return real_sendmsg.get()(fd, m, flags);
+}
+
+EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  if (flags & MSG_DONTWAIT) return real_recv.get()(fd, buf, n, flags);
+  return waited<ssize_t>(fd, n, [&] { return real_recv.get()(fd, buf, n, flags); });
+}
+EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* a, socklen_t* al) {
+  if (flags & MSG_DONTWAIT) return real_recvfrom.get()(fd, buf, n, flags, a, al);
+  return waited<ssize_t>(fd, n, [&] { return real_recvfrom.get()(fd, buf, n, flags, a, al); });
+}
+EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) {
+  if (flags & MSG_DONTWAIT) return real_recvmsg.get()(fd, m, flags);
+  return waited<ssize_t>(fd, 0, [&] { return real_recvmsg.get()(fd, m, flags); });
+}
+
+EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
+  return polled<int>(fds, n, timeout != 0, [&] { return real_poll.get()(fds, n, timeout); });
+}
+EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
+  return polled<int>(fds, n, blocks(ts), [&] { return real_ppoll.get()(fds, n, ts, mask); });
+}
+EXPORT int select(int n, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv) {
+  return selected(n, rd, blocks(tv), [&] { return real_select.get()(n, rd, wr, ex, tv); });
+}
+EXPORT int pselect(int n, fd_set* rd, fd_set* wr, fd_set* ex, const timespec* ts,
+                   const sigset_t* mask) {
+  return selected(n, rd, blocks(ts), [&] { return real_pselect.get()(n, rd, wr, ex, ts, mask); });
+}
+EXPORT int epoll_wait(int epfd, epoll_event* ev, int max, int timeout) {
+  return epolled(epfd, timeout != 0, [&] { return real_epoll_wait.get()(epfd, ev, max, timeout); });
+}
+EXPORT int epoll_pwait(int epfd, epoll_event* ev, int max, int timeout, const sigset_t* mask) {
+  return epolled(epfd, timeout != 0,
+                 [&] { return real_epoll_pwait.get()(epfd, ev, max, timeout, mask); });
+}
