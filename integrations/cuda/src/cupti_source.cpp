@@ -1,0 +1,288 @@
+// The CUPTI activity source: subscribes as "stallscope", stamps records
+// with CLOCK_MONOTONIC through CUPTI's timestamp callback, converts each
+// completed buffer (cupti_convert.hpp) into trace events, reads drops
+// outside its own locks, and hands CUPTI over to another tool on request.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <stallscope/trace.hpp>
+
+#include "cuda_config.hpp"
+#include "cuda_log.hpp"
+#include "cupti_api.hpp"
+#include "cupti_buffers.hpp"
+#include "cupti_convert.hpp"
+#include "gpu_source.hpp"
+
+namespace stallscope::cuda {
+namespace {
+
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET,
+                                         CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                         CUPTI_ACTIVITY_KIND_RUNTIME,
+                                         CUPTI_ACTIVITY_KIND_DRIVER,
+                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+
+// After a hand-over the timestamp callback cannot be unregistered; it then
+// answers CUPTI's default clock, so the next tool sees what it expects.
+std::atomic<bool> g_ts_realtime{false};
+uint64_t CUPTIAPI timestamp_now() {
+  return static_cast<uint64_t>(g_ts_realtime.load(std::memory_order_relaxed) ? real_ns()
+                                                                             : mono_ns());
+}
+
+class Names final : public NameResolver {
+ public:
+  explicit Names(const CuptiApi& api) : api_(api) {}
+  uint32_t name(std::string_view text) noexcept override {
+    std::lock_guard lock(mu_);
+    try {
+      auto it = names_.find(text);
+      if (it != names_.end()) return it->second;
+      const uint32_t id = intern(text);
+      names_.emplace(std::string(text), id);
+      return id;
+    } catch (...) {
+      return 0;
+    }
+  }
+  uint32_t api_name(bool driver, uint32_t cbid) noexcept override {
+    const char* n = nullptr;
+    const auto domain = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (api_.callback_name == nullptr || api_.callback_name(domain, cbid, &n) != CUPTI_SUCCESS ||
+        n == nullptr)
+      return name(driver ? "cuda driver call" : "cuda runtime call");
+    return name(n);
+  }
+
+ private:
+  const CuptiApi& api_;
+  std::mutex mu_;
+  std::map<std::string, uint32_t, std::less<>> names_;
+};
+
+class CuptiSource final : public GpuSource {
+ public:
+  std::string_view name() const noexcept override { return "cupti"; }
+  int attach() noexcept override;
+  int flush() noexcept override;
+  void set_capture(bool on) noexcept override;
+  bool hand_over(std::string_view api, std::string_view who) noexcept override;
+
+  static void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI on_complete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
+                                   size_t valid);
+
+ private:
+  enum State : int { kIdle, kActive, kHandedOver, kFailed };
+  int subscribe() noexcept;
+  void set_clock() noexcept;
+  void enable_kinds(bool on) noexcept;
+  void convert_buffer(uint8_t* buffer, size_t valid) noexcept;
+  void count_drops(CUcontext ctx, uint32_t stream) noexcept;
+  void record_untrusted() noexcept;
+
+  CuptiApi api_;
+  CuptiMode mode_ = CuptiMode::kYield;
+  std::atomic<int> state_{kIdle};
+  std::mutex control_;  // attach, capture, hand-over: never held while converting
+  CUpti_SubscriberHandle sub_ = nullptr;
+  CuptiClock clock_;
+  CuptiBuffers buffers_;
+  Names names_{api_};
+  std::atomic<uint64_t> zero_time_{0}, unknown_{0}, dropped_{0}, events_{0};
+};
+
+CuptiSource g_source;
+
+void CUPTIAPI dummy_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+int CuptiSource::subscribe() noexcept {
+  char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUptiResult rc;
+  if (api_.subscribe_v2 != nullptr) {
+    CUpti_SubscriberParams p{};
+    p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    p.subscriberName = "stallscope";
+    p.oldSubscriberName = old;
+    p.oldSubscriberSize = sizeof old - 1;
+    rc = api_.subscribe_v2(&sub_, dummy_callback, nullptr, &p);
+  } else {
+    rc = api_.subscribe(&sub_, dummy_callback, nullptr);
+  }
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    note("CUPTI is already used by %s: GPU activity not recorded (stallscope steps aside)",
+         old[0] ? old : "another tool (Nsight Systems?)");
+    return -EBUSY;
+  }
+  return STALLSCOPE_CUPTI_CHECK(rc) == 0 ? 0 : -EIO;
+}
+
+void CuptiSource::set_clock() noexcept {
+  if (api_.register_timestamp != nullptr &&
+      api_.register_timestamp(timestamp_now) == CUPTI_SUCCESS) {
+    clock_.monotonic = true;
+    return;
+  }
+  // CUPTI's default clock on Linux is CLOCK_REALTIME: one stored pair
+  // shifts it (refreshed at each flush; NTP slewing between is small).
+  clock_.monotonic = false;
+  clock_.real_to_mono = mono_ns() - real_ns();
+  note("CUPTI timestamp callback unavailable: GPU times converted from CLOCK_REALTIME");
+}
+
+void CuptiSource::enable_kinds(bool on) noexcept {
+  for (CUpti_ActivityKind k : kKinds) {
+    const CUptiResult rc = on ? api_.enable(k) : api_.disable(k);
+    if (rc != CUPTI_SUCCESS && rc != CUPTI_ERROR_NOT_COMPATIBLE)
+      note("CUPTI activity kind %d not %s (CUPTI error %d)", static_cast<int>(k),
+           on ? "enabled" : "disabled", static_cast<int>(rc));
+  }
+}
+
+int CuptiSource::attach() noexcept {
+  std::lock_guard lock(control_);
+  std::string why;
+  mode_ = parse_cupti_mode(std::getenv("STALLSCOPE_CUPTI"), &why);
+  if (!why.empty()) note("%s", why.c_str());
+  if (mode_ == CuptiMode::kOff) {
+    note("STALLSCOPE_CUPTI=off: GPU activity not recorded");
+    return -ECANCELED;
+  }
+  const char* driver = std::getenv("STALLSCOPE_CUDA_DRIVER_LIB");
+  if (driver == nullptr || *driver == '\0') driver = "libcuda.so.1";
+  if (dlopen(driver, RTLD_NOW | RTLD_NOLOAD) == nullptr &&
+      dlopen(driver, RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    const char* e = dlerror();
+    note("no CUDA driver: GPU activity not recorded (%s)", e ? e : driver);
+    state_ = kFailed;
+    return -ENODEV;
+  }
+  if (int rc = load_cupti(&api_, &why); rc < 0) {
+    note("CUPTI unavailable: GPU activity not recorded (%s)", why.c_str());
+    state_ = kFailed;
+    return rc;
+  }
+  if (int rc = subscribe(); rc < 0) return state_ = kFailed, rc;
+  set_clock();  // before any kind is enabled
+  if (STALLSCOPE_CUPTI_CHECK(api_.register_callbacks(on_request, on_complete)) != 0) {
+    api_.unsubscribe(sub_);
+    return state_ = kFailed, -EIO;
+  }
+  enable_kinds(true);
+  state_ = kActive;
+  std::atexit([] { g_source.flush(); });  // runs before the recorder's own exit flush
+  return 0;
+}
+
+int CuptiSource::flush() noexcept {
+  if (state_.load() != kActive) return 0;
+  if (!clock_.monotonic) clock_.real_to_mono = mono_ns() - real_ns();
+  const int rc = STALLSCOPE_CUPTI_CHECK(api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  record_untrusted();
+  return rc == 0 ? 0 : -EIO;
+}
+
+// Records not converted are shown, never silently lost: running totals.
+void CuptiSource::record_untrusted() noexcept {
+  static const NameId kZero = intern("cupti.zero_timestamp_records");
+  static const NameId kUnknown = intern("cupti.unknown_kind_records");
+  if (const uint64_t z = zero_time_.load()) record_counter(kZero, static_cast<double>(z));
+  if (const uint64_t u = unknown_.load()) record_counter(kUnknown, static_cast<double>(u));
+}
+
+void CuptiSource::set_capture(bool on) noexcept {
+  std::lock_guard lock(control_);
+  if (state_.load() != kActive) return;
+  if (on) {
+    enable_kinds(true);
+  } else {
+    enable_kinds(false);
+    api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+}
+
+bool CuptiSource::hand_over(std::string_view api, std::string_view who) noexcept {
+  std::lock_guard lock(control_);
+  if (state_.load() != kActive) return true;
+  if (mode_ == CuptiMode::kKeep) {
+    note("STALLSCOPE_CUPTI=keep: refused %.*s from %.*s", static_cast<int>(api.size()), api.data(),
+         static_cast<int>(who.size()), who.data());
+    return false;
+  }
+  api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  record_untrusted();
+  enable_kinds(false);
+  api_.unsubscribe(sub_);
+  g_ts_realtime.store(true);
+  state_ = kHandedOver;
+  try {
+    const std::string text =
+        "GPU activity handed to " + std::string(who) + " (" + std::string(api) + ")";
+    record_mark(intern(text));
+    note("%s; I/O, NVTX and CPU recording go on", text.c_str());
+  } catch (...) {
+  }
+  return true;
+}
+
+void CUPTIAPI CuptiSource::on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = g_source.buffers_.take();
+  *size = *buffer ? CuptiBuffers::kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CuptiSource::convert_buffer(uint8_t* buffer, size_t valid) noexcept {
+  static thread_local bool named = false;
+  if (!named) stallscope_thread_name_set("cupti"), named = true;
+  CUpti_Activity* rec = nullptr;
+  GpuEvent ev;
+  while (api_.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    switch (convert_record(*rec, clock_, names_, &ev)) {
+      case Converted::kEvent:
+        if (ev.core.ts == 0) ev.core.ts = static_cast<uint64_t>(mono_ns());
+        if (enabled() && detail::emit(ev.core, ev.ext_data(), ev.ext_bytes)) ++events_;
+        break;
+      case Converted::kZeroTime:
+        ++zero_time_;
+        break;
+      case Converted::kUnknownKind:
+        ++unknown_;
+        break;
+      case Converted::kNotRecorded:
+        break;
+    }
+  }
+}
+
+void CuptiSource::count_drops(CUcontext ctx, uint32_t stream) noexcept {
+  size_t n = 0;
+  if (api_.dropped(ctx, stream, &n) != CUPTI_SUCCESS || n == 0) return;
+  dropped_ += n;
+  static const NameId kDropped = intern("cupti.dropped_records");
+  record_counter(kDropped, static_cast<double>(dropped_.load()));
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    note("CUPTI dropped %zu GPU activity records (buffers full); counted in the trace", n);
+}
+
+void CUPTIAPI CuptiSource::on_complete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+                                       size_t valid) {
+  if (buffer != nullptr && valid > 0) g_source.convert_buffer(buffer, valid);
+  g_source.buffers_.give_back(buffer);
+  g_source.count_drops(ctx, stream);  // outside every lock of ours
+}
+
+}  // namespace
+
+GpuSource& cupti_source() noexcept { return g_source; }
+
+}  // namespace stallscope::cuda

@@ -1,0 +1,94 @@
+// NCCL byte and bandwidth arithmetic (see nccl_math.hpp).
+#include "nccl_math.hpp"
+
+namespace stallscope::cuda {
+namespace {
+
+struct TypeInfo {
+  std::string_view name;
+  uint32_t bytes;
+};
+// Indexed by ncclDataType_t (nccl.h: ncclInt8 = 0 … ncclFloat8e5m2 = 11).
+constexpr TypeInfo kTypes[] = {
+    {"ncclInt8", 1},    {"ncclUint8", 1},    {"ncclInt32", 4},      {"ncclUint32", 4},
+    {"ncclInt64", 8},   {"ncclUint64", 8},   {"ncclFloat16", 2},    {"ncclFloat32", 4},
+    {"ncclFloat64", 8}, {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+};
+constexpr int kNumTypes = sizeof kTypes / sizeof kTypes[0];
+
+}  // namespace
+
+int nccl_type_id(std::string_view datatype) noexcept {
+  for (int i = 0; i < kNumTypes; ++i)
+    if (kTypes[i].name == datatype) return i;
+  // Aliases nccl.h defines with the same values.
+  if (datatype == "ncclChar") return 0;
+  if (datatype == "ncclInt") return 2;
+  if (datatype == "ncclHalf") return 6;
+  if (datatype == "ncclFloat") return 7;
+  if (datatype == "ncclDouble") return 8;
+  return -1;
+}
+
+uint32_t nccl_type_size(int id) noexcept {
+  return id >= 0 && id < kNumTypes ? kTypes[id].bytes : 0;
+}
+
+uint32_t nccl_type_size(std::string_view datatype) noexcept {
+  return nccl_type_size(nccl_type_id(datatype));
+}
+
+format::CollOp nccl_op(std::string_view func) noexcept {
+  using format::CollOp;
+  static constexpr struct {
+    std::string_view name;
+    CollOp op;
+  } kOps[] = {{"AllReduce", CollOp::kAllReduce},
+              {"AllGather", CollOp::kAllGather},
+              {"ReduceScatter", CollOp::kReduceScatter},
+              {"Broadcast", CollOp::kBroadcast},
+              {"Reduce", CollOp::kReduce},
+              {"AllToAll", CollOp::kAllToAll},
+              {"Send", CollOp::kSend},
+              {"Recv", CollOp::kRecv},
+              {"SendRecv", CollOp::kSend}};
+  for (const auto& o : kOps)
+    if (o.name == func) return o.op;
+  return CollOp::kUnknown;
+}
+
+uint64_t nccl_call_bytes(uint64_t count, uint32_t type_size) noexcept { return count * type_size; }
+
+uint64_t nccl_data_size(format::CollOp op, uint64_t call_bytes, uint32_t nranks) noexcept {
+  using format::CollOp;
+  if (op == CollOp::kAllGather || op == CollOp::kReduceScatter)
+    return call_bytes * (nranks == 0 ? 1 : nranks);
+  return call_bytes;
+}
+
+double nccl_bus_factor(format::CollOp op, uint32_t nranks) noexcept {
+  using format::CollOp;
+  const double n = nranks == 0 ? 1.0 : static_cast<double>(nranks);
+  switch (op) {
+    case CollOp::kAllReduce:
+      return 2.0 * (n - 1.0) / n;
+    case CollOp::kAllGather:
+    case CollOp::kReduceScatter:
+    case CollOp::kAllToAll:
+      return (n - 1.0) / n;
+    default:
+      return 1.0;  // broadcast, reduce, send, recv
+  }
+}
+
+NcclBandwidth nccl_bandwidth(format::CollOp op, uint64_t call_bytes, uint32_t nranks,
+                             int64_t ns) noexcept {
+  NcclBandwidth b;
+  if (ns <= 0) return b;
+  b.alg_gbps =
+      static_cast<double>(nccl_data_size(op, call_bytes, nranks)) / static_cast<double>(ns);
+  b.bus_gbps = b.alg_gbps * nccl_bus_factor(op, nranks);
+  return b;
+}
+
+}  // namespace stallscope::cuda

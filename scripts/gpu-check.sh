@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Runs the GPU checks on the lent GPU machine, within 4 minutes, using only
+# what scripts/gpu-bundle.sh built (gpu-bundle/) and the machine's own CUDA,
+# NCCL and PyTorch. Writes logs, traces and PyTorch-profiler traces to $OUT
+# (the device tool brings that folder back). Exits 0 when every check
+# passed, 1 when one failed, 2 when there is no GPU here (nothing run).
+#
+#   checks: CUPTI kinds and launch->kernel order (test_gpu_cupti); the
+#   sample workload compute-bound and pageable-H2D-bound with the analyzer's
+#   verdicts; a CUDA-graph replay with capture toggled off/on twice; a
+#   1-rank NCCL communicator loading our profiler plugin (init called,
+#   version printed, the all_reduce recorded with its bytes); `stallscope
+#   run -- python3` on a GPU DataLoader loop; torch.profiler under
+#   `stallscope run` (its kernels present, GPU rows inside the CPU span,
+#   the hand-over marked in our trace), keeping two profiler traces.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=$PWD/gpu-bundle
+OUT=${OUT:-/tmp/stallscope-gpu-check}
+mkdir -p "$OUT"
+export STALLSCOPE_QUIET=0
+PASS=0
+FAIL=0
+START=$(date +%s)
+
+ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $1: $2"; FAIL=$((FAIL + 1)); }
+step() { echo "== $1 ($(( $(date +%s) - START )) s)"; }
+
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; } ||
+   ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1'; then
+  echo "gpu-check: no GPU or no CUDA driver here: nothing run (this script needs the GPU machine)"
+  exit 2
+fi
+[ -x "$B/bin/stallscope" ] || { echo "gpu-check: $B missing: run scripts/gpu-bundle.sh first and carry gpu-bundle"; exit 1; }
+nvidia-smi -L | head -4
+CUDA_LIB=$B/lib/libstallscope_cuda.so
+
+step "CUPTI kinds, monotonic clock, launch before kernel, hand-over"
+if timeout 60 "$B/bin/test_gpu_cupti" --log_level=test_suite >"$OUT/test_gpu_cupti.log" 2>&1; then
+  ok "test_gpu_cupti"
+else bad "test_gpu_cupti" "$(tail -5 "$OUT/test_gpu_cupti.log" | tr '\n' ' ')"; fi
+
+# Runs the workload in mode $1 into run dir $2 and checks the report's cause.
+workload() {
+  local mode=$1 dir=$OUT/$2 want=$3
+  rm -rf "$dir"
+  STALLSCOPE_OUT=$dir timeout 60 "$B/bin/gpu_workload" "$mode" --steps 30 --attach "$CUDA_LIB" \
+    >"$OUT/$2.log" 2>&1 || { bad "workload $mode" "exit $? ($(tail -2 "$OUT/$2.log" | tr '\n' ' '))"; return; }
+  "$B/bin/stallscope" report "$dir" >"$OUT/$2.report.txt" 2>&1
+  "$B/bin/stallscope" report --json "$dir" >"$OUT/$2.report.json" 2>/dev/null
+  local cause
+  cause=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print([x.get("cause","") for x in r.get("ranks",[r])][0])' \
+    "$OUT/$2.report.json" 2>/dev/null)
+  if [[ "$cause" == *"$want"* ]]; then ok "workload $mode: $cause"
+  else bad "workload $mode" "cause '$cause', wanted '$want' (see $2.report.txt)"; fi
+}
+step "sample workload: compute-bound"
+workload compute run-compute "compute-bound"
+step "sample workload: pageable H2D"
+workload h2d-pageable run-h2d "H2D copy"
+
+step "CUDA graph replay with capture toggled off and on twice"
+if STALLSCOPE_OUT=$OUT/run-graph timeout 30 "$B/bin/gpu_workload" graph-toggle --attach "$CUDA_LIB" \
+     >"$OUT/run-graph.log" 2>&1 && grep -q "toggled off/on twice: ok" "$OUT/run-graph.log"; then
+  ok "graph replay with capture toggles"
+else bad "graph replay" "$(tail -3 "$OUT/run-graph.log" | tr '\n' ' ')"; fi
+
+step "NCCL: one rank, our profiler plugin"
+cat >"$OUT/nccl_one_rank.py" <<'PY'
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29533")
+dist.init_process_group("nccl", rank=0, world_size=1)
+x = torch.ones(1 << 20, device="cuda")          # 4 MiB of float32
+for _ in range(3): dist.all_reduce(x)
+torch.cuda.synchronize()
+print("nccl version", torch.cuda.nccl.version())
+dist.destroy_process_group()
+PY
+rm -rf "$OUT/run-nccl"
+STALLSCOPE_OUT=$OUT/run-nccl NCCL_PROFILER_PLUGIN=$CUDA_LIB NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV \
+  timeout 90 python3 "$OUT/nccl_one_rank.py" >"$OUT/nccl.log" 2>&1
+grep -E "nccl version|PROFILER|profiler|stallscope" "$OUT/nccl.log" | head -8
+if grep -q "NCCL profiler plugin v[0-9] loaded" "$OUT/nccl.log"; then
+  ok "NCCL loaded the plugin ($(grep -o 'profiler plugin v[0-9]' "$OUT/nccl.log" | head -1))"
+else bad "NCCL plugin" "no 'NCCL profiler plugin vN loaded' line (NCCL older than 2.26 knows only v1-v3)"; fi
+"$B/bin/stallscope" export --chrome "$OUT/nccl.chrome.json" "$OUT/run-nccl" >/dev/null 2>&1
+if python3 - "$OUT/nccl.chrome.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+hits = [e for e in ev if "AllReduce" in e.get("name", "")]
+print("collective events:", len(hits), (hits[0].get("args") if hits else ""))
+sys.exit(0 if hits and any("4194304" in json.dumps(e.get("args", {})) for e in hits) else 1)
+PY
+then ok "all_reduce recorded with 4194304 bytes"; else bad "NCCL bytes" "no AllReduce event with 4194304 bytes"; fi
+
+step "stallscope run -- python3: GPU DataLoader loop, torch.profiler hand-over"
+cat >"$OUT/loop.py" <<'PY'
+import os, sys, torch
+from torch.utils.data import DataLoader, TensorDataset
+out = sys.argv[1]
+data = TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,)))
+loader = DataLoader(data, batch_size=64, num_workers=2, pin_memory=True)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+def epoch(n):
+    for i, (x, y) in enumerate(loader):
+        if i == n: break
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+    torch.cuda.synchronize()
+epoch(30)                                   # stallscope records these steps
+for k in range(2):                          # then the PyTorch profiler takes CUPTI
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as p:
+        epoch(8)
+    p.export_chrome_trace(os.path.join(out, f"kineto_loop_{k}.json"))
+print("loop done")
+PY
+rm -rf "$OUT/run-python"
+timeout 120 "$B/bin/stallscope" run --out "$OUT/run-python" --start-step 2 --steps 20 -- \
+  python3 "$OUT/loop.py" "$OUT" >"$OUT/python.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "loop done" "$OUT/python.log"; then ok "stallscope run -- python3 (exit 0)"
+else bad "stallscope run -- python3" "exit $rc ($(tail -3 "$OUT/python.log" | tr '\n' ' '))"; fi
+if python3 - "$OUT" <<'PY'
+import json, sys, os
+bad = []
+for k in range(2):
+    path = os.path.join(sys.argv[1], f"kineto_loop_{k}.json")
+    ev = json.load(open(path))["traceEvents"]
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    cpu = [e for e in ev if e.get("cat") in ("cpu_op", "python_function") and "dur" in e]
+    if not kernels: bad.append(f"{path}: no kernels"); continue
+    lo, hi = min(e["ts"] for e in cpu), max(e["ts"] + e["dur"] for e in cpu)
+    inside = sum(lo <= e["ts"] <= hi + 1e5 for e in kernels) / len(kernels)
+    print(f"{os.path.basename(path)}: {len(kernels)} kernels, {inside:.0%} inside the CPU span")
+    if inside < 0.95: bad.append(f"{path}: GPU rows not aligned with CPU rows")
+print("\n".join(bad)); sys.exit(1 if bad else 0)
+PY
+then ok "torch.profiler traces complete and aligned under stallscope"; else bad "torch.profiler" "see above"; fi
+"$B/bin/stallscope" export --chrome "$OUT/python.chrome.json" "$OUT/run-python" >/dev/null 2>&1
+if grep -q "GPU activity handed to" "$OUT/python.chrome.json" "$OUT/python.log" 2>/dev/null; then
+  ok "hand-over to the PyTorch profiler marked"
+else bad "hand-over mark" "no 'GPU activity handed to' in the trace or log"; fi
+if grep -q '"cat":"kernel"' "$OUT/python.chrome.json" 2>/dev/null; then ok "kernels recorded before the hand-over"
+else bad "kernels" "no kernel events in the stallscope trace of the python run"; fi
+
+echo "gpu-check: $PASS passed, $FAIL failed in $(( $(date +%s) - START )) s; outputs in $OUT"
+[ $FAIL -eq 0 ]

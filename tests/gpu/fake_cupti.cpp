@@ -1,0 +1,134 @@
+// A fake CUPTI for test_cupti_source: records what stallscope asks of it
+// (subscriber name, the order of timestamp registration and kind enabling,
+// enabled kinds, flushes, unsubscribes) and, on fake_cupti_emit(), fills one
+// buffer from stallscope's request callback with kernel records stamped by
+// the registered timestamp callback, one zero-timestamp record and one
+// record of an unknown kind, then hands it back through the complete
+// callback with dropped records to report.
+#include <cupti.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+struct State {
+  int subscribers = 0;
+  std::string subscriber_name;
+  std::string order;  // "T" timestamp registered, "E" a kind enabled, "D" disabled, "F" flush
+  std::set<int> enabled;
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  CUpti_TimestampCallbackFunc timestamp = nullptr;
+  size_t dropped = 0;
+  int unsubscribes = 0;
+};
+State g;
+constexpr size_t kSlot = sizeof(CUpti_ActivityKernel10);
+
+}  // namespace
+
+FAKE_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* h, CUpti_CallbackFunc, void*,
+                                          CUpti_SubscriberParams* p) {
+  if (g.subscribers > 0) {
+    if (p && p->oldSubscriberName)
+      std::strncpy(p->oldSubscriberName, g.subscriber_name.c_str(), p->oldSubscriberSize);
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
+  ++g.subscribers;
+  g.subscriber_name = p && p->subscriberName ? p->subscriberName : "";
+  *h = reinterpret_cast<CUpti_SubscriberHandle>(&g);
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc f, void* u) {
+  CUpti_SubscriberParams p{};
+  p.subscriberName = "plain";
+  return cuptiSubscribe_v2(h, f, u, &p);
+}
+FAKE_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
+  --g.subscribers;
+  ++g.unsubscribes;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                                       CUpti_BuffersCallbackCompleteFunc c) {
+  g.request = r;
+  g.complete = c;
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f) {
+  g.timestamp = f;
+  g.order += 'T';
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
+  g.enabled.insert(k);
+  g.order += 'E';
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
+  g.enabled.erase(k);
+  g.order += 'D';
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+  g.order += 'F';
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
+                                                   CUpti_Activity** rec) {
+  uint8_t* next = *rec == nullptr ? buffer : reinterpret_cast<uint8_t*>(*rec) + kSlot;
+  if (next + kSlot > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *rec = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* n) {
+  *n = g.dropped;
+  g.dropped = 0;  // CUPTI resets the count once read
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain, uint32_t, const char** name) {
+  *name = "cudaLaunchKernel_v7000";
+  return CUPTI_SUCCESS;
+}
+FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
+  *t = g.timestamp ? g.timestamp() : 0;
+  return CUPTI_SUCCESS;
+}
+
+// ---- test hooks
+FAKE_EXPORT const char* fake_cupti_subscriber() { return g.subscriber_name.c_str(); }
+FAKE_EXPORT int fake_cupti_subscribers() { return g.subscribers; }
+FAKE_EXPORT int fake_cupti_unsubscribes() { return g.unsubscribes; }
+FAKE_EXPORT const char* fake_cupti_order() { return g.order.c_str(); }
+FAKE_EXPORT int fake_cupti_enabled(int kind) { return g.enabled.count(kind) ? 1 : 0; }
+
+// Delivers `kernels` kernel records plus a zero-timestamp and an
+// unknown-kind record; the next drop count read is `dropped`.
+FAKE_EXPORT int fake_cupti_emit(int kernels, size_t dropped) {
+  if (g.request == nullptr || g.complete == nullptr || g.timestamp == nullptr) return -1;
+  uint8_t* buf = nullptr;
+  size_t size = 0, max = 0;
+  g.request(&buf, &size, &max);
+  const size_t need = kSlot * (kernels + 2);
+  if (buf == nullptr || size < need) return -2;
+  std::memset(buf, 0, need);
+  for (int i = 0; i < kernels + 2; ++i) {
+    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(buf + i * kSlot);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->name = "fake_kernel";
+    k->streamId = 7;
+    k->correlationId = 100 + i;
+    k->start = g.timestamp();
+    k->end = k->start + 1000;
+  }
+  reinterpret_cast<CUpti_ActivityKernel10*>(buf + kernels * kSlot)->start = 0;
+  reinterpret_cast<CUpti_Activity*>(buf + (kernels + 1) * kSlot)->kind =
+      static_cast<CUpti_ActivityKind>(0x7001);
+  g.dropped = dropped;
+  g.complete(nullptr, 0, buf, size, need);
+  return 0;
+}

@@ -1,0 +1,155 @@
+// The CUPTI source's life cycle against a fake CUPTI (fake_cupti.cpp), with
+// the shim's CUPTI interposition (integrations/preload/src/
+// cupti_interpose.cpp) linked ahead of it as the preload shim would be:
+// subscription as "stallscope", the timestamp callback registered before
+// any kind and answering CLOCK_MONOTONIC, records converted, zero-time and
+// unknown records counted, drops recorded, capture off/on, and the
+// hand-over when another library subscribes.
+#define BOOST_TEST_MODULE cupti_source
+#include <cupti.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <string>
+
+#include <boost/test/unit_test.hpp>
+
+#include "libtrace/probe_runner.hpp"
+#include "stallscope/reader.hpp"
+#include "stallscope/trace.h"
+
+extern "C" {
+const char* fake_cupti_subscriber();
+int fake_cupti_subscribers();
+int fake_cupti_unsubscribes();
+const char* fake_cupti_order();
+int fake_cupti_enabled(int kind);
+int fake_cupti_emit(int kernels, size_t dropped);
+}
+
+namespace rd = stallscope::reader;
+namespace fmt = stallscope::format;
+
+namespace {
+
+const std::string kLib = std::string(STALLSCOPE_TEST_BINARY_DIR) + "/lib/libstallscope_cuda.so";
+stallscope::test::TempDir g_out;
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+template <typename F>
+F sym(void* lib, const char* name) {
+  auto f = reinterpret_cast<F>(dlsym(lib, name));
+  BOOST_TEST_REQUIRE(f != nullptr, name);
+  return f;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cupti_source)
+
+// In a child (the library attaches once per process): with keep, another
+// library's subscription is refused as CUPTI refuses a second subscriber.
+BOOST_AUTO_TEST_CASE(keep_refuses_another_subscriber_while_recording) {
+  const pid_t pid = fork();
+  BOOST_TEST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setenv("STALLSCOPE_OUT", (g_out / "keep").c_str(), 1);
+    setenv("STALLSCOPE_CUPTI", "keep", 1);
+    setenv("STALLSCOPE_CUPTI_LIB", STALLSCOPE_FAKE_CUPTI, 1);
+    setenv("STALLSCOPE_CUDA_DRIVER_LIB", STALLSCOPE_FAKE_CUPTI, 1);
+    void* lib = dlopen(kLib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto attach =
+        lib ? reinterpret_cast<int (*)()>(dlsym(lib, "stallscope_cuda_attach_v1")) : nullptr;
+    if (attach == nullptr || attach() != 0) _exit(10);
+    CUpti_SubscriberHandle other = nullptr;
+    const CUptiResult rc = cuptiSubscribe(&other, nullptr, nullptr);
+    _exit(rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && fake_cupti_unsubscribes() == 0
+              ? 0
+              : 11);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
+  setenv("STALLSCOPE_OUT", (g_out / "run").c_str(), 1);
+  setenv("STALLSCOPE_CUPTI_LIB", STALLSCOPE_FAKE_CUPTI, 1);
+  setenv("STALLSCOPE_CUDA_DRIVER_LIB", STALLSCOPE_FAKE_CUPTI, 1);  // "a driver is present"
+  stallscope_init();
+  void* lib = dlopen(kLib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  BOOST_TEST_REQUIRE(lib != nullptr, dlerror());
+  BOOST_TEST_REQUIRE(sym<int (*)()>(lib, "stallscope_cuda_attach_v1")() == 0);
+
+  BOOST_TEST(std::string(fake_cupti_subscriber()) == "stallscope");
+  const std::string order = fake_cupti_order();
+  BOOST_TEST(order.rfind("TE", 0) == 0u, "timestamp callback after a kind: " + order);
+  for (int k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+                CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
+    BOOST_TEST(fake_cupti_enabled(k) == 1, "kind " << k);
+
+  const int64_t t0 = now_ns();
+  BOOST_TEST(fake_cupti_emit(3, 5) == 0);
+  const int64_t t1 = now_ns();
+
+  auto capture = sym<void (*)(int)>(lib, "stallscope_cuda_capture_v1");
+  capture(0);
+  BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0);
+  BOOST_TEST(std::string(fake_cupti_order()).back() == 'F');  // flushed after disabling
+  capture(1);
+  BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1);
+  BOOST_TEST(sym<int (*)()>(lib, "stallscope_cuda_flush_v1")() == 0);
+
+  // Another library subscribes: the interposed entry point lets stallscope
+  // step aside, then forwards to CUPTI, which accepts the new subscriber.
+  CUpti_SubscriberHandle other = nullptr;
+  BOOST_TEST(cuptiSubscribe(&other, nullptr, nullptr) == CUPTI_SUCCESS);
+  BOOST_TEST(fake_cupti_unsubscribes() == 1);
+  BOOST_TEST(fake_cupti_subscribers() == 1);
+  BOOST_TEST(std::string(fake_cupti_subscriber()) == "plain");
+  BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0);
+  stallscope_shutdown();
+
+  std::string err;
+  const auto files = rd::list_trace_files(g_out / "run", &err);
+  BOOST_TEST_REQUIRE(files.size() == 1u, err);
+  rd::TraceReader r(files[0]);
+  rd::Event e;
+  int kernels = 0, handed = 0;
+  std::map<std::string, double> counters;
+  while (r.next(e)) {
+    if (e.kind_enum() == fmt::Kind::kKernel) {
+      ++kernels;
+      BOOST_TEST(r.string(e.name_id) == "fake_kernel");
+      BOOST_TEST(e.ts_ns >= t0);  // stamped by our callback: CLOCK_MONOTONIC
+      BOOST_TEST(e.ts_ns <= t1);
+      BOOST_TEST(e.dur_ns == 1000);
+      BOOST_TEST(e.device.h.aux == 7u);
+    } else if (e.kind_enum() == fmt::Kind::kCounter) {
+      counters[std::string(r.string(e.name_id))] = e.number();
+    } else if (e.kind_enum() == fmt::Kind::kMark) {
+      const std::string text(r.string(e.name_id));
+      handed += text.rfind("GPU activity handed to ", 0) == 0 &&
+                text.find("(cuptiSubscribe)") != std::string::npos;
+    }
+  }
+  BOOST_TEST(kernels == 3);
+  BOOST_TEST(counters["cupti.dropped_records"] == 5.0);
+  BOOST_TEST(counters["cupti.zero_timestamp_records"] == 1.0);
+  BOOST_TEST(counters["cupti.unknown_kind_records"] == 1.0);
+  BOOST_TEST(handed == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
