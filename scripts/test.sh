@@ -6,11 +6,16 @@
 # Phases, each timed, with the CI budget it must stay within (2 cores):
 #   setup          scripts/setup.sh                                      4 min
 #   release-build  Release build in build/ (gcc)                         6 min
-#   release-tests  ctest, all labels                 } together         10 min
+#   release-tests  ctest, all but the labels below   } together         10 min
 #   asan-tests     ctest of the ASan+UBSan build     }
+#   scenarios      ctest labels `scenarios` and `mpi`: the bottleneck
+#                  scenarios and the multi-rank runs                      8 min
 #   asan-build     ASan+UBSan build of the core libraries in build-asan/ (clang)
+#   tsan           TSan build of the recorder and the preload shim in
+#                  build-tsan/ (clang), and the shim's thread-safety cases
 #   fuzz           scripts/fuzz.sh 60: the reader fuzzer for 60 s
-#                  asan-build and the fuzzer's own build together         6 min
+#                  asan-build, tsan's build and the fuzzer's own build
+#                  together                                               6 min
 #                  fuzzing itself                                         1 min
 # A phase over its budget is reported as such; past twice its budget it is
 # stopped and fails (setup is never stopped, since killing apt-get can break
@@ -19,11 +24,12 @@
 # everything; the exit status is non-zero if any phase failed.
 #
 # Usage: scripts/test.sh [--quick] [--no-setup]
-#   --quick     skip the sanitizer build, its tests and fuzzing
+#   --quick     skip the sanitizer builds, their tests and fuzzing
 #   --no-setup  do not run scripts/setup.sh
 # Environment:
 #   STALLSCOPE_BUILD_DIR       Release build directory (default: build)
 #   STALLSCOPE_ASAN_BUILD_DIR  sanitizer build directory (default: build-asan)
+#   STALLSCOPE_TSAN_BUILD_DIR  TSan build directory (default: build-tsan)
 #   STALLSCOPE_BUDGET_SCALE    multiply every budget (integer, default 1), for
 #                              machines slower than CI
 # ccache is used when installed; it is not required.
@@ -45,6 +51,7 @@ done
 
 build_dir=${STALLSCOPE_BUILD_DIR:-build}
 asan_dir=${STALLSCOPE_ASAN_BUILD_DIR:-build-asan}
+tsan_dir=${STALLSCOPE_TSAN_BUILD_DIR:-build-tsan}
 scale=${STALLSCOPE_BUDGET_SCALE:-1}
 case "$scale" in
   ''|*[!0-9]*|0) echo "test.sh: STALLSCOPE_BUDGET_SCALE must be a positive integer" >&2; exit 2 ;;
@@ -55,6 +62,7 @@ jobs=$(nproc)
 budget_setup=$((240 * scale))
 budget_build=$((360 * scale))
 budget_tests=$((600 * scale))       # release-tests + asan-tests
+budget_scenarios=$((480 * scale))   # scenarios and multi-rank runs
 budget_sanitizer=$((360 * scale))   # asan-build + the fuzzer's build
 fuzz_seconds=60
 fuzz_slack=$((30 * scale))          # fuzz.sh start-up and final report
@@ -152,11 +160,22 @@ phase_release_build() {
     within cmake --build "$build_dir" -j "$jobs"
 }
 
+# The scenarios and multi-rank runs have a budget of their own.
+scenario_labels='scenarios|mpi'
+
 phase_release_tests() {
   within ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300 \
-    --no-tests=error 2>&1 | tee "$build_dir/test.sh-ctest.log"
+    -LE "$scenario_labels" --no-tests=error 2>&1 | tee "$build_dir/test.sh-ctest.log"
   local rc=${PIPESTATUS[0]}
   ctest_note "$build_dir/test.sh-ctest.log"
+  return "$rc"
+}
+
+phase_scenarios() {
+  within ctest --test-dir "$build_dir" --output-on-failure --timeout 300 \
+    -L "$scenario_labels" --no-tests=error 2>&1 | tee "$build_dir/test.sh-scenarios.log"
+  local rc=${PIPESTATUS[0]}
+  ctest_note "$build_dir/test.sh-scenarios.log"
   return "$rc"
 }
 
@@ -186,6 +205,33 @@ phase_asan_tests() {
   return "$rc"
 }
 
+# The shim is loaded into programs stallscope did not build, so its
+# first-call races (64 threads at once, descriptors reused and closed under
+# it) are checked under TSan; only the shim, the recorder and that suite
+# are built.
+tsan_cases='sixty_four_threads_first_calls_at_once,reused_descriptor_never_keeps_a_stale_path'
+tsan_cases+=',closing_every_descriptor_keeps_tracing_sound,underscore_exit_completes_the_file'
+tsan_cases+=',exec_completes_the_file_first_and_follows_the_child'
+
+phase_tsan() {
+  if ! command -v clang++ >/dev/null 2>&1; then
+    note_from_phase="clang++ is missing (scripts/packages.txt installs it)"
+    return 1
+  fi
+  reset_if_not_ninja "$tsan_dir"
+  within cmake -S . -B "$tsan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+    -DSTALLSCOPE_SANITIZE=thread -DSTALLSCOPE_BUILD_BENCH=OFF \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" &&
+    within cmake --build "$tsan_dir" -j "$jobs" \
+      --target stallscope_preload preload_lifecycle test_preload_process || return 1
+  # symbolize=0: llvm-symbolizer would inherit LD_PRELOAD and fail to load
+  # the TSan-built shim.
+  TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:symbolize=0} \
+    within "$tsan_dir/tests/preload/test_preload_process" \
+    "--run_test=preload_process/$tsan_cases"
+}
+
 phase_fuzz() {
   if [ ! -e scripts/fuzz.sh ]; then
     note_from_phase="scripts/fuzz.sh is missing"
@@ -213,13 +259,16 @@ if run_phase release-build "$budget_build" 1 phase_release_build; then
   t=$(now)
   run_phase release-tests "$budget_tests" 1 phase_release_tests
   tests_start_left=$((budget_tests - ($(now) - t)))
+  run_phase scenarios "$budget_scenarios" 1 phase_scenarios
 else
   not_run release-tests "release-build failed"
+  not_run scenarios "release-build failed"
 fi
 
 if [ "$quick" -eq 1 ]; then
   record asan-build skipped 0 "--quick"
   record asan-tests skipped 0 "--quick"
+  record tsan skipped 0 "--quick"
   record fuzz skipped 0 "--quick"
 else
   t=$(now)
@@ -236,6 +285,16 @@ else
   else
     not_run asan-tests "asan-build failed"
   fi
+  # TSan's build and the fuzzer's share the rest of the sanitizer-build
+  # budget; the shim's TSan cases get 60 s of their own.
+  # At least 2 min to build, so a slow ASan build does not starve it (the
+  # phase is then reported over budget rather than stopped half-built).
+  tsan_build=$build_left
+  [ "$tsan_build" -ge $((120 * scale)) ] || tsan_build=$((120 * scale))
+  t=$(now)
+  run_phase tsan "$((tsan_build + 60 * scale))" 1 phase_tsan
+  build_left=$((build_left - ($(now) - t) + 60 * scale))
+  [ "$build_left" -gt 0 ] || build_left=0
   # The fuzzer's build shares the sanitizer-build budget; fuzzing has 60 s.
   echo
   echo "fuzz budget: ${fuzz_seconds} s fuzzing + ${fuzz_slack} s start-up + ${build_left} s" \

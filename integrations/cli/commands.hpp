@@ -25,6 +25,12 @@ Command add_export_command(CLI::App& parent);
 Command add_report_command(CLI::App& parent);
 Command add_diff_command(CLI::App& parent);
 Command add_demo_command(CLI::App& parent);
+#ifdef STALLSCOPE_HAVE_TOPO
+Command add_topo_command(CLI::App& parent);  // cmd_topo.cpp, where hwloc is installed
+#endif
+Command add_run_command(CLI::App& parent);
+Command add_ctl_command(CLI::App& parent);
+Command add_scaling_command(CLI::App& parent);  // cmd_scaling.cpp
 
 // Expands files and run directories into trace files. Prints one line per
 // path that yields none ("stallscope <cmd>: <path>: ...") and sets *failed.

@@ -40,7 +40,13 @@ int run(int argc, char** argv) {
       stallscope::cli::add_report_command(app),
       stallscope::cli::add_diff_command(app),
       stallscope::cli::add_demo_command(app),
+      stallscope::cli::add_run_command(app),
+      stallscope::cli::add_ctl_command(app),
+      stallscope::cli::add_scaling_command(app),
   };
+#ifdef STALLSCOPE_HAVE_TOPO
+  commands.push_back(stallscope::cli::add_topo_command(app));
+#endif
   // CLI11 would only say "A subcommand is required": name the unknown word.
   if (argc > 1 && argv[1][0] != '-') {
     const std::string word = argv[1];

@@ -1,0 +1,122 @@
+// `stallscope run` internals, one concern per file:
+//   cmd_run.cpp         options and the supervision loop
+//   cmd_run_env.cpp     the child's environment (shim, run directory, hooks)
+//   cmd_run_exec.cpp    can the program be attached (ELF, setuid), spawning
+//   cmd_run_signals.cpp signals of `stallscope run` itself (forwarding, SIGUSR2)
+//   cmd_run_window.cpp  step progress files and the capture window
+//   cmd_run_report.cpp  the report, written and printed while the job goes on
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stallscope::cli::run {
+
+struct RunOptions {
+  std::string out;               // --out (empty: derived from the job)
+  int64_t start_step = 5;        // --start-step
+  int64_t steps = 100;           // --steps
+  double start_after_s = 0;      // --start-after
+  double duration_s = 90;        // --duration
+  std::string report = "text";   // --report text|json|html
+  bool no_python_hooks = false;  // --no-python-hooks
+  std::vector<std::string> command;
+};
+
+// ---- environment (cmd_run_env.cpp)
+struct ChildEnv {
+  std::vector<std::string> vars;  // NAME=value, the whole environment
+  std::string run_dir;
+  bool python_hooks = false;
+};
+// Where the preload shim is: STALLSCOPE_PRELOAD_LIB, else
+// <dir of this executable>/../lib/libstallscope_preload.so. "" with *error.
+std::string find_preload_lib(std::string* error);
+// The folder holding hooks/sitecustomize.py and the stallscope package.
+std::string find_python_dir();
+// True when argv[0]'s base name starts with "python".
+bool is_python_command(const std::string& argv0);
+// Claims the run directory (as the recorder would) and builds the child's
+// environment. Returns false with *error naming what was wrong.
+bool build_child_env(const RunOptions& o, const std::string& preload, ChildEnv* env,
+                     std::string* error);
+
+// ---- attaching and starting (cmd_run_exec.cpp)
+// The file execvp would run for `argv0` ("" when not found).
+std::string resolve_command(const std::string& argv0);
+// The interpreter of a `#!` script (env resolved on PATH), or "".
+std::string script_interpreter_of(const std::string& path);
+// Why LD_PRELOAD cannot reach `path` (static, setuid/setgid), or "" when it can.
+std::string attach_obstacle(const std::string& path);
+// Starts the program at `path` with `argv`, `env` and the signal mask
+// `child_mask`; returns its pid or -errno.
+pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
+                  const std::vector<std::string>& env, const sigset_t& child_mask);
+
+// ---- signals of `stallscope run` (cmd_run_signals.cpp)
+enum class SignalAction { kNone, kForwarded, kToggleCapture, kChildChanged };
+// Blocks the handled signals and opens a signalfd for them; *old_mask gets
+// the mask to give the child. Returns the fd or -errno.
+int open_signal_fd(sigset_t* old_mask);
+// Reads one pending signal; forwards INT/TERM/HUP/QUIT sent by a process
+// (a terminal's ^C reaches the child's process group by itself).
+SignalAction handle_signal(int sfd, pid_t child);
+
+// ---- progress and the window (cmd_run_window.cpp)
+struct ProcessProgress {
+  std::string base;  // trace file base, "<host>-r<rank>-<pid>"
+  int rank = 0;      // -1 for a launcher
+  int pid = 0;
+  uint64_t steps = 0;
+  uint64_t windows_closed = 0;
+  bool capture = false;
+  bool ended = false;  // the final flush happened, or the process is gone
+};
+// Reads RUN/progress/*; unreadable or half-written files are skipped.
+std::vector<ProcessProgress> read_progress(const std::string& run_dir);
+// Writes "on" or "off" into RUN/control. Returns "" or an error text.
+std::string write_control(const std::string& run_dir, bool on);
+
+class Window {
+ public:
+  Window(const RunOptions& o, double t0_s) : opt_(o), t0_(t0_s) {}
+  // Whether capture should be switched on now (--start-after elapsed).
+  bool want_open(double now_s) const;
+  // Whether the window should close now, given the progress read.
+  bool want_close(double now_s, const std::vector<ProcessProgress>& p);
+  bool step_based() const { return step_based_; }
+  uint64_t max_steps() const { return max_steps_; }
+  std::string describe() const;  // one line for the report
+
+ private:
+  const RunOptions& opt_;
+  double t0_;
+  bool step_based_ = false;
+  uint64_t max_steps_ = 0;
+};
+
+// True when every process of `rank` (every rank when rank < 0) wrote its
+// window-end record or ended; `world` ranks must all be present when > 1.
+bool windows_on_disk(const std::vector<ProcessProgress>& p, int world);
+
+// ---- report (cmd_run_report.cpp)
+// Analyzes the run directory, writes RUN/report.{txt,json,html} and prints
+// the report (text or json) or the HTML path on stderr. `note` is added to
+// the report's warnings. Returns 0 or a CLI exit code.
+int write_run_report(const std::string& run_dir, const std::string& format,
+                     const std::string& note);
+
+// ---- launcher (cmd_run_env.cpp)
+struct LauncherRank {
+  bool under_launcher = false;
+  int rank = 0;
+  int world = 1;
+};
+LauncherRank launcher_rank();
+
+}  // namespace stallscope::cli::run

@@ -1,0 +1,155 @@
+// The capture window of `stallscope run`, driven by the progress files the
+// recorder writes (RUN/progress/<file base>, STALLSCOPE_PROGRESS=on) and
+// closed through the run directory's control file.
+//
+// Why progress files and not the traces: reading growing trace files would
+// re-parse megabytes per poll; the recorder's flusher already sees every
+// record it writes, so it counts steps there (never on the recording path)
+// and rewrites a one-line file at most once per flush when a count changed.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "cmd_run.hpp"
+#include "sys/run_identity.hpp"
+
+namespace stallscope::cli::run {
+namespace {
+
+// "<host>-r<rank>-<pid>" -> rank; "<host>-launcher-<pid>" -> -1.
+int rank_of_base(const std::string& base) {
+  const size_t dash = base.rfind('-');
+  if (dash == std::string::npos || dash == 0) return 0;
+  const size_t prev = base.rfind('-', dash - 1);
+  if (prev == std::string::npos) return 0;
+  const std::string mid = base.substr(prev + 1, dash - prev - 1);
+  if (mid == "launcher") return -1;
+  if (mid.size() < 2 || mid[0] != 'r') return 0;
+  return std::atoi(mid.c_str() + 1);
+}
+
+bool parse_progress(const std::string& text, ProcessProgress& p) {
+  std::istringstream in(text);
+  std::string kv;
+  int fields = 0;
+  while (in >> kv) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "pid")
+      p.pid = std::atoi(v.c_str());
+    else if (k == "steps")
+      p.steps = std::strtoull(v.c_str(), nullptr, 10), ++fields;
+    else if (k == "windows_closed")
+      p.windows_closed = std::strtoull(v.c_str(), nullptr, 10), ++fields;
+    else if (k == "capture")
+      p.capture = v == "on", ++fields;
+    else if (k == "ended")
+      p.ended = v == "1", ++fields;
+  }
+  return fields == 4;
+}
+
+// A process of this host that is gone without its final flush (SIGKILL,
+// exec into an untraced program) will never write its window-end record.
+bool gone_from_this_host(const ProcessProgress& p) {
+  static const std::string host = [] {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    std::string h = sys::sanitize_path_component(name);
+    return (h.empty() ? std::string("host") : h) + "-";
+  }();
+  if (p.pid <= 0 || p.base.rfind(host, 0) != 0) return false;
+  return ::kill(p.pid, 0) != 0 && errno == ESRCH;
+}
+
+std::string read_small(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+}  // namespace
+
+std::vector<ProcessProgress> read_progress(const std::string& run_dir) {
+  std::vector<ProcessProgress> out;
+  const std::string dir = run_dir + "/progress";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name[0] == '.' || name.size() < 4 || name.compare(name.size() - 4, 4, ".tmp") == 0)
+      continue;
+    ProcessProgress p;
+    p.base = name;
+    p.rank = rank_of_base(name);
+    if (!parse_progress(read_small(dir + "/" + name), p)) continue;
+    if (!p.ended && gone_from_this_host(p)) p.ended = true;
+    out.push_back(p);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string write_control(const std::string& run_dir, bool on) {
+  const std::string path = run_dir + "/control", tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return tmp + ": " + std::strerror(errno);
+  const char* text = on ? "on\n" : "off\n";
+  const auto len = static_cast<ssize_t>(std::strlen(text));
+  const bool ok = ::write(fd, text, static_cast<size_t>(len)) == len;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return tmp + ": " + std::strerror(err);
+  // rename: the recorder never reads a half-written file.
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return path + ": " + std::strerror(errno);
+  return "";
+}
+
+bool Window::want_open(double now_s) const {
+  return opt_.start_after_s > 0 && now_s - t0_ >= opt_.start_after_s;
+}
+
+bool Window::want_close(double now_s, const std::vector<ProcessProgress>& p) {
+  for (const auto& x : p) max_steps_ = std::max(max_steps_, x.steps);
+  if (max_steps_ > 0) step_based_ = true;
+  // Step M+N has ended once step M+N+1 began (steps counted from 0).
+  if (step_based_) return max_steps_ > static_cast<uint64_t>(opt_.start_step + opt_.steps);
+  return now_s - t0_ >= opt_.start_after_s + opt_.duration_s;
+}
+
+std::string Window::describe() const {
+  std::ostringstream s;
+  if (step_based_) {
+    s << "capture window: steps 0 to " << opt_.start_step + opt_.steps << " (--start-step "
+      << opt_.start_step << " --steps " << opt_.steps
+      << "; a few more may be recorded while the close reaches every process); the job went on "
+         "untraced, so its files are reported as cut";
+  } else {
+    s << "capture window: time based, " << opt_.duration_s << " s";
+    if (opt_.start_after_s > 0) s << " from " << opt_.start_after_s << " s after start";
+    s << " (no step source appeared: no step API call, optimizer hook or step range)";
+  }
+  return s.str();
+}
+
+bool windows_on_disk(const std::vector<ProcessProgress>& p, int world) {
+  std::set<int> ranks;
+  for (const auto& x : p) {
+    if (x.windows_closed == 0 && !x.ended) return false;
+    if (x.rank >= 0) ranks.insert(x.rank);
+  }
+  return world <= 1 || static_cast<int>(ranks.size()) >= world;
+}
+
+}  // namespace stallscope::cli::run

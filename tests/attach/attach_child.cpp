@@ -1,0 +1,105 @@
+// A program that does not link stallscope, started by `stallscope run` in
+// the attach tests. It finds the recorder's C API with dlsym when the shim
+// (or the recorder itself) was preloaded, like an NVTX-annotated program
+// finds its injection, and otherwise runs untraced.
+//
+//   attach_child exit N                 exit with status N
+//   attach_child raise SIG              kill itself with signal SIG
+//   attach_child wait-signal FILE       on SIGINT/SIGTERM write FILE, exit 0
+//   attach_child steps N MS DONE_FILE   N steps of MS ms of CPU work each,
+//                                       then write DONE_FILE and exit 0
+//   attach_child ranges N MS DONE_FILE  the same, each step a range named
+//                                       "train_step <i>" instead of step marks
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+using StepFn = void (*)(uint64_t);
+using InitFn = int (*)();
+using PushFn = void (*)(const char*);
+using PopFn = void (*)();
+
+volatile sig_atomic_t g_signal = 0;
+
+void on_signal(int sig) { g_signal = sig; }
+
+void write_file(const char* path, const std::string& text) {
+  if (FILE* f = std::fopen(path, "w")) {
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+}
+
+void burn_ms(int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  volatile uint64_t x = 1;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 1000; ++i) x = x * 6364136223846793005ull + 1;
+  }
+}
+
+int wait_signal(const char* file) {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (auto init = reinterpret_cast<InitFn>(dlsym(RTLD_DEFAULT, "stallscope_init"))) init();
+  write_file((std::string(file) + ".ready").c_str(), "ready\n");
+  for (int i = 0; i < 3000 && g_signal == 0; ++i) usleep(10000);
+  if (g_signal == 0) return 9;  // nobody forwarded anything in 30 s
+  write_file(file, "signal " + std::to_string(g_signal) + "\n");
+  return 0;
+}
+
+int steps(int n, int ms, const char* done) {
+  auto begin = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "stallscope_step_begin"));
+  auto end = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "stallscope_step_end"));
+  for (int i = 0; i < n; ++i) {
+    if (begin) begin(static_cast<uint64_t>(i));
+    burn_ms(ms);
+    if (end) end(static_cast<uint64_t>(i));
+  }
+  write_file(done, "done\n");
+  return 0;
+}
+
+int ranges(int n, int ms, const char* done) {
+  auto push = reinterpret_cast<PushFn>(dlsym(RTLD_DEFAULT, "stallscope_range_push"));
+  auto pop = reinterpret_cast<PopFn>(dlsym(RTLD_DEFAULT, "stallscope_range_pop"));
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "train_step " + std::to_string(i);
+    if (push) push(name.c_str());
+    burn_ms(ms);
+    if (pop) pop();
+  }
+  write_file(done, "done\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "exit" && argc == 3) return std::atoi(argv[2]);
+  if (mode == "raise" && argc == 3) {
+    signal(std::atoi(argv[2]), SIG_DFL);
+    raise(std::atoi(argv[2]));
+    return 99;
+  }
+  if (mode == "wait-signal" && argc == 3) return wait_signal(argv[2]);
+  if (mode == "steps" && argc == 5) return steps(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
+  if (mode == "ranges" && argc == 5) return ranges(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
+  std::fprintf(stderr,
+               "usage: attach_child exit N | raise SIG | wait-signal FILE | "
+               "steps|ranges N MS DONE_FILE\n");
+  return 2;
+}

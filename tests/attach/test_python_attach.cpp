@@ -1,0 +1,154 @@
+// Python trainers under `stallscope run` with Debian's /usr/bin/python3: a
+// pure-Python trainer with multiprocessing (fork) workers, and a real
+// PyTorch DataLoader(num_workers=2) CPU training loop whose
+// Dataset.__getitem__ is deliberately slow in CPU work. The report must
+// name preprocessing. (The slow-read variant is test_torch_storage.)
+#define BOOST_TEST_MODULE python_attach
+#include <zlib.h>
+
+#include <fstream>
+
+#include <boost/test/unit_test.hpp>
+
+#include "attach/attach_util.hpp"
+
+using namespace attach;
+
+namespace {
+
+const std::string kRun = STALLSCOPE_BIN;
+const std::string kPython = "/usr/bin/python3";
+const std::string kSrc = ATTACH_SOURCE_DIR;
+
+void write_compressed_files(const std::string& dir, int n) {
+  std::filesystem::create_directories(dir);
+  for (int i = 0; i < n; ++i) {
+    std::string raw(64 * 1024, char('a' + i % 26));
+    uLongf len = compressBound(raw.size());
+    std::string out(len, '\0');
+    compress(reinterpret_cast<Bytef*>(out.data()), &len, reinterpret_cast<const Bytef*>(raw.data()),
+             raw.size());
+    std::ofstream(dir + "/f" + std::to_string(i) + ".z", std::ios::binary)
+        .write(out.data(), static_cast<std::streamsize>(len));
+  }
+}
+
+double share(const nlohmann::json& rank, const char* part) {
+  return rank["parts"][part]["share"].get<double>();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(python_attach)
+
+BOOST_AUTO_TEST_CASE(multiprocessing_trainer_with_the_module_names_preprocessing) {
+  TempDir t;
+  const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
+  write_compressed_files(t.path() + "/data", 8);
+  // A sitecustomize of the user's own: stallscope's must chain to it.
+  std::filesystem::create_directories(t.path() + "/site");
+  std::ofstream(t.path() + "/site/sitecustomize.py")
+      << "open('" << t.path() << "/user-site-ran', 'w').write('yes')\n";
+  const int code = run({kRun, "run", "--out", run_dir, "--", kPython, kSrc + "/mp_trainer.py",
+                        t.path() + "/data", "40"},
+                       log, 60, {"PYTHONPATH=" + t.path() + "/site"});
+  BOOST_TEST_REQUIRE(code == 0, slurp(log));
+  BOOST_TEST(slurp(t.path() + "/user-site-ran") == "yes");
+  const auto rep = report_json(run_dir);
+  BOOST_TEST_REQUIRE(rep.is_object(), slurp(log));
+  const auto& r = rep["ranks"][0];
+  BOOST_TEST(r["step_source"]["kind"].get<std::string>() == "step_events");
+  BOOST_TEST(r["steps"]["total"].get<int>() >= 39);
+  BOOST_TEST(share(r, "data.preprocess") >= 0.4, slurp(run_dir + "/report.txt"));
+  BOOST_TEST(share(r, "data.preprocess") > share(r, "data.storage"));
+  BOOST_TEST(r["files"].size() >= 3u, slurp(run_dir + "/report.txt"));  // one per worker
+}
+
+BOOST_AUTO_TEST_CASE(pytorch_dataloader_slow_getitem_cpu_names_preprocessing) {
+  TempDir t;
+  const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
+  const int code = run({kRun, "run", "--out", run_dir, "--start-step", "3", "--steps", "20", "--",
+                        kPython, kSrc + "/torch_trainer.py", "cpu", t.path(), "40"},
+                       log, 90);
+  BOOST_TEST_REQUIRE(code == 0, slurp(log));
+  BOOST_TEST(slurp(log).find("with the Python hooks") != std::string::npos);
+  BOOST_TEST(slurp(log).find("trained 40 steps") != std::string::npos, slurp(log));
+  const auto rep = report_json(run_dir);
+  BOOST_TEST_REQUIRE(rep.is_object(), slurp(log));
+  const auto& r = rep["ranks"][0];
+  // Steps from the optimizer hook, data waits from DataLoader.__next__.
+  BOOST_TEST(r["step_source"]["kind"].get<std::string>() == "step_events");
+  BOOST_TEST(r["steps"]["total"].get<int>() >= 20);
+  BOOST_TEST(r["steps"]["total"].get<int>() < 40);  // the window closed early
+  // Two worker processes next to the trainer (they tag themselves).
+  BOOST_TEST(r["files"].size() >= 3u);
+  BOOST_TEST(share(r, "data.preprocess") >= 0.4, slurp(run_dir + "/report.txt"));
+  BOOST_TEST(share(r, "data.preprocess") > share(r, "data.storage"));
+  BOOST_TEST(r["cause"].get<std::string>().find("preprocessing") != std::string::npos,
+             r["cause"].get<std::string>());
+  // Each worker process named its track after its worker id.
+  const std::string info = t.path() + "/info";
+  BOOST_TEST(run({kRun, "info", run_dir}, info, 30) == 0);
+  BOOST_TEST(slurp(info).find("\"DataLoader worker 0\"") != std::string::npos, slurp(info));
+  BOOST_TEST(slurp(info).find("\"DataLoader worker 1\"") != std::string::npos, slurp(info));
+}
+
+BOOST_AUTO_TEST_CASE(hooks_do_not_import_torch_eagerly) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  const int code = run({kRun, "run", "--out", t.path() + "/run", "--", kPython, "-c",
+                        "import sys; sys.exit(4 if 'torch' in sys.modules else "
+                        "0 if 'stallscope' in sys.modules else 5)"},
+                       log, 30);
+  BOOST_TEST(code == 0, slurp(log));  // hooks installed (module loaded), torch not imported
+}
+
+BOOST_AUTO_TEST_CASE(hooks_reach_a_script_started_through_its_shebang) {
+  TempDir t;
+  const std::string log = t.path() + "/log", script = t.path() + "/train.py";
+  std::ofstream(script) << "#!/usr/bin/env python3\nimport sys\n"
+                           "sys.exit(0 if 'stallscope' in sys.modules else 6)\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  BOOST_TEST(run({kRun, "run", "--out", t.path() + "/run", "--", script}, log, 30) == 0,
+             slurp(log));
+}
+
+BOOST_AUTO_TEST_CASE(module_uses_stallscope_lib_and_is_a_no_op_without_a_library) {
+  TempDir t;
+  const std::string code =
+      "import stallscope, time\n"
+      "for i in range(6):\n"
+      "    stallscope.step()\n"
+      "    with stallscope.data_wait(i): time.sleep(0.005)\n"
+      "    with stallscope.range('train'): time.sleep(0.002)\n"
+      "stallscope.step_end()\n";
+  const std::string path = "PYTHONPATH=" + kSrc + "/../../integrations/python";
+  const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
+  BOOST_TEST_REQUIRE(run({kPython, "-c", code}, log, 30,
+                         {path, std::string("STALLSCOPE_LIB=") + ATTACH_TRACE_LIB,
+                          "STALLSCOPE_OUT=" + run_dir}) == 0,
+                     slurp(log));
+  const std::string json = t.path() + "/report.json";
+  BOOST_TEST_REQUIRE(run({kRun, "report", "--json", run_dir}, json, 30) == 0, slurp(json));
+  const auto rep = nlohmann::json::parse(slurp(json), nullptr, false);
+  BOOST_TEST_REQUIRE(rep.is_object());
+  BOOST_TEST(rep["ranks"][0]["steps"]["total"].get<int>() == 6);
+  // No library anywhere: the same program runs, with one warning.
+  const std::string log2 = t.path() + "/log2";
+  BOOST_TEST(run({kPython, "-c", code}, log2, 30, {path, "STALLSCOPE_LIB=/nonexistent.so"}) == 0);
+  const std::string out = slurp(log2);
+  BOOST_TEST(out.find("stallscope marks are no-ops") != std::string::npos, out);
+  BOOST_TEST(out.find("no-ops") == out.rfind("no-ops"));  // once
+}
+
+BOOST_AUTO_TEST_CASE(no_python_hooks_leaves_pythonpath_alone) {
+  TempDir t;
+  const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
+  const int code = run({kRun, "run", "--out", run_dir, "--no-python-hooks", "--", kPython, "-c",
+                        "import os, sys; sys.exit(0 if 'stallscope' not in "
+                        "os.environ.get('PYTHONPATH', '') else 5)"},
+                       log, 30);
+  BOOST_TEST(code == 0, slurp(log));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
