@@ -1,6 +1,8 @@
 // CUPTI records -> stallscope events (see cupti_convert.hpp).
 #include "cupti_convert.hpp"
 
+#include "nccl_math.hpp"
+
 #include <cstring>
 
 namespace stallscope::cuda {
@@ -184,23 +186,7 @@ format::CollOp nccl_kernel_op(std::string_view name, bool* is_nccl) noexcept {
   }
   *is_nccl = at != std::string_view::npos;
   if (!*is_nccl) return format::CollOp::kUnknown;
-  const std::string_view rest = name.substr(at);
-  using format::CollOp;
-  static constexpr struct {
-    std::string_view token;
-    CollOp op;
-  } kOps[] = {{"AllReduce", CollOp::kAllReduce},
-              {"AllGather", CollOp::kAllGather},
-              {"ReduceScatter", CollOp::kReduceScatter},
-              {"Broadcast", CollOp::kBroadcast},
-              {"Reduce", CollOp::kReduce},
-              {"AllToAll", CollOp::kAllToAll},
-              {"SendRecv", CollOp::kSend},
-              {"Send", CollOp::kSend},
-              {"Recv", CollOp::kRecv}};
-  for (const auto& o : kOps)
-    if (rest.substr(0, o.token.size()) == o.token) return o.op;
-  return CollOp::kUnknown;
+  return nccl_op_prefix(name.substr(at));
 }
 
 Converted convert_record(const CUpti_Activity& rec, const CuptiClock& clock, NameResolver& names,

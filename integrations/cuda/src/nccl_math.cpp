@@ -38,23 +38,35 @@ uint32_t nccl_type_size(std::string_view datatype) noexcept {
   return nccl_type_size(nccl_type_id(datatype));
 }
 
+namespace {
+
+// SendRecv before Send and ReduceScatter before Reduce, for prefix matches.
+struct OpName {
+  std::string_view name;
+  format::CollOp op;
+};
+constexpr OpName kOps[] = {{"AllReduce", format::CollOp::kAllReduce},
+                           {"AllGather", format::CollOp::kAllGather},
+                           {"ReduceScatter", format::CollOp::kReduceScatter},
+                           {"Broadcast", format::CollOp::kBroadcast},
+                           {"Reduce", format::CollOp::kReduce},
+                           {"AllToAll", format::CollOp::kAllToAll},
+                           {"SendRecv", format::CollOp::kSend},
+                           {"Send", format::CollOp::kSend},
+                           {"Recv", format::CollOp::kRecv}};
+
+}  // namespace
+
 format::CollOp nccl_op(std::string_view func) noexcept {
-  using format::CollOp;
-  static constexpr struct {
-    std::string_view name;
-    CollOp op;
-  } kOps[] = {{"AllReduce", CollOp::kAllReduce},
-              {"AllGather", CollOp::kAllGather},
-              {"ReduceScatter", CollOp::kReduceScatter},
-              {"Broadcast", CollOp::kBroadcast},
-              {"Reduce", CollOp::kReduce},
-              {"AllToAll", CollOp::kAllToAll},
-              {"Send", CollOp::kSend},
-              {"Recv", CollOp::kRecv},
-              {"SendRecv", CollOp::kSend}};
   for (const auto& o : kOps)
     if (o.name == func) return o.op;
-  return CollOp::kUnknown;
+  return format::CollOp::kUnknown;
+}
+
+format::CollOp nccl_op_prefix(std::string_view text) noexcept {
+  for (const auto& o : kOps)
+    if (text.substr(0, o.name.size()) == o.name) return o.op;
+  return format::CollOp::kUnknown;
 }
 
 uint64_t nccl_call_bytes(uint64_t count, uint32_t type_size) noexcept { return count * type_size; }

@@ -28,6 +28,8 @@ int nccl_type_id(std::string_view datatype) noexcept;
 
 // The op of an NCCL function name as the plugin passes it ("AllReduce", …).
 format::CollOp nccl_op(std::string_view func) noexcept;
+// The operation whose name starts text ("AllReduce_Sum_f32…" of a kernel name).
+format::CollOp nccl_op_prefix(std::string_view text) noexcept;
 
 // Bytes of the user's buffer a call with `count` elements moves (count *
 // type size): what the trace records per collective.
