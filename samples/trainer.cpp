@@ -22,6 +22,7 @@
 
 #include "trainer/comm.hpp"
 #include "trainer/decode.hpp"
+#include "trainer/device.hpp"
 #include "trainer/emulated_device.hpp"
 #include "trainer/facts.hpp"
 #include "trainer/options.hpp"
@@ -62,6 +63,13 @@ int main(int argc, char** argv) {
   const int rank = comm->rank();
   if (!o.quiet && rank == 0) std::fprintf(stderr, "trainer: %s\n", note.c_str());
   o.loader.rank = static_cast<uint32_t>(rank);
+  std::unique_ptr<trainer::Device> dev;
+  if (trainer::make_device(o, 2, comm.get(), &dev, &note) != 0)
+    return std::fprintf(stderr, "trainer: %s\n", note.c_str()), 2;
+  if (!o.quiet && rank == 0) std::fprintf(stderr, "trainer: %s\n", note.c_str());
+  // The loader's H2D goes to the device the trainer computes on.
+  if (o.loader.device == sl::DeviceKind::kAuto)
+    o.loader.device = dev->kind() == "cuda" ? sl::DeviceKind::kCuda : sl::DeviceKind::kEmulated;
   // --copy-in-step: the trainer copies on its compute stream, the loader not at all.
   if (o.copy_in_step) o.loader.device = sl::DeviceKind::kNone;
   o.loader.world_size = static_cast<uint32_t>(comm->size());
@@ -79,11 +87,12 @@ int main(int argc, char** argv) {
   if (sl::Loader::create(std::move(ds), o.loader, std::move(p), &loader, &err) != 0)
     return std::fprintf(stderr, "trainer: %s\n", err.c_str()), 1;
   o.loader.probe = probe;
-  trainer::EmulatedDevice dev(2, {.bus_gbps = o.bus_gbps, .burn = o.device_burn}, comm.get());
-  trainer::attach_device_model(o, dev, loader->device());
+  if (const trainer::EmulatedDevice* e = dev->emulated())
+    trainer::attach_device_model(o, *e, loader->device());
+  stallscope::attach("trainer.device", dev->model_json());
   comm->barrier();
   trainer::StepTimes times;
-  const int rc = trainer::run_steps(o, rank, *loader, dev, &times, &err);
+  const int rc = trainer::run_steps(o, rank, *loader, *dev, &times, &err);
   loader->stop();
   if (rc != 0) return std::fprintf(stderr, "trainer: %s\n", err.c_str()), 1;
   print_result(o, rank, times);

@@ -2,11 +2,14 @@
 # Builds what scripts/gpu-check.sh runs on the lent GPU machine, here, and
 # gathers it into gpu-bundle/ (ignored by git; carry it to the machine):
 #
-#   gpu-bundle/bin/   stallscope, gpu_workload, test_gpu_cupti
+#   gpu-bundle/bin/   stallscope, gpu_workload, test_gpu_cupti, trainer (the
+#                     sample trainer, --device cuda) and gen_dataset
 #   gpu-bundle/lib/   libstallscope_*.so and every Debian library they need
 #                     (apt-get download + dpkg -x), found through RPATH
 #                     $ORIGIN/../lib; the machine's own CUDA, CUPTI, NCCL and
-#                     driver libraries are used, never shipped
+#                     driver libraries are used, never shipped — except
+#                     libcudart.so.13, which the loader and trainer link
+#                     (a machine may carry only an older runtime)
 #   gpu-bundle/share/stallscope/python/   the Python hooks of `stallscope run`
 #
 # The GPU machine has nvcc, CMake and PyTorch but none of our Debian
@@ -36,7 +39,7 @@ nice cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   { tail -20 "$BUILD/bundle-configure.log"; die "configure failed (log: $BUILD/bundle-configure.log)"; }
 grep -q "CUDA ON (CUPTI ON" "$BUILD/bundle-configure.log" || die "CMake did not find CUDA with CUPTI"
 
-TARGETS="stallscope stallscope_cuda stallscope_preload gpu_workload test_gpu_cupti"
+TARGETS="stallscope stallscope_cuda stallscope_preload gpu_workload test_gpu_cupti trainer gen_dataset"
 say "building $TARGETS"
 nice cmake --build "$BUILD" --target $TARGETS -j"${JOBS:-2}" >"$BUILD/bundle-build.log" 2>&1 ||
   { tail -30 "$BUILD/bundle-build.log"; die "build failed (log: $BUILD/bundle-build.log)"; }
@@ -45,6 +48,14 @@ rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/share/stallscope"
 for b in stallscope gpu_workload; do cp "$BUILD/bin/$b" "$OUT/bin/"; done
 cp "$BUILD/tests/gpu/test_gpu_cupti" "$OUT/bin/"
+cp "$BUILD/samples/trainer" "$BUILD/samples/gen_dataset" "$OUT/bin/"
+for lib in $(find "$BUILD/loader" -maxdepth 1 -name 'libstallscope_loader.so*'); do
+  cp -P "$lib" "$OUT/lib/"
+done
+cudart=$(find /usr/local/cuda/lib /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib \
+  -maxdepth 1 -name 'libcudart.so.[0-9]*' 2>/dev/null | head -1)
+[ -n "$cudart" ] || die "no libcudart.so.N under /usr/local/cuda (the trainer links it)"
+cp -L "$cudart" "$OUT/lib/"
 cp "$BUILD/lib/libstallscope_cuda.so" "$BUILD/lib/libstallscope_preload.so" "$OUT/lib/"
 for lib in $(find "$BUILD/libtrace" -maxdepth 1 -name 'libstallscope_*.so*'); do
   cp -P "$lib" "$OUT/lib/"

@@ -7,7 +7,8 @@
 #
 #   checks: CUPTI kinds and launch->kernel order (test_gpu_cupti); the
 #   sample workload compute-bound and pageable-H2D-bound with the analyzer's
-#   verdicts; a CUDA-graph replay with capture toggled off/on twice; a
+#   verdicts; the sample trainer (--device cuda) over the real loader,
+#   compute-bound and pageable-H2D-bound, with the same verdicts; a CUDA-graph replay with capture toggled off/on twice; a
 #   1-rank NCCL communicator loading our profiler plugin (init called,
 #   version printed, the all_reduce recorded with its bytes); `stallscope
 #   run -- python3` on a GPU DataLoader loop; torch.profiler under
@@ -59,6 +60,32 @@ step "sample workload: compute-bound"
 workload compute run-compute "compute-bound"
 step "sample workload: pageable H2D"
 workload h2d-pageable run-h2d "H2D copy"
+
+# The sample trainer on the GPU (--device cuda): the loader's pipeline with
+# spin kernels of the modelled time and the real batch copied to the device.
+trainer_run() {
+  local name=$1 want=$2 dir=$OUT/$1
+  shift 2
+  rm -rf "$dir"
+  STALLSCOPE_OUT=$dir timeout 60 "$B/bin/trainer" --data "$OUT/trainer-ds" --device cuda "$@" \
+    >"$OUT/$name.log" 2>&1 || { bad "trainer $name" "exit $? ($(tail -2 "$OUT/$name.log" | tr '\n' ' '))"; return; }
+  grep -q "trainer: CUDA device" "$OUT/$name.log" || { bad "trainer $name" "not on the CUDA device"; return; }
+  "$B/bin/stallscope" report "$dir" >"$OUT/$name.report.txt" 2>&1
+  "$B/bin/stallscope" report --json "$dir" >"$OUT/$name.report.json" 2>/dev/null
+  local cause
+  cause=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print([x.get("cause","") for x in r.get("ranks",[r])][0])' \
+    "$OUT/$name.report.json" 2>/dev/null)
+  if [[ "$cause" == *"$want"* ]]; then ok "trainer $name: $cause"
+  else bad "trainer $name" "cause '$cause', wanted '$want' (see $name.report.txt)"; fi
+}
+step "sample trainer --device cuda: compute-bound"
+rm -rf "$OUT/trainer-ds"
+timeout 60 "$B/bin/gen_dataset" --out "$OUT/trainer-ds" --samples 400 --size-kb 16 >"$OUT/gen_dataset.log" 2>&1 ||
+  bad "gen_dataset" "$(tail -2 "$OUT/gen_dataset.log" | tr '\n' ' ')"
+trainer_run trainer-compute "compute-bound" --steps 30 --compute-ms 20
+step "sample trainer --device cuda: pageable H2D in the step"
+trainer_run trainer-h2d "H2D copy" --steps 20 --compute-ms 2 --copy-in-step --loader-pinned=off \
+  --loader-batch-size=32 --sample-bytes 4000000
 
 step "CUDA graph replay with capture toggled off and on twice"
 if STALLSCOPE_OUT=$OUT/run-graph timeout 30 "$B/bin/gpu_workload" graph-toggle --attach "$CUDA_LIB" \

@@ -34,6 +34,7 @@ const std::map<std::string, Setter>& valued() {
       {"--data", [](Options& o, const std::string& v) { o.data = v; return !v.empty(); }},
       {"--rank-data", [](Options& o, const std::string& v) { o.rank_data.push_back(v); return v.find('=') != std::string::npos; }},
       {"--slow-rank", [](Options& o, const std::string& v) { o.slow.push_back(v); return v.find('=') != std::string::npos; }},
+      {"--device", [](Options& o, const std::string& v) { o.device = v; return v == "cuda" || v == "emulated" || v == "auto"; }},
       {"--summary-json", [](Options& o, const std::string& v) { o.summary_json = v; return true; }},
       {"--steps", count(&Options::steps)},
       {"--sample-bytes", count(&Options::sample_bytes)},
@@ -90,7 +91,7 @@ int parse_options(int argc, char** argv, Options* o, std::string* error) {
 
 std::string usage() {
   return "usage: trainer --data DIR [options] [--loader-<knob>=V ...]\n"
-         "  a training loop over the stallscope loader on the emulated device\n"
+         "  a training loop over the stallscope loader on a CUDA GPU or the emulated device\n"
          "  --steps N            training steps (default 50; epochs repeat as needed)\n"
          "  --decode-us U        extra augment CPU per sample, us (zstd decode always runs)\n"
          "  --sample-bytes B     bytes per sample copied to the device (default: decoded size)\n"
@@ -108,6 +109,8 @@ std::string usage() {
          "                       stream); the loader then copies nothing\n"
          "  --slow-rank R=F      rank R's compute and host work F times slower\n"
          "  --rank-data R=DIR    rank R reads DIR instead of --data\n"
+         "  --device D           cuda, emulated or auto (default: CUDA where a driver and a\n"
+         "                       GPU are present, else the emulated device)\n"
          "  --device-burn        the emulated device spins instead of sleeping\n"
          "  --no-trace           capture off (overhead measurements)\n"
          "  --summary-json FILE  write step time and throughput as JSON\n"

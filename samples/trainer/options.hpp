@@ -28,6 +28,7 @@ struct Options {
   bool copy_in_step = false;     // H2D on the compute stream, serialized with compute
   std::vector<std::string> slow; // R=F: rank R's compute and host work F times slower
   bool device_burn = false;
+  std::string device = "auto";  // cuda | emulated | auto (CUDA where usable)
   bool trace = true;             // false: capture off (bench/trace_overhead)
   bool quiet = false;
   std::string summary_json;      // write per-run numbers here

@@ -39,7 +39,7 @@ void host_work(double ms) {
 
 // --copy-in-step: the batch goes to the device on the compute stream, so
 // forward waits for it and the copy never overlaps compute.
-void enqueue_copy(const Options& o, uint64_t bytes, EmulatedDevice& dev, const Names& n) {
+void enqueue_copy(const Options& o, uint64_t bytes, Device& dev, const Names& n) {
   const bool pinned = o.loader.pinned;
   const double gbps = pinned ? o.loader.pinned_gbps : o.loader.pageable_gbps;
   dev.enqueue(kCompute, {.type = DeviceOp::Type::kCopyH2D,
@@ -50,7 +50,7 @@ void enqueue_copy(const Options& o, uint64_t bytes, EmulatedDevice& dev, const N
 }
 
 // Queues one step's device work; returns the update's sequence number.
-uint64_t enqueue_step(const Options& o, double slow, uint64_t batch_bytes, EmulatedDevice& dev,
+uint64_t enqueue_step(const Options& o, double slow, uint64_t batch_bytes, Device& dev,
                       const Names& n) {
   using T = DeviceOp::Type;
   const double fwd = o.compute_ms * slow / 3, bwd = o.compute_ms * slow * 2 / 3;
@@ -88,7 +88,7 @@ int next_batch(stallscope::loader::Loader& loader, uint64_t& epoch, stallscope::
 
 }  // namespace
 
-int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, EmulatedDevice& dev,
+int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, Device& dev,
               StepTimes* out, std::string* error) {
   const Names names;
   const double slow = slow_factor(o, rank);
@@ -102,6 +102,7 @@ int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, Em
     if (const int rc = next_batch(loader, epoch, &b); rc != 0)
       return *error = loader.error(), rc < 0 ? rc : -EIO;
     out->samples += b.samples.size();
+    dev.set_copy_source(b.host.data(), b.host.size());
     const uint64_t update = enqueue_step(o, slow, b.host.size(), dev, names);
     if (o.sync_each_step) {
       const stallscope::Ticks w0 = stallscope::ticks_now();

@@ -9,7 +9,7 @@
 
 #include <stallscope/loader/loader.hpp>
 
-#include "emulated_device.hpp"
+#include "device.hpp"
 #include "options.hpp"
 
 namespace trainer {
@@ -21,7 +21,7 @@ struct StepTimes {
 };
 
 // Runs o.steps steps; 0, or -errno with *error set (loader failures).
-int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, EmulatedDevice& dev,
+int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, Device& dev,
               StepTimes* out, std::string* error);
 
 }  // namespace trainer
