@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -18,6 +19,7 @@ class LocalComm final : public Comm {
   void start_token_allreduce() override {}
   bool done() override { return true; }
   void barrier() override {}
+  bool broadcast(void*, size_t) override { return true; }
   std::string name() const override { return "local (1 rank)"; }
 };
 
@@ -38,6 +40,9 @@ class MpiComm final : public Comm {
     return api_->test(&d) != 0 || d != 0;
   }
   void barrier() override { api_->barrier(); }
+  bool broadcast(void* buf, size_t bytes) override {
+    return bytes <= static_cast<size_t>(INT32_MAX) && api_->bcast(buf, static_cast<int>(bytes)) == 0;
+  }
   std::string name() const override { return "MPI (" + std::to_string(size_) + " ranks)"; }
 
  private:

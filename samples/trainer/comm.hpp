@@ -4,6 +4,7 @@
 // a launcher started this process — so a single-rank run needs no MPI at all.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,8 @@ class Comm {
   virtual void start_token_allreduce() = 0;
   virtual bool done() = 0;
   virtual void barrier() = 0;
+  // Rank 0's `bytes` at `buf` to every rank; false if it failed.
+  virtual bool broadcast(void* buf, size_t bytes) = 0;
   virtual std::string name() const = 0;
 };
 

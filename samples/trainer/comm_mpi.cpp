@@ -29,10 +29,11 @@ int start_allreduce() {
 
 int test(int* done) { return MPI_Test(&g_req, done, MPI_STATUS_IGNORE); }
 int barrier() { return MPI_Barrier(MPI_COMM_WORLD); }
+int bcast(void* buf, int bytes) { return MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD); }
 void finalize() { MPI_Finalize(); }
 
 const stallscope_trainer_mpi_v1 kApi = {STALLSCOPE_TRAINER_MPI_ABI, init, start_allreduce, test,
-                                        barrier, finalize};
+                                        barrier, bcast, finalize};
 
 }  // namespace
 

@@ -5,13 +5,16 @@
 // from pageable memory as --loader-pinned says. Each stream has a completion
 // thread that waits for its ops' end events in order and records them from
 // event-pair times, so wait(stream, seq) and the trace behave as on the
-// emulated device. A collective on several ranks runs the Comm token
-// all-reduce in stream order (a host function) and holds the modelled
-// transfer time on the device; on one rank there is nothing to exchange.
+// emulated device. A collective on several ranks is a real NCCL all-reduce
+// of the gradient bytes (nccl_allreduce.hpp); where NCCL cannot be used it
+// runs the Comm token all-reduce in stream order (a host function) and
+// holds the modelled transfer time on the device, and says so. On one rank
+// there is nothing to exchange.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -24,6 +27,7 @@
 
 #include "device.hpp"
 #include "gpu/ptx_spin.hpp"
+#include "nccl_allreduce.hpp"
 
 namespace trainer {
 
@@ -63,6 +67,8 @@ class CudaDevice final : public Device {
       if (s->stream) cudaStreamDestroy(s->stream);
     for (void* p : staging_) cudaFreeHost(p);
     if (dev_buf_) cudaFree(dev_buf_);
+    nccl_.reset();
+    if (grad_buf_) cudaFree(grad_buf_);
   }
 
   // "" when ready, else why not.
@@ -80,6 +86,7 @@ class CudaDevice final : public Device {
     // which records these kernels and copies itself: recording them here too
     // would count the device time twice.
     cupti_records_ = dlopen("libstallscope_cuda.so", RTLD_NOW | RTLD_NOLOAD) != nullptr;
+    if (ranks() > 1) open_nccl();
     for (int i = 0; i < streams; ++i) streams_[i]->thread = std::thread([this, i] { complete(i); });
     return "";
   }
@@ -120,14 +127,34 @@ class CudaDevice final : public Device {
       << ",\"spin_clock_khz\":" << khz_ << ",\"recorded_by\":\""
       << (cupti_records_ ? "cupti" : "events") << "\""
       << ",\"ranks\":" << ranks()
-      << ",\"collective\":\"token all-reduce through Comm, then 2(n-1)/n*bytes/bus_gbps on the "
-         "device\",\"bus_gbps\":"
-      << bus_gbps_ << "}";
+      << ",\"collective\":\""
+      << (nccl_ ? "NCCL all-reduce of the gradient bytes"
+                : "token all-reduce through Comm, then 2(n-1)/n*bytes/bus_gbps on the device")
+      << "\",\"bus_gbps\":" << bus_gbps_ << "}";
     return o.str();
   }
 
  private:
   int ranks() const { return comm_ ? comm_->size() : 1; }
+
+  void open_nccl() {
+    std::string why;
+    nccl_ = open_nccl_allreduce(*comm_, &why);
+    if (nccl_)
+      std::fprintf(stderr, "trainer: gradient all-reduce through NCCL %s\n", nccl_->version().c_str());
+    else
+      std::fprintf(stderr, "trainer: %s: all-reduce is a token exchange plus the modelled transfer\n",
+                   why.c_str());
+  }
+
+  // The gradient buffer, grown to `bytes` (all ranks grow it alike).
+  bool grad_buffer(uint64_t bytes) {
+    if (bytes <= grad_bytes_) return true;
+    if (grad_buf_) cudaFree(grad_buf_);
+    grad_buf_ = nullptr;
+    grad_bytes_ = cudaMalloc(&grad_buf_, bytes) == cudaSuccess ? bytes : 0;
+    return grad_bytes_ != 0;
+  }
 
   // Runs a spin of 20 ms at the reported clock and measures it with events:
   // the ratio corrects a clock the driver reports wrong (or not at all).
@@ -180,7 +207,9 @@ class CudaDevice final : public Device {
       case DeviceOp::Type::kCopyH2D:
         return copy(s, op);
       case DeviceOp::Type::kCollective:
-        if (ranks() > 1) {
+        if (nccl_ && grad_buffer(op.bytes)) {
+          nccl_->enqueue(grad_buf_, op.bytes / sizeof(float), s);
+        } else if (ranks() > 1) {
           cudaLaunchHostFunc(s, token_allreduce, this);
           spin(s, 2.0 * (ranks() - 1) / ranks() * static_cast<double>(op.bytes) /
                       (bus_gbps_ * 1e9) * 1e3);
@@ -246,7 +275,8 @@ class CudaDevice final : public Device {
     const stallscope::Ticks start = end > span ? end - span : 0;
     const auto stream = static_cast<uint32_t>(index);
     namespace f = stallscope::format;
-    if (cupti_records_ && p.op.type != DeviceOp::Type::kCollective) return;
+    // CUPTI records kernels, copies and NCCL's kernels (as collectives).
+    if (cupti_records_ && (p.op.type != DeviceOp::Type::kCollective || nccl_)) return;
     if (p.op.type == DeviceOp::Type::kKernel) {
       stallscope::record_kernel(start, end, {.name = p.op.name, .stream = stream});
     } else if (p.op.type == DeviceOp::Type::kCopyH2D) {
@@ -257,7 +287,7 @@ class CudaDevice final : public Device {
                                .dst = f::MemKind::kDevice,
                                .stream = stream});
     } else {
-      // Not NCCL: the exchange is Comm's token and the transfer is modelled.
+      // Emulated unless NCCL moved the bytes.
       stallscope::record_collective(start, end,
                                     {.name = p.op.name,
                                      .op = f::CollOp::kAllReduce,
@@ -266,7 +296,7 @@ class CudaDevice final : public Device {
                                      .seq = ++collective_seq_,
                                      .rank = static_cast<uint32_t>(comm_ ? comm_->rank() : 0),
                                      .nranks = static_cast<uint32_t>(ranks()),
-                                     .emulated = true});
+                                     .emulated = nccl_ == nullptr});
     }
   }
 
@@ -284,6 +314,9 @@ class CudaDevice final : public Device {
   uint64_t dev_bytes_ = 0;
   std::vector<void*> staging_;
   uint64_t flip_ = 0, collective_seq_ = 0;
+  std::unique_ptr<NcclAllreduce> nccl_;
+  void* grad_buf_ = nullptr;
+  uint64_t grad_bytes_ = 0;
 };
 
 }  // namespace
