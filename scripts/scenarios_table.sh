@@ -47,8 +47,9 @@ out=docs/scenarios.md
   echo
   echo "Failed checks, as the runner printed them:"
   echo
-  for f in $(ls "$results"/scenario-*.json 2>/dev/null | sort -V); do
+  failed=$(for f in $(ls "$results"/scenario-*.json 2>/dev/null | sort -V); do
     jq -r '.id as $i | (if .expected_to_fail then " (expected: \(.expected_to_fail))" else "" end) as $x | .checks[] | select(.ok | not) | "- scenario \($i): \(.what)\($x)"' "$f"
-  done
+  done)
+  echo "${failed:-none.}"
 } > "$out"
 echo "wrote $out"
