@@ -86,6 +86,8 @@ void RankEngine::route_trainer(const Ev& e) {
   switch (e.kind) {
     case Kind::kDataWait:
       c.waits.add(e.start, e.end);
+      if (!c.recs.empty() && e.end < c.recs.back().b) c.recs_by_end = false;
+      c.max_wait = std::max(c.max_wait, e.end - e.start);
       c.recs.push_back({e.start, e.end, e.batch_id != 0 ? e.batch_id : e.corr});
       break;
     case Kind::kApiCall: c.api.add(e.start, e.end); ++stats_.launches; break;
@@ -172,8 +174,12 @@ void RankEngine::on_decided() {
 void RankEngine::advance(int64_t safe_ns) {
   if (safe_ns <= INT64_MIN + opt_.lineage_horizon_ns) return;  // nothing is safe yet
   if (!finder_.decided()) {
-    // No step known yet: keep only a horizon of history.
-    if (safe_ns != INT64_MAX) trim(safe_ns - opt_.lineage_horizon_ns);
+    // Nothing is trimmed before the first try at choosing the step source
+    // (at most decide_events events are held): the first steps of a sparse
+    // run would lose their device and trainer intervals. After a try found
+    // no step at all, keep only a horizon of history.
+    if (safe_ns != INT64_MAX && events_ >= opt_.decide_events)
+      trim(safe_ns - opt_.lineage_horizon_ns);
     return;
   }
   // Steps are attributed in batches: sorting the window once per batch

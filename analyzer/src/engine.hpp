@@ -44,6 +44,10 @@ class RankEngine {
   struct TrainerChans {
     Channel waits, api, sync;
     std::deque<WaitRec> recs;
+    // While recs are in end order, a step's waits are found by binary
+    // search and the walk stops max_wait past the step's end.
+    bool recs_by_end = true;
+    int64_t max_wait = 0;
   };
   enum class CounterKind : int8_t { kUnknown, kOther, kThreadNs, kChildNs, kProcessNs, kIdle,
                                     kThrottledPeriods, kThrottledNs };

@@ -102,7 +102,13 @@ DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
   DataSplit total;
   Ivs rest = stall, piece, tmp;
   if (TrainerChans* tc = trainer_chans()) {
-    for (const WaitRec& w : tc->recs) {
+    auto it = tc->recs.begin();
+    if (tc->recs_by_end)
+      it = std::partition_point(it, tc->recs.end(), [s](const WaitRec& w) { return w.b <= s; });
+    for (; it != tc->recs.end(); ++it) {
+      const WaitRec& w = *it;
+      // In end order, no later wait starts before e once b - max_wait >= e.
+      if (tc->recs_by_end && (rest.empty() || w.b - tc->max_wait >= e)) break;
       if (w.b <= s || w.a >= e || rest.empty()) continue;
       intersect(rest, Ivs{{w.a, w.b}}, piece);
       if (piece.empty()) continue;

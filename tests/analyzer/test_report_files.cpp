@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE report_files
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -94,6 +95,31 @@ BOOST_AUTO_TEST_CASE(missing_path_is_an_error) {
   const auto rep = an::analyze_paths({"/nonexistent/run"}, {});
   BOOST_TEST(rep.ranks.empty());
   BOOST_TEST(!rep.errors.empty());
+}
+
+// A sparse run: its events span more than the lineage horizon before the
+// step source is chosen. The first steps keep their device and trainer
+// intervals (they were once trimmed and counted as host time).
+BOOST_AUTO_TEST_CASE(sparse_run_keeps_first_steps_before_step_source_is_chosen) {
+  TempDir dir;
+  constexpr int kSteps = 2000;  // 6000 events: more than one read batch of the analyzer
+  write_trainer(dir.file("a.sst"), kSteps);
+  an::AnalyzeOptions o;
+  o.decide_events = size_t{1} << 20;  // chosen only at the end of the input
+  o.lineage_horizon_ns = 200'000'000;  // 2 steps: the input spans 1000 horizons
+  o.lag_ns = 10'000'000;
+  const auto rep = an::analyze_paths({dir.file("a.sst")}, o);
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
+  const auto& r = rep.ranks[0];
+  BOOST_REQUIRE_EQUAL(r.steps.size(), size_t(kSteps));
+  int wrong = 0;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const bool ok = std::abs(step_part_ms(r, i, Part::kCompute) - 60.0) < 0.01 &&
+                    std::abs(step_part_ms(r, i, Part::kDataUnknown) - 40.0) < 0.01;
+    wrong += ok ? 0 : 1;
+  }
+  BOOST_TEST(wrong == 0);
+  BOOST_TEST(step_part_ms(r, 0, Part::kCompute) == 60.0, boost::test_tools::tolerance(0.01));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
