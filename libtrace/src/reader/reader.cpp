@@ -192,7 +192,7 @@ void TraceReader::Impl::finish_index() {
          " bytes after the last complete chunk were lost at offset " + std::to_string(valid_end) +
          " (no End chunk)");
   } else {
-    warn("no End chunk: the recording did not finish (killed?); all chunks up to offset " +
+    warn("no End chunk: the recording is still running or did not finish (killed?); all chunks up to offset " +
          std::to_string(valid_end) + " are complete");
   }
 }
