@@ -6,6 +6,13 @@ namespace stallscope::preload {
 
 namespace {
 constexpr int kWriterSpins = 1000;  // then yield; writers hold a slot for nanoseconds
+constexpr int kReaderRetries = 256;  // ~a few µs of pauses, then the call goes untraced
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 }  // namespace
 
 // Zero-filled static storage (every slot kUnseen, generation 0). Should a
@@ -16,16 +23,25 @@ FdTable g_fd_table;
 bool FdTable::read(int fd, FdInfo* out) const noexcept {
   if (!in_range(fd)) return false;
   const Slot& s = slots_[fd];
-  const uint32_t s1 = s.seq.load(std::memory_order_acquire);
-  if (s1 & 1u) return false;
-  out->gen = s1 >> 1;
-  out->kind = static_cast<FdKind>(s.kind.load(std::memory_order_relaxed));
-  out->tier = s.tier.load(std::memory_order_relaxed);
-  out->flags = s.flags.load(std::memory_order_relaxed);
-  out->path = s.path.load(std::memory_order_relaxed);
-  out->channel = s.channel.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return s.seq.load(std::memory_order_relaxed) == s1;
+  // A writer holds a slot for a few stores (a lazy classification by another
+  // thread, an open): retry a bounded number of times so that a read racing
+  // it is still traced, but never wait on a writer that was preempted.
+  for (int attempt = 0; attempt < kReaderRetries; ++attempt) {
+    const uint32_t s1 = s.seq.load(std::memory_order_acquire);
+    if (s1 & 1u) {
+      cpu_relax();
+      continue;
+    }
+    out->gen = s1 >> 1;
+    out->kind = static_cast<FdKind>(s.kind.load(std::memory_order_relaxed));
+    out->tier = s.tier.load(std::memory_order_relaxed);
+    out->flags = s.flags.load(std::memory_order_relaxed);
+    out->path = s.path.load(std::memory_order_relaxed);
+    out->channel = s.channel.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.seq.load(std::memory_order_relaxed) == s1) return true;
+  }
+  return false;
 }
 
 bool FdTable::write(int fd, const FdInfo& info, uint32_t expect_gen) noexcept {
