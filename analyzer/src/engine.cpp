@@ -117,7 +117,9 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
       stats_.qd_sum += e.queue_depth;
       ++stats_.qd_reads;
     }
-    if (stats_.files.size() < kMaxFiles) stats_.files.insert(e.file);
+    // Reads come in runs from the same file: the set is only consulted on a change.
+    if (e.file != last_file_ && stats_.files.size() < kMaxFiles) stats_.files.insert(e.file);
+    last_file_ = e.file;
     return;
   }
   lineage_.add_preprocess(e);
@@ -125,7 +127,9 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
   ++stats_.pre_items;
   stats_.pre_samples += std::max<uint32_t>(e.count, 1);
   stats_.pre_busy_ns += e.dur();
-  if (stats_.workers.size() < 4096) stats_.workers.insert({e.track, e.worker});
+  const std::pair<uint32_t, uint32_t> worker{e.track, e.worker};
+  if (worker != last_worker_ && stats_.workers.size() < 4096) stats_.workers.insert(worker);
+  last_worker_ = worker;
 }
 
 RankEngine::CounterKind RankEngine::counter_kind(uint32_t name) {

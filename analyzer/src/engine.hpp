@@ -93,6 +93,8 @@ class RankEngine {
   int64_t finalized_until_ = INT64_MIN;
   bool device_seen_ = false, cpu_unknown_seen_ = false, gpu_track_ = false;
   uint64_t cuda_api_ = 0;
+  uint64_t last_file_ = ~uint64_t{0};                 // of the previous read
+  std::pair<uint32_t, uint32_t> last_worker_{~0u, ~0u};  // of the previous preprocess item
   uint32_t trainer_proc_ = 0, trainer_tid_ = 0;
 };
 

@@ -13,38 +13,45 @@ constexpr uint64_t kPrimes[] = {1021,      2039,      4093,       8191,       16
                                 268435399, 536870909, 1073741789, 2147483647, 4294967291ull};
 }  // namespace
 
-void FlatMap64::put(uint64_t key, uint64_t value) {
+uint64_t& FlatMap64::slot(uint64_t key) {
   if ((size_ + 1) * 2 > slots_.size()) grow();
   size_t i = home(key);
-  for (; slots_[i].key != 0 && slots_[i].key != key; i = step(i)) {
-  }
-  if (slots_[i].key == key) {
-    slots_[i].value = value;
-    return;
-  }
-  slots_[i] = {key, value};
+  for (; slots_[i].key != 0; i = step(i))
+    if (slots_[i].key == key) return slots_[i].value;
+  slots_[i] = {key, kAbsent};
   ++size_;
+  min_ = std::min(min_, key);
+  max_ = std::max(max_, key);
+  return slots_[i].value;
+}
+
+void FlatMap64::assign(size_t slots) {
+  slots_.assign(slots, Slot{});
+  magic_ = ~uint64_t{0} / slots + 1;
+  size_ = 0;
+  min_ = ~uint64_t{0};
+  max_ = 0;
 }
 
 void FlatMap64::clear() noexcept {
   std::fill(slots_.begin(), slots_.end(), Slot{});
   size_ = 0;
+  min_ = ~uint64_t{0};
+  max_ = 0;
 }
 
 void FlatMap64::reset(size_t n) {
   while (prime_ + 1 < static_cast<int>(std::size(kPrimes)) &&
          (prime_ < 0 || kPrimes[prime_] < 2 * n))
     ++prime_;
-  slots_.assign(kPrimes[prime_], Slot{});
-  size_ = 0;
+  assign(kPrimes[prime_]);
 }
 
 void FlatMap64::grow() {
   std::vector<Slot> old;
   old.swap(slots_);
   if (prime_ + 1 < static_cast<int>(std::size(kPrimes))) ++prime_;
-  slots_.assign(kPrimes[prime_], Slot{});
-  size_ = 0;
+  assign(kPrimes[prime_]);
   for (const Slot& s : old)
     if (s.key != 0) put(s.key, s.value);
 }

@@ -1,29 +1,36 @@
 #include "lineage.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace stallscope::analyzer {
 
 namespace {
 // A preprocessing item covering more samples is indexed by its first ones only.
 constexpr uint32_t kMaxIndexedSamples = 1024;
+// The smallest generation of sample heads (a short window rotates no more often).
+constexpr size_t kMinGeneration = 4096;
 }  // namespace
 
 void SampleIndex::add(uint64_t sample, uint64_t item) {
   if (sample == 0 || sample == ~uint64_t{0}) return;  // "none", and the map's reserved key
   const uint64_t l = base_ + links_.size();
-  const uint64_t prev = heads_.get(sample);
+  uint64_t& h = cur_.slot(sample);
+  const uint64_t prev = h != FlatMap64::kAbsent ? h : old_.get(sample);
   links_.push_back({sample, item, prev == FlatMap64::kAbsent || prev < base_ ? kNone : prev});
-  if (prev == FlatMap64::kAbsent && heads_.size() + 1 > heads_.room()) rebuild();
-  heads_.put(sample, l);
+  h = l;
+  if (cur_.size() >= std::max<size_t>(links_.size(), kMinGeneration) && base_ >= cur_first_) rotate();
 }
 
-// Drops the stale heads: re-inserts the live links oldest first (the newest
-// link of a sample ends as its head), in a table of the same size unless
-// live links alone fill a quarter of it.
-void SampleIndex::rebuild() {
-  if (links_.size() * 4 > heads_.room() * 2) heads_.reset(links_.size() * 2); else heads_.clear();
-  for (size_t i = 0; i < links_.size(); ++i) heads_.put(links_[i].sample, base_ + i);
+// Every head in old_ is stale: its table is emptied (shrunk when far larger
+// than a generation needs) and takes the next generation's heads.
+void SampleIndex::rotate() {
+  if (getenv("ROTDBG")) fprintf(stderr, "rotate links=%zu cur=%zu curroom=%zu oldroom=%zu\n", links_.size(), cur_.size(), cur_.room(), old_.room());
+  const size_t live = std::max<size_t>(links_.size(), kMinGeneration);
+  if (old_.room() > 4 * live) old_.reset(live); else old_.clear();
+  std::swap(cur_, old_);
+  cur_first_ = base_ + links_.size();
 }
 
 void SampleIndex::evict(uint64_t item_base) {

@@ -29,10 +29,12 @@ struct Batch {
 };
 
 // sample id -> the items (by lineage Id) that read or preprocessed it, newest
-// first: a flat head table and a ring of links evicted in the order items
-// were added, so no allocation per sample. Evicting a link leaves its head
-// entry behind, stale (below base_), which reads as absent; the table is
-// rebuilt from the live links when stale entries would make it grow.
+// first: flat head tables and a ring of links evicted in the order items
+// were added, so no allocation per sample. Heads live in two generations of
+// tables: new heads go to the current one; when it holds as many keys as
+// there are live links and every link of the older generation has been
+// evicted, the older table is emptied and becomes the current one. A head
+// whose link was evicted is stale (below base_) and reads as absent.
 class SampleIndex {
  public:
   static constexpr uint64_t kNone = ~uint64_t{0};
@@ -40,7 +42,7 @@ class SampleIndex {
   // Calls fn(item) for each live item of `sample` (item >= item_base), newest first.
   template <typename Fn>
   void for_each(uint64_t sample, uint64_t item_base, Fn&& fn) const {
-    for (uint64_t l = heads_.get(sample); l != FlatMap64::kAbsent && l >= base_;) {
+    for (uint64_t l = head(sample); l != FlatMap64::kAbsent && l >= base_;) {
       const Link& k = links_[static_cast<size_t>(l - base_)];
       if (k.item < item_base) return;
       fn(k.item);
@@ -52,12 +54,17 @@ class SampleIndex {
   size_t size() const noexcept { return links_.size(); }
 
  private:
-  void rebuild();
+  uint64_t head(uint64_t sample) const noexcept {
+    const uint64_t l = cur_.get(sample);
+    return l != FlatMap64::kAbsent ? l : old_.get(sample);
+  }
+  void rotate();
 
   struct Link {
     uint64_t sample, item, next;
   };
-  FlatMap64 heads_;
+  FlatMap64 cur_, old_;
+  uint64_t cur_first_ = 0;  // first link whose head went to cur_
   Ring<Link> links_;
   uint64_t base_ = 0;
 };
