@@ -9,7 +9,6 @@
 #include <deque>
 #include <vector>
 
-#include "huge_pages.hpp"
 #include "interval.hpp"
 
 namespace stallscope::analyzer {
@@ -32,8 +31,8 @@ class Channel {
  private:
   void sort_runs(size_t from);
 
-  HugeVector<Iv> pending_;
-  HugeVector<Iv> scratch_;    // sort_runs() and prepare(): reused, never shrunk
+  std::vector<Iv> pending_;
+  std::vector<Iv> scratch_;    // sort_runs() and prepare(): reused, never shrunk
   std::vector<size_t> cuts_;   // sort_runs(): run boundaries
   size_t cursor_ = 0;
   size_t sorted_ = 0;  // pending_[cursor_, sorted_) is sorted by start

@@ -48,7 +48,7 @@ void FlatMap64::reset(size_t n) {
 }
 
 void FlatMap64::grow() {
-  HugeVector<Slot> old;
+  std::vector<Slot> old;
   old.swap(slots_);
   if (prime_ + 1 < static_cast<int>(std::size(kPrimes))) ++prime_;
   assign(kPrimes[prime_]);

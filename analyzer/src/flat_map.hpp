@@ -14,8 +14,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "huge_pages.hpp"
-
 namespace stallscope::analyzer {
 
 class FlatMap64 {
@@ -57,7 +55,7 @@ class FlatMap64 {
   size_t step(size_t i) const noexcept { return i + 1 == slots_.size() ? 0 : i + 1; }
   void grow();
 
-  HugeVector<Slot> slots_;
+  std::vector<Slot> slots_;
   size_t size_ = 0;
   int prime_ = -1;       // index into the table of sizes
   uint64_t magic_ = 0;   // ~0 / slots_.size() + 1, for home()

@@ -8,8 +8,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "huge_pages.hpp"
-
 namespace stallscope::analyzer {
 
 template <typename T>
@@ -49,14 +47,14 @@ class Ring {
 
  private:
   void grow() {
-    HugeVector<T> next(buf_.empty() ? 64 : buf_.size() * 2);
+    std::vector<T> next(buf_.empty() ? 64 : buf_.size() * 2);
     for (size_t i = 0; i < size_; ++i) next[i] = (*this)[i];
     buf_.swap(next);
     head_ = 0;
     mask_ = buf_.size() - 1;
   }
 
-  HugeVector<T> buf_;
+  std::vector<T> buf_;
   size_t head_ = 0, size_ = 0, mask_ = 0;
 };
 
