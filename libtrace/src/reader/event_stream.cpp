@@ -70,7 +70,7 @@ void TraceReader::Impl::cache_segments() {
   while (s.nseg < 2 && s.conv.segment(s.nseg, s.seg[s.nseg])) ++s.nseg;
 }
 
-int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
+inline int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
   Stream& s = stream;
   if (!s.have_triple) return clamp_ns(static_cast<int64_t>(ticks));
   const auto d = static_cast<int64_t>(ticks - s.cur_ticks);
@@ -81,7 +81,7 @@ int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
   return clamp_ns(mono_of(ticks));
 }
 
-void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c) {
+inline void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c) {
   using format::Kind;
   const bool has_dur = e.phase == format::kComplete &&
                        c.kind != static_cast<uint8_t>(Kind::kCounter) &&
@@ -207,21 +207,30 @@ int TraceReader::Impl::decode_record(Event& e) {
   return 1;
 }
 
-bool TraceReader::Impl::read_ext(Event& e, bool known) {
+inline bool TraceReader::Impl::read_ext(Event& e, bool known) {
   Stream& s = stream;
   const uint64_t off = s.payload_off + s.pos;
   if (s.block_end - s.pos < sizeof(format::ExtHeader))
     return fail(off, "extension header runs past its track block");
   const auto h = load<format::ExtHeader>(s.buf.data() + s.pos);
-  if (h.bytes < sizeof h || h.bytes % 8 != 0)
-    return fail(off, "extension of " + std::to_string(h.bytes) +
-                         " bytes (must be at least 8 and a multiple of 8)");
-  if (h.bytes > s.block_end - s.pos)
-    return fail(off,
-                "extension of " + std::to_string(h.bytes) + " bytes runs past its track block");
+  if (h.bytes < sizeof h || h.bytes % 8 != 0) [[unlikely]]
+    return fail_ext_size(off, h.bytes, false);
+  if (h.bytes > s.block_end - s.pos) [[unlikely]]
+    return fail_ext_size(off, h.bytes, true);
   if (known && !apply_ext(e, h, s.buf.data() + s.pos, off)) return false;
   s.pos += h.bytes;
   return true;
+}
+
+bool TraceReader::Impl::fail_ext_size(uint64_t off, uint16_t bytes, bool past_block) {
+  if (past_block)
+    return fail(off, "extension of " + std::to_string(bytes) + " bytes runs past its track block");
+  return fail(off, "extension of " + std::to_string(bytes) +
+                       " bytes (must be at least 8 and a multiple of 8)");
+}
+
+bool TraceReader::Impl::fail_id_list(uint64_t off, uint32_t ids, uint64_t fit) {
+  return fail(off, "id list claims " + std::to_string(ids) + " ids but holds " + std::to_string(fit));
 }
 
 namespace {
@@ -245,21 +254,17 @@ bool copy_ext(T& dst, const format::ExtHeader& h, const uint8_t* p, uint32_t& ma
 
 }  // namespace
 
-bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p,
-                                  uint64_t off) {
+inline bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p,
+                                         uint64_t off) {
   using format::Ext;
   const unsigned slot = h.type - format::kExtBase;
   if (slot < std::size(kExtMinBytes) && (stream.ext_wanted & (1u << slot)) == 0) {
     // Not wanted: the same checks as a decode, nothing copied.
     if (h.type == static_cast<uint8_t>(Ext::kIdList)) {
-      if (h.aux > (h.bytes - sizeof h) / sizeof(uint64_t))
-        return fail(off, "id list claims " + std::to_string(h.aux) + " ids but holds " +
-                             std::to_string((h.bytes - sizeof h) / sizeof(uint64_t)));
-      return true;
+      const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
+      return h.aux <= fit || fail_id_list(off, h.aux, fit);
     }
-    if (h.bytes >= kExtMinBytes[slot]) return true;
-    return fail(off, std::string("extension ") + ext_label(h.type) + " of " +
-                         std::to_string(h.bytes) + " bytes is shorter than format 1 defines");
+    return h.bytes >= kExtMinBytes[slot] || fail_short_ext(off, h.type, h.bytes);
   }
   bool ok = true;
   switch (static_cast<Ext>(h.type)) {
@@ -289,9 +294,7 @@ bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const ui
       break;
     case Ext::kIdList: {
       const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
-      if (h.aux > fit)
-        return fail(off, "id list claims " + std::to_string(h.aux) + " ids but holds " +
-                             std::to_string(fit));
+      if (h.aux > fit) return fail_id_list(off, h.aux, fit);
       e.ext_mask |= ext_bit(Ext::kIdList);
       if (h.aux == 0) return true;  // (memcpy into an empty vector's null data() is UB)
       const size_t old = stream.ids.size();
@@ -303,10 +306,12 @@ bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const ui
       ++stream.unknown_exts;
       return true;
   }
-  if (!ok)
-    return fail(off, std::string("extension ") + ext_label(h.type) + " of " +
-                         std::to_string(h.bytes) + " bytes is shorter than format 1 defines");
-  return true;
+  return ok || fail_short_ext(off, h.type, h.bytes);
+}
+
+bool TraceReader::Impl::fail_short_ext(uint64_t off, uint8_t type, uint16_t bytes) {
+  return fail(off, std::string("extension ") + ext_label(type) + " of " + std::to_string(bytes) +
+                       " bytes is shorter than format 1 defines");
 }
 
 void TraceReader::Impl::finish_stream() {

@@ -138,10 +138,16 @@ struct TraceReader::Impl {
   bool load_next_events_chunk();
   bool open_block();
   int decode_record(Event& e);  // 1 event, 0 skipped, -1 error
-  bool read_ext(Event& e, bool known);
-  bool apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p, uint64_t off);
-  void fill_times(Event& e, const format::CoreRecord& c);
-  int64_t ticks_to_ns(uint64_t ticks);
+  // The per-record work, inlined into decode_record (event_stream.cpp only);
+  // the messages of malformed records are built out of line (cold).
+  [[gnu::always_inline]] inline bool read_ext(Event& e, bool known);
+  [[gnu::always_inline]] inline bool apply_ext(Event& e, const format::ExtHeader& h,
+                                               const uint8_t* p, uint64_t off);
+  [[gnu::always_inline]] inline void fill_times(Event& e, const format::CoreRecord& c);
+  [[gnu::always_inline]] inline int64_t ticks_to_ns(uint64_t ticks);
+  [[gnu::cold, gnu::noinline]] bool fail_ext_size(uint64_t off, uint16_t bytes, bool past_block);
+  [[gnu::cold, gnu::noinline]] bool fail_id_list(uint64_t off, uint32_t ids, uint64_t fit);
+  [[gnu::cold, gnu::noinline]] bool fail_short_ext(uint64_t off, uint8_t type, uint16_t bytes);
   void finish_stream();
 };
 
