@@ -79,6 +79,17 @@ void Channel::take(int64_t s, int64_t e, Ivs& out) {
   normalize(out);
 }
 
+void Channel::skip(int64_t s, int64_t e) {
+  size_t keep = 0;
+  for (const Iv& c : carry_)
+    if (c.b > s && c.b > e) carry_[keep++] = c;
+  carry_.resize(keep);
+  while (cursor_ < pending_.size() && pending_[cursor_].a < e) {
+    const Iv iv = pending_[cursor_++];
+    if (iv.b > s && iv.b > e) carry_.push_back(iv);
+  }
+}
+
 void Channel::trim() {
   // Compacts only when the consumed prefix is the larger part: erasing the
   // front on every batch of steps would move the whole window each time.

@@ -22,6 +22,8 @@ class Channel {
   // The intervals overlapping [s, e), clipped and normalized. Calls must
   // come with increasing s.
   void take(int64_t s, int64_t e, Ivs& out);
+  // As take(), for a step that does not need the intervals.
+  void skip(int64_t s, int64_t e);
   // Forgets the intervals consumed by take().
   void trim();
   // Drops everything ending before t (used while no steps are known).
