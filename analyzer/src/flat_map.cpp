@@ -41,6 +41,7 @@ void FlatMap64::clear() noexcept {
 }
 
 void FlatMap64::reset(size_t n) {
+  prime_ = -1;
   while (prime_ + 1 < static_cast<int>(std::size(kPrimes)) &&
          (prime_ < 0 || kPrimes[prime_] < 2 * n))
     ++prime_;

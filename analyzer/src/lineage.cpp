@@ -1,8 +1,6 @@
 #include "lineage.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 namespace stallscope::analyzer {
 
@@ -23,12 +21,12 @@ void SampleIndex::add(uint64_t sample, uint64_t item) {
   if (cur_.size() >= std::max<size_t>(links_.size(), kMinGeneration) && base_ >= cur_first_) rotate();
 }
 
-// Every head in old_ is stale: its table is emptied (shrunk when far larger
-// than a generation needs) and takes the next generation's heads.
+// Every head in old_ is stale: its table is emptied and takes the next
+// generation's heads. It is sized for as many as the generation just ended
+// (so it does not grow by doubling on the way), and shrunk when far larger.
 void SampleIndex::rotate() {
-  if (getenv("ROTDBG")) fprintf(stderr, "rotate links=%zu cur=%zu curroom=%zu oldroom=%zu\n", links_.size(), cur_.size(), cur_.room(), old_.room());
-  const size_t live = std::max<size_t>(links_.size(), kMinGeneration);
-  if (old_.room() > 4 * live) old_.reset(live); else old_.clear();
+  const size_t want = std::max({links_.size(), cur_.size(), kMinGeneration});
+  if (old_.room() < want || old_.room() > 4 * want) old_.reset(want); else old_.clear();
   std::swap(cur_, old_);
   cur_first_ = base_ + links_.size();
 }
