@@ -63,6 +63,9 @@ void Channel::prepare() {
 
 void Channel::take(int64_t s, int64_t e, Ivs& out) {
   out.clear();
+  size_t until = cursor_;  // the intervals starting before e
+  while (until < pending_.size() && pending_[until].a < e) ++until;
+  out.reserve(carry_.size() + (until - cursor_));
   size_t keep = 0;
   for (const Iv& c : carry_) {
     if (c.b <= s) continue;

@@ -44,6 +44,7 @@ void unite(const Ivs& x, const Ivs& y, Ivs& out) {
 
 void subtract(const Ivs& x, const Ivs& y, Ivs& out) {
   out.clear();
+  out.reserve(x.size() + y.size());  // the most pieces there can be: one growth instead of many
   size_t j = 0;
   for (const Iv& v : x) {
     int64_t a = v.a;
@@ -61,6 +62,7 @@ void subtract(const Ivs& x, const Ivs& y, Ivs& out) {
 
 void intersect(const Ivs& x, const Ivs& y, Ivs& out) {
   out.clear();
+  out.reserve(x.size() + y.size());
   size_t i = 0, j = 0;
   while (i < x.size() && j < y.size()) {
     const int64_t a = std::max(x[i].a, y[j].a), b = std::min(x[i].b, y[j].b);
