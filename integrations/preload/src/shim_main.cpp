@@ -15,6 +15,7 @@
 
 #include "channels.hpp"
 #include "env_policy.hpp"
+#include "fault_sampler.hpp"
 #include "shim.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.h"
@@ -69,6 +70,7 @@ void after_fork_child_handler() {
   set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));
   channels_reset_tid_after_fork();
   io_reset_tid_after_fork();
+  fault_sampler_forget_after_fork();
 }
 
 __attribute__((constructor)) void shim_constructor() {
@@ -87,6 +89,7 @@ __attribute__((constructor)) void shim_constructor() {
   {
     Guard guard;  // the recorder's start-up calls are not traced
     stallscope_init();
+    fault_sampler_start();
   }
   g_active.store(true, std::memory_order_release);
 }
@@ -98,6 +101,7 @@ void shim_after_fork_child() noexcept {
   if (!g_active.load(std::memory_order_relaxed)) return;
   Guard guard;
   stallscope_init();  // the child's own file, and its sampler, from now
+  fault_sampler_start();
 }
 
 const char* shim_dir() noexcept { return g_dir; }

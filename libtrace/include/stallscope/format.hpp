@@ -182,9 +182,10 @@ struct ExtHeader {  // 8 bytes; `bytes` includes this header, multiple of 8
 enum class Tier : uint8_t { kUnknown = 0, kLocal = 1, kNetwork = 2, kMemory = 3 };
 enum class Cache : uint8_t { kUnknown = 0, kHit = 1, kMiss = 2, kPartial = 3 };
 // How a read's page-cache state was found. kDirect: an O_DIRECT read,
-// which bypasses the cache (all of its bytes count as misses).
+// which bypasses the cache (all of its bytes count as misses). kFault: a
+// major page fault on a memory-mapped file (a miss by definition).
 enum class CacheMethod : uint8_t {
-  kNone = 0, kNowait = 1, kCachestat = 2, kLatency = 3, kTier = 4, kDirect = 5 };
+  kNone = 0, kNowait = 1, kCachestat = 2, kLatency = 3, kTier = 4, kDirect = 5, kFault = 6 };
 
 struct IoExt {           // 56 bytes: ExtHeader{kIo, aux = file string id}
   ExtHeader h;

@@ -18,8 +18,8 @@ std::string enum_name(const std::array<const char*, N>& names, unsigned v) {
 
 constexpr std::array<const char*, 4> kTier = {"unknown", "local", "network", "memory"};
 constexpr std::array<const char*, 4> kCache = {"unknown", "hit", "miss", "partial"};
-constexpr std::array<const char*, 6> kCacheMethod = {"none", "nowait", "cachestat", "latency",
-                                                     "tier", "direct"};
+constexpr std::array<const char*, 7> kCacheMethod = {"none", "nowait", "cachestat", "latency",
+                                                     "tier", "direct", "fault"};
 constexpr std::array<const char*, 5> kMem = {"unknown", "pageable", "pinned", "device", "managed"};
 constexpr std::array<const char*, 10> kCollOp = {
     "unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
