@@ -5,7 +5,6 @@ namespace stallscope::analyzer {
 namespace {
 constexpr uint32_t kMaxNameIds = 1u << 20;
 constexpr uint64_t kReportEvery = 64u << 20;  // bytes
-constexpr uint32_t kDenseTracks = 1u << 16;
 }  // namespace
 
 FileConverter::FileConverter(const reader::TraceReader& r, RankTrace& rank, uint32_t proc)
@@ -14,8 +13,7 @@ FileConverter::FileConverter(const reader::TraceReader& r, RankTrace& rank, uint
   for (const auto& t : r.tracks()) track_of(t.track_id);
 }
 
-uint32_t FileConverter::track_of(uint32_t file_track) {
-  if (file_track < dense_.size() && dense_[file_track] != 0) return dense_[file_track] - 1;
+uint32_t FileConverter::add_track(uint32_t file_track) {
   auto [it, fresh] = tracks_.try_emplace(file_track, 0);
   if (!fresh) return it->second;
   const auto rank_track = static_cast<uint32_t>(rank_.tracks.size());
@@ -46,68 +44,6 @@ uint32_t FileConverter::name_of(uint32_t file_name) {
   if (fresh) rank_.names.push_back(text);
   slot = it->second + 1;
   return it->second;
-}
-
-static_assert(sizeof(Ev) == 112, "convert() assigns every field of Ev: update it with Ev");
-
-const Ev& FileConverter::convert(const reader::Event& e) {
-  // Every field is assigned (no `v = Ev{}`: zeroing the whole struct per
-  // event through `rep stos` cost more than the rest of the conversion).
-  Ev& v = ev_;
-  v.kind = static_cast<Kind>(e.kind);
-  v.phase = e.phase;
-  v.emulated = (e.flags & format::kEmulated) != 0;
-  v.tier = v.cache = v.src = v.dst = 0;
-  v.queue_depth = 0;
-  v.track = track_of(e.track_id);
-  v.name = v.worker = v.count = 0;
-  v.start = e.ts_ns;
-  v.end = e.ts_ns + e.dur_ns;
-  v.corr = e.corr;
-  v.sample_id = v.batch_id = v.bytes = v.queued_ns = v.file = 0;
-  v.value = 0;
-  v.ids_at = v.ids_n = 0;
-  switch (v.kind) {
-    case Kind::kStep:
-      if (e.has(format::Ext::kStep)) v.corr = e.step.index;
-      break;
-    case Kind::kRange: case Kind::kCounter:
-      v.name = name_of(e.name_id);
-      v.value = e.number();
-      break;
-    case Kind::kGap: v.corr = e.value; break;
-    case Kind::kStorageRead:
-      if (!e.has(format::Ext::kIo)) break;  // (stale members otherwise)
-      v.bytes = e.io.bytes;
-      v.queued_ns = e.io.queued_ns;
-      v.sample_id = e.io.sample_id;
-      v.tier = e.io.tier;
-      v.cache = e.io.cache;
-      v.queue_depth = e.io.queue_depth;
-      v.file = e.io.h.aux;
-      break;
-    case Kind::kPreprocess: case Kind::kDataWait: case Kind::kBatchReady:
-      if (!e.has(format::Ext::kWork)) break;
-      v.sample_id = e.work.sample_id;
-      v.batch_id = e.work.batch_id;
-      v.count = e.work.count;
-      v.worker = v.kind == Kind::kPreprocess ? e.work.h.aux : 0;
-      break;
-    case Kind::kH2D: case Kind::kD2H: case Kind::kD2D: case Kind::kMemset:
-      if (!e.has(format::Ext::kCopy)) break;
-      v.bytes = e.copy.bytes;
-      v.src = e.copy.src;
-      v.dst = e.copy.dst;
-      break;
-    case Kind::kCollective:
-      if (!e.has(format::Ext::kCollective)) break;
-      v.bytes = e.collective.bytes;
-      v.sample_id = e.collective.comm_id;  // identity of the instance across ranks
-      v.batch_id = e.collective.seq;
-      break;
-    default: break;
-  }
-  return v;
 }
 
 Progress::Progress(std::function<void(uint64_t, uint64_t)> fn,
