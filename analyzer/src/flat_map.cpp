@@ -13,18 +13,6 @@ constexpr uint64_t kPrimes[] = {1021,      2039,      4093,       8191,       16
                                 268435399, 536870909, 1073741789, 2147483647, 4294967291ull};
 }  // namespace
 
-uint64_t& FlatMap64::slot(uint64_t key) {
-  if ((size_ + 1) * 2 > slots_.size()) grow();
-  size_t i = home(key);
-  for (; slots_[i].key != 0; i = step(i))
-    if (slots_[i].key == key) return slots_[i].value;
-  slots_[i] = {key, kAbsent};
-  ++size_;
-  min_ = std::min(min_, key);
-  max_ = std::max(max_, key);
-  return slots_[i].value;
-}
-
 void FlatMap64::assign(size_t slots) {
   slots_.assign(slots, Slot{});
   magic_ = ~uint64_t{0} / slots + 1;

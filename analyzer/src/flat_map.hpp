@@ -31,7 +31,17 @@ class FlatMap64 {
   // for a read-modify-write). `key` must not be 0 or ~0. Grows the table
   // when entries fill half of it; the reference is valid until the next
   // insertion.
-  uint64_t& slot(uint64_t key);
+  uint64_t& slot(uint64_t key) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    size_t i = home(key);
+    for (; slots_[i].key != 0; i = step(i))
+      if (slots_[i].key == key) return slots_[i].value;
+    slots_[i] = {key, kAbsent};
+    ++size_;
+    min_ = key < min_ ? key : min_;
+    max_ = key > max_ ? key : max_;
+    return slots_[i].value;
+  }
   // Inserts or overwrites.
   void put(uint64_t key, uint64_t value) { slot(key) = value; }
   // Removes every entry, keeping the table.
