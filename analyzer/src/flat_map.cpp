@@ -16,13 +16,17 @@ constexpr uint64_t kPrimes[] = {1021,      2039,      4093,       8191,       16
 void FlatMap64::assign(size_t slots) {
   slots_.assign(slots, Slot{});
   magic_ = ~uint64_t{0} / slots + 1;
+  epoch_ = 1;
   size_ = 0;
   min_ = ~uint64_t{0};
   max_ = 0;
 }
 
 void FlatMap64::clear() noexcept {
-  std::fill(slots_.begin(), slots_.end(), Slot{});
+  if (++epoch_ > kMaxEpoch) {  // every 65,535 clears: the slots are wiped for real
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    epoch_ = 1;
+  }
   size_ = 0;
   min_ = ~uint64_t{0};
   max_ = 0;
@@ -39,10 +43,11 @@ void FlatMap64::reset(size_t n) {
 void FlatMap64::grow() {
   std::vector<Slot> old;
   old.swap(slots_);
+  const uint64_t epoch = epoch_;
   if (prime_ + 1 < static_cast<int>(std::size(kPrimes))) ++prime_;
   assign(kPrimes[prime_]);
   for (const Slot& s : old)
-    if (s.key != 0) put(s.key, s.value);
+    if (s.key != 0 && (s.word >> kValueBits) == epoch) put(s.key, value_of(s));
 }
 
 }  // namespace stallscope::analyzer

@@ -14,10 +14,9 @@ constexpr size_t kMinGeneration = 4096;
 void SampleIndex::add(uint64_t sample, uint64_t item) {
   if (sample == 0 || sample == ~uint64_t{0}) return;  // "none", and the map's reserved key
   const uint64_t l = base_ + links_.size();
-  uint64_t& h = cur_.slot(sample);
-  const uint64_t prev = h != FlatMap64::kAbsent ? h : old_.get(sample);
+  uint64_t prev = cur_.exchange(sample, l);
+  if (prev == FlatMap64::kAbsent) prev = old_.get(sample);
   links_.push_back({sample, item, prev == FlatMap64::kAbsent || prev < base_ ? kNone : prev});
-  h = l;
   if (cur_.size() >= std::max<size_t>(links_.size(), kMinGeneration) && base_ >= cur_first_) rotate();
 }
 

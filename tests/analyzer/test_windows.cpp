@@ -1,0 +1,94 @@
+// White-box tests of the engine's window structures (analyzer/src): the
+// sample-head map with O(1) clear, and the sample index whose two
+// generations of heads rotate as the window slides. Checked against plain
+// std::map models on the same operations.
+#define BOOST_TEST_MODULE windows
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "flat_map.hpp"
+#include "lineage.hpp"
+
+using stallscope::analyzer::FlatMap64;
+using stallscope::analyzer::SampleIndex;
+
+BOOST_AUTO_TEST_CASE(flat_map_matches_a_map_through_growth_and_clears) {
+  FlatMap64 m;
+  std::map<uint64_t, uint64_t> model;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    // Consecutive runs (like sample ids) and scattered keys, some repeated.
+    const uint64_t base = rng() % 1'000'000 + 1;
+    for (uint64_t k = 0; k < 3000; ++k) {
+      const uint64_t key = (k % 3 == 0) ? (rng() % 5'000'000) + 1 : base + k;
+      const uint64_t value = rng() & ((uint64_t{1} << 48) - 1);
+      auto it = model.find(key);
+      const uint64_t expect_old = it == model.end() ? FlatMap64::kAbsent : it->second;
+      BOOST_TEST(m.exchange(key, value) == expect_old);
+      model[key] = value;
+    }
+    BOOST_TEST(m.size() == model.size());
+    for (const auto& [k, v] : model) BOOST_TEST(m.get(k) == v);
+    BOOST_TEST(m.get(base + 5'000'000) == FlatMap64::kAbsent);
+    if (round % 3 == 2) {  // a cleared table forgets everything, keeps working
+      m.clear();
+      for (const auto& [k, v] : model) BOOST_TEST(m.get(k) == FlatMap64::kAbsent);
+      model.clear();
+      BOOST_TEST(m.size() == 0u);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(flat_map_survives_epoch_wraparound) {
+  FlatMap64 m;
+  m.reset(16);
+  for (uint64_t i = 0; i < 70'000; ++i) {  // past the 16-bit epoch: slots are wiped for real
+    BOOST_TEST_REQUIRE(m.get(i + 1) == FlatMap64::kAbsent);
+    BOOST_TEST_REQUIRE(m.exchange(i + 1, i) == FlatMap64::kAbsent);
+    BOOST_TEST_REQUIRE(m.exchange(i + 1, i + 7) == i);
+    // A key written in an earlier epoch at the same slot is gone.
+    if (i > 0) BOOST_TEST_REQUIRE(m.get(i) == FlatMap64::kAbsent);
+    m.clear();
+  }
+}
+
+namespace {
+
+// Items of the index, newest first, as for_each() reports them.
+std::vector<uint64_t> items_of(const SampleIndex& ix, uint64_t sample, uint64_t base) {
+  std::vector<uint64_t> out;
+  ix.for_each(sample, base, [&](uint64_t item) { out.push_back(item); });
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sample_index_keeps_every_live_item_across_generations) {
+  // A sliding window: item i reads sample s(i); items older than the
+  // window are evicted. Samples repeat (epochs over a small dataset) and
+  // arrive interleaved, as from several workers.
+  SampleIndex ix;
+  std::map<uint64_t, std::vector<uint64_t>> model;  // sample -> items, oldest first
+  constexpr uint64_t kWindow = 20'000, kItems = 300'000, kDataset = 50'000;
+  uint64_t base = 0;
+  for (uint64_t item = 0; item < kItems; ++item) {
+    const uint64_t sample = 1 + (item * 7919) % kDataset;
+    ix.add(sample, item);
+    model[sample].push_back(item);
+    if (item >= kWindow && item % 1000 == 0) {
+      base = item - kWindow;
+      ix.evict(base);
+    }
+    if (item % 9973 == 0) {
+      for (uint64_t s : {sample, 1 + ((item + 17) * 7919) % kDataset, kDataset + 5}) {
+        std::vector<uint64_t> expect;
+        for (auto it = model[s].rbegin(); it != model[s].rend() && *it >= base; ++it) expect.push_back(*it);
+        BOOST_TEST(items_of(ix, s, base) == expect, "sample " << s << " at item " << item);
+      }
+    }
+  }
+  BOOST_TEST(ix.size() <= kWindow + 1000);
+}
