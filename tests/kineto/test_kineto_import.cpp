@@ -91,6 +91,9 @@ BOOST_AUTO_TEST_CASE(dataloader_bound_steps_are_an_unsplit_data_stall_with_datal
     BOOST_REQUIRE(!r.remedies.empty());
     BOOST_TEST(r.remedies[0].id == "tune_dataloader");
     BOOST_TEST(r.remedies[0].pytorch_knob.find("num_workers") != std::string::npos);
+    // The whole evidence, not cut at a formatting buffer.
+    BOOST_TEST(r.remedies[0].evidence.find("storage or preprocessing is slow is unknown") != std::string::npos,
+               r.remedies[0].evidence);
     BOOST_TEST(r.remedies[0].pytorch_knob.find("pin_memory") != std::string::npos);
     BOOST_TEST(r.remedies[0].pytorch_knob.find("prefetch_factor") != std::string::npos);
     BOOST_TEST(r.remedies[0].loader_knob.find("stallscope run") != std::string::npos);

@@ -14,7 +14,7 @@ namespace stallscope::analyzer::kineto {
 namespace {
 
 std::string fmt(const char* f, double v) {
-  char buf[64];
+  char buf[256];  // the longest format here is ~130 characters
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
