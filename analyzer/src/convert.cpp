@@ -13,14 +13,12 @@ FileConverter::FileConverter(const reader::TraceReader& r, RankTrace& rank, uint
   for (const auto& t : r.tracks()) track_of(t.track_id);
 }
 
+// Thread tracks of one process with the same tid are one thread: records
+// written on its behalf by another thread (CUDA API calls delivered by the
+// CUPTI thread) join the thread's own track.
 uint32_t FileConverter::add_track(uint32_t file_track) {
   auto [it, fresh] = tracks_.try_emplace(file_track, 0);
   if (!fresh) return it->second;
-  const auto rank_track = static_cast<uint32_t>(rank_.tracks.size());
-  if (file_track < kDenseTracks) {
-    if (file_track >= dense_.size()) dense_.resize(file_track + 1, 0);
-    dense_[file_track] = rank_track + 1;
-  }
   TrackDesc d;
   d.proc = proc_;
   if (const reader::TrackInfo* t = r_.track(file_track)) {
@@ -29,9 +27,20 @@ uint32_t FileConverter::add_track(uint32_t file_track) {
     d.device = t->device;
     d.name = std::string(r_.string(t->name_id));
   }
+  uint32_t rank_track = static_cast<uint32_t>(rank_.tracks.size());
+  const bool thread = d.type == format::TrackType::kThread && d.tid != 0;
+  if (auto same = thread ? by_tid_.find(d.tid) : by_tid_.end(); same != by_tid_.end()) {
+    rank_track = same->second;
+  } else {
+    if (thread) by_tid_.emplace(d.tid, rank_track);
+    rank_.tracks.push_back(std::move(d));
+  }
+  if (file_track < kDenseTracks) {
+    if (file_track >= dense_.size()) dense_.resize(file_track + 1, 0);
+    dense_[file_track] = rank_track + 1;
+  }
   it->second = rank_track;
-  rank_.tracks.push_back(std::move(d));
-  return it->second;
+  return rank_track;
 }
 
 uint32_t FileConverter::name_of(uint32_t file_name) {

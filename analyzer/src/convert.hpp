@@ -36,6 +36,7 @@ class FileConverter {
   uint32_t proc_;
   std::vector<uint32_t> dense_;  // small file track id -> rank track + 1 (0 = not yet)
   std::unordered_map<uint32_t, uint32_t> tracks_;  // the others
+  std::unordered_map<uint32_t, uint32_t> by_tid_;  // thread tid -> rank track
   std::vector<uint32_t> names_;  // file string id -> rank name id + 1 (0 = not yet)
   std::unordered_map<std::string, uint32_t> interned_;
   Ev ev_;

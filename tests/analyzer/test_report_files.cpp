@@ -122,4 +122,44 @@ BOOST_AUTO_TEST_CASE(sparse_run_keeps_first_steps_before_step_source_is_chosen) 
   BOOST_TEST(step_part_ms(r, 0, Part::kCompute) == 60.0, boost::test_tools::tolerance(0.01));
 }
 
+// CUDA API calls recorded on behalf of the trainer thread by another thread
+// (CUPTI delivers them on its own thread; the record carries the caller's
+// tid on a track of its own): they count as the trainer's launch time.
+BOOST_AUTO_TEST_CASE(api_calls_recorded_for_the_trainer_by_another_thread_are_its_launches) {
+  TempDir dir;
+  TraceBuilder b;
+  b.header.pid = 4242;
+  b.metadata(R"({"rank":0,"host":"h1","affinity_count":4})");
+  b.strings({{1, "trainer"}, {2, "gemm"}, {3, "cudaLaunchKernel"}, {4, "cupti"}});
+  // Track 3: the trainer's tid (100), written by the CUPTI thread.
+  b.tracks({thread_track(1, 100, 1), thread_track(2, 7, 0, fmt::TrackType::kGpuStream),
+            thread_track(3, 100, 4), thread_track(4, 300, 4)});
+  Records t, d, api, other;
+  constexpr int kSteps = 8;
+  for (int i = 0; i < kSteps; ++i) {
+    const uint64_t s = kBase + i * 100 * kMs;
+    auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
+    st.index = i;
+    t.core(fmt::Kind::kStep, 0, s, 100 * kMs, 0, i).ext(st);
+    t.core(fmt::Kind::kDataWait, 0, s, 20 * kMs, 0, i + 1).ext(ext_of<fmt::WorkExt>(fmt::Ext::kWork, 1));
+    // 20 ms of launches while the device idles, then 60 ms of kernels.
+    for (int k = 0; k < 20; ++k) api.core(fmt::Kind::kApiCall, 0, s + (20 + k) * kMs, kMs, 3, 0);
+    // API calls of an unrelated thread (another tid) are not the trainer's.
+    other.core(fmt::Kind::kApiCall, 0, s + 90 * kMs, 5 * kMs, 3, 0);
+    d.core(fmt::Kind::kKernel, 0, s + 40 * kMs, 60 * kMs, 2, 0).ext(ext_of<fmt::DeviceExt>(fmt::Ext::kDevice, 7));
+  }
+  b.events({{1, t}, {2, d}, {3, api}, {4, other}});
+  b.end();
+  b.write(dir.file("a.sst"));
+  const auto rep = an::analyze_paths({dir.file("a.sst")}, {});
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
+  const auto& r = rep.ranks[0];
+  BOOST_REQUIRE_EQUAL(r.steps.size(), size_t(kSteps));
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    BOOST_TEST(step_part_ms(r, i, Part::kHostLaunch) == 20.0, boost::test_tools::tolerance(0.01));
+    BOOST_TEST(step_part_ms(r, i, Part::kCompute) == 60.0, boost::test_tools::tolerance(0.01));
+    BOOST_TEST(step_part_ms(r, i, Part::kDataUnknown) == 20.0, boost::test_tools::tolerance(0.01));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
