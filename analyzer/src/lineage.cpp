@@ -16,7 +16,7 @@ void SampleIndex::add(uint64_t sample, uint64_t item) {
   const uint64_t l = base_ + links_.size();
   uint64_t prev = cur_.exchange(sample, l);
   if (prev == FlatMap64::kAbsent) prev = old_.get(sample);
-  links_.push_back({sample, item, prev == FlatMap64::kAbsent || prev < base_ ? kNone : prev});
+  links_.push_back({item, prev == FlatMap64::kAbsent || prev < base_ ? kNone : prev});
   if (cur_.size() >= std::max<size_t>(links_.size(), kMinGeneration) && base_ >= cur_first_) rotate();
 }
 

@@ -60,8 +60,8 @@ class SampleIndex {
   }
   void rotate();
 
-  struct Link {
-    uint64_t sample, item, next;
+  struct Link {  // 16 bytes: one per indexed sample of the window
+    uint64_t item, next;
   };
   FlatMap64 cur_, old_;
   uint64_t cur_first_ = 0;  // first link whose head went to cur_
