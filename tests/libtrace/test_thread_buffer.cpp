@@ -79,6 +79,53 @@ BOOST_AUTO_TEST_CASE(keeps_an_event_and_its_extensions_together) {
   BOOST_TEST(c.events == ok);
 }
 
+BOOST_AUTO_TEST_CASE(fixed_size_fast_path_leaves_wraps_gaps_and_full_rings_to_write) {
+  // 88-byte records (core + 56 bytes of extension, a storage read's size) in
+  // a 4 KiB ring: the 47th would wrap, so the fast path declines it.
+  ThreadBuffer b(1, 4096);
+  alignas(8) uint8_t ext[56] = {};
+  ext[0] = 0x80;
+  ext[2] = 56;
+  const auto put = [&](uint64_t i) {
+    std::memcpy(ext + 8, &i, sizeof i);
+    return b.try_write_fixed<56>(rec(i), ext) || b.write(rec(i), ext, sizeof ext);
+  };
+  uint64_t i = 0;
+  while (b.try_write_fixed<56>(rec(i), (std::memcpy(ext + 8, &i, 8), ext))) ++i;
+  BOOST_TEST(i == 4096u / 88u);  // declined at the wrap, with room left...
+  BOOST_TEST(b.pending_bytes() == i * 88u);
+  std::vector<uint8_t> out;
+  b.drain(out, ~size_t{0});
+  BOOST_REQUIRE(put(i++));  // ...which write() takes, across the end
+  while (put(i)) ++i;       // then full: dropped and counted
+  BOOST_TEST(b.dropped() == 1u);
+  b.drain(out, ~size_t{0});
+  BOOST_TEST(!b.try_write_fixed<56>(rec(i), ext));  // a gap to announce first
+  BOOST_REQUIRE(put(i + 1));
+  b.drain(out, ~size_t{0});
+  RecordCounts c;
+  BOOST_REQUIRE(count_records(out.data(), out.size(), c));
+  BOOST_TEST(c.events == i + 1);
+  BOOST_TEST(c.gap_dropped == 1u);
+  uint64_t expect = 0;  // every record whole and in order, its extension with it
+  for (size_t off = 0; off < out.size();) {
+    CoreRecord r;
+    std::memcpy(&r, out.data() + off, sizeof r);
+    off += sizeof r;
+    if (r.kind == static_cast<uint8_t>(Kind::kGap)) {
+      expect = i + 1;
+      continue;
+    }
+    uint64_t carried;
+    std::memcpy(&carried, out.data() + off + 8, sizeof carried);
+    BOOST_TEST(r.ts == expect);
+    BOOST_TEST(carried == expect);
+    off += sizeof ext;
+    ++expect;
+  }
+  BOOST_TEST(expect == i + 2);
+}
+
 BOOST_AUTO_TEST_CASE(producer_and_consumer_threads_lose_nothing) {
   ThreadBuffer b(1, 64 << 10);
   constexpr uint64_t kN = 2000000;

@@ -9,6 +9,7 @@
  *                               to the preloaded shim */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,7 +67,9 @@ static long long line_off(int k) { return kText + (long long)k * 100 + (long lon
 
 static void positional(int fd) {
   size_t n; long long off;
-#define POS(call) do { off = next_off(); n = next_size(); check(call == (ssize_t)n, #call); expect(n, off); } while (0)
+/* errno is set before each read: a successful traced read must leave it. */
+#define KEPT(what) check(errno == 4242, "errno kept by " what)
+#define POS(call) do { off = next_off(); n = next_size(); errno = 4242; check(call == (ssize_t)n, #call); KEPT(#call); expect(n, off); } while (0)
   POS(pread(fd, buf, n, off));
   POS(pread64(fd, buf, n, off));
   POS(__pread64(fd, buf, n, off));
@@ -80,7 +83,7 @@ static void positional(int fd) {
     check(preadv2(fd, v, 1, off, 0) == (ssize_t)n, "preadv2"); expect(n, off); }
   { off = next_off(); n = next_size(); struct iovec v[1] = {{buf, n}};
     check(preadv64v2(fd, v, 1, off, 0) == (ssize_t)n, "preadv64v2"); expect(n, off); }
-#define SEQ(call) do { off = next_off(); n = next_size(); check(lseek(fd, off, SEEK_SET) == off, "lseek"); check(call == (ssize_t)n, #call); expect(n, off); } while (0)
+#define SEQ(call) do { off = next_off(); n = next_size(); check(lseek(fd, off, SEEK_SET) == off, "lseek"); errno = 4242; check(call == (ssize_t)n, #call); KEPT(#call); expect(n, off); } while (0)
   SEQ(read(fd, buf, n));
   SEQ(__read(fd, buf, n));
   SEQ(__read_chk(fd, buf, n, sizeof buf));

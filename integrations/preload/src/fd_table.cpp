@@ -20,26 +20,14 @@ inline void cpu_relax() noexcept {
 // traced before that only loses its slot, classified again at next use.
 FdTable g_fd_table;
 
-bool FdTable::read(int fd, FdInfo* out) const noexcept {
-  if (!in_range(fd)) return false;
+bool FdTable::read_contended(int fd, FdInfo* out) const noexcept {
   const Slot& s = slots_[fd];
   // A writer holds a slot for a few stores (a lazy classification by another
   // thread, an open): retry a bounded number of times so that a read racing
   // it is still traced, but never wait on a writer that was preempted.
-  for (int attempt = 0; attempt < kReaderRetries; ++attempt) {
-    const uint32_t s1 = s.seq.load(std::memory_order_acquire);
-    if (s1 & 1u) {
-      cpu_relax();
-      continue;
-    }
-    out->gen = s1 >> 1;
-    out->kind = static_cast<FdKind>(s.kind.load(std::memory_order_relaxed));
-    out->tier = s.tier.load(std::memory_order_relaxed);
-    out->flags = s.flags.load(std::memory_order_relaxed);
-    out->path = s.path.load(std::memory_order_relaxed);
-    out->channel = s.channel.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.seq.load(std::memory_order_relaxed) == s1) return true;
+  for (int attempt = 1; attempt < kReaderRetries; ++attempt) {
+    cpu_relax();
+    if (try_read(s, out)) return true;
   }
   return false;
 }
@@ -87,15 +75,6 @@ void FdTable::copy(int from, int to) noexcept {
   }
 }
 
-uint64_t FdTable::position(int fd) const noexcept {
-  return in_range(fd) ? slots_[fd].pos.load(std::memory_order_relaxed) : 0;
-}
-void FdTable::set_position(int fd, uint64_t pos) noexcept {
-  if (in_range(fd)) slots_[fd].pos.store(pos, std::memory_order_relaxed);
-}
-void FdTable::advance(int fd, uint64_t bytes) noexcept {
-  if (in_range(fd)) slots_[fd].pos.fetch_add(bytes, std::memory_order_relaxed);
-}
 uint8_t FdTable::cache_method(int fd) const noexcept {
   return in_range(fd) ? slots_[fd].method.load(std::memory_order_relaxed) : 0;
 }

@@ -3,17 +3,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "channels.hpp"
-#include "stallscope/clock.hpp"
-#include "stallscope/trace.hpp"
 
 namespace stallscope::preload {
 
+thread_local constinit uint32_t t_reads_left __attribute__((tls_model("initial-exec"))) = 0;
+
 namespace {
 
-// Reads since this thread last classified one: one read in N is
-// classified (plus every read above kAlwaysClassify).
-thread_local uint32_t t_reads __attribute__((tls_model("initial-exec"))) = 0;
 thread_local pid_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 
 pid_t current_tid() noexcept {
@@ -27,6 +26,13 @@ uint32_t wait_name(uint8_t writers) {
   return (writers & kWriterForked) ? forked : thread;
 }
 
+// The out-of-line paths make system calls (fstat, cachestat, gettid) whose
+// errno must not reach the traced program.
+struct ErrnoKeeper {
+  int saved = errno;
+  ~ErrnoKeeper() { errno = saved; }
+};
+
 }  // namespace
 
 void io_reset_tid_after_fork() noexcept { t_tid = 0; }
@@ -37,8 +43,9 @@ bool lookup_fd(int fd, FdInfo* info) noexcept {
   return true;
 }
 
-ReadScope::ReadScope(int fd, uint64_t offset, uint64_t len) noexcept : fd_(fd) {
-  if (!guard_.entered() || !enabled() || !lookup_fd(fd, &info_)) return;
+void ReadScope::begin_other(uint64_t offset, uint64_t len) noexcept {
+  const ErrnoKeeper keep_errno;
+  if (info_.kind == FdKind::kUnseen) info_ = classify_unseen(fd_, info_);
   if (info_.kind == FdKind::kFile) {
     begin_file(offset, len);
   } else if (info_.kind == FdKind::kChannel && !(info_.flags & kNonBlocking)) {
@@ -47,57 +54,45 @@ ReadScope::ReadScope(int fd, uint64_t offset, uint64_t len) noexcept : fd_(fd) {
   }
 }
 
-void ReadScope::begin_file(uint64_t offset, uint64_t len) noexcept {
-  active_ = true;
-  advance_ = offset == kTablePosition;
-  offset_ = advance_ ? fd_table().position(fd_) : offset;
-  classify_ = len > kAlwaysClassify || ++t_reads >= config().classify_every;
-  if (classify_) {
-    t_reads = 0;
-    const uint8_t method = fd_table().cache_method(fd_);
-    if (info_.tier == static_cast<uint8_t>(format::Tier::kMemory)) {
-      cache_ = CacheVerdict{static_cast<uint8_t>(format::Cache::kHit),
-                            static_cast<uint8_t>(format::CacheMethod::kTier), len};
-      cache_known_ = true;
-    } else if (method != static_cast<uint8_t>(format::CacheMethod::kLatency)) {
-      cache_known_ = cache_before_read(fd_, offset_, len != 0 ? len : 4096, &cache_);
-      if (!cache_known_) {
-        fd_table().set_cache_method(fd_, static_cast<uint8_t>(format::CacheMethod::kLatency));
-      }
-    }
-    if (!cache_known_) ns0_ = mono_ns();
+bool ReadScope::classify_due(uint64_t len) noexcept {
+  const uint32_t every = config().classify_every;
+  if (len <= kAlwaysClassify && t_reads_left == 0 && every > 1) {
+    t_reads_left = every - 1;  // this thread's first read: the count starts
+    return false;
   }
-  t0_ = ticks_now();
+  t_reads_left = every;
+  return true;
 }
 
-void ReadScope::done(ssize_t result) noexcept {
-  if (!active_) return;
+void ReadScope::begin_classified(uint64_t len) noexcept {
+  const ErrnoKeeper keep_errno;
+  classify_ = true;
+  const uint8_t method = fd_table().cache_method(fd_);
+  if (info_.tier == static_cast<uint8_t>(format::Tier::kMemory)) {
+    cache_ = CacheVerdict{static_cast<uint8_t>(format::Cache::kHit),
+                          static_cast<uint8_t>(format::CacheMethod::kTier), len};
+    cache_known_ = true;
+  } else if (method != static_cast<uint8_t>(format::CacheMethod::kLatency)) {
+    cache_known_ = cache_before_read(fd_, offset_, len != 0 ? len : 4096, &cache_);
+    if (!cache_known_) {
+      fd_table().set_cache_method(fd_, static_cast<uint8_t>(format::CacheMethod::kLatency));
+    }
+  }
+  if (!cache_known_) ns0_ = mono_ns();
+}
+
+void ReadScope::classified_verdict(uint64_t bytes) noexcept {
+  if (!cache_known_) cache_ = cache_by_latency(bytes, mono_ns() - ns0_);
+  if (cache_.hit_bytes > bytes) cache_.hit_bytes = bytes;
+}
+
+void ReadScope::done_slow(ssize_t result) noexcept {
+  const ErrnoKeeper keep_errno;
   if (info_.kind == FdKind::kChannel) {
     if (result > 0) record_channel_wait(info_.channel, t0_);
     return;
   }
-  // A read at end of file returns 0 yet still went to storage (a network
-  // round trip on FUSE or NFS): recorded too.
-  if (result < 0) return;
-  end_file(static_cast<uint64_t>(result));
-}
-
-void ReadScope::end_file(uint64_t bytes) noexcept {
-  const uint64_t t1 = ticks_now();
-  if (advance_) fd_table().advance(fd_, bytes);
-  StorageRead r;
-  r.file = info_.path;
-  r.bytes = bytes;
-  r.offset = (info_.flags & kPositionUnknown) ? 0 : offset_;
-  r.tier = static_cast<format::Tier>(info_.tier);
-  if (classify_) {
-    if (!cache_known_) cache_ = cache_by_latency(bytes, mono_ns() - ns0_);
-    if (cache_.hit_bytes > bytes) cache_.hit_bytes = bytes;
-    r.cache = static_cast<format::Cache>(cache_.cache);
-    r.cache_method = static_cast<format::CacheMethod>(cache_.method);
-    r.hit_bytes = cache_.hit_bytes;
-  }
-  record_storage_read(t0_, t1, r);
+  if (result >= 0) end_file(static_cast<uint64_t>(result));
 }
 
 void record_channel_wait(uint32_t channel, uint64_t t0) noexcept {

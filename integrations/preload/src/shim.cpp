@@ -15,8 +15,8 @@ std::atomic<bool> g_active{false};
 ShimConfig g_config;
 
 namespace detail {
-thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
-thread_local uint8_t t_kind __attribute__((tls_model("initial-exec"))) = kThreadUnknown;
+thread_local constinit int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local constinit uint8_t t_kind __attribute__((tls_model("initial-exec"))) = kThreadUnknown;
 
 // The recorder names its threads "stallscope-…" before doing anything else.
 uint8_t classify_thread() noexcept {

@@ -19,7 +19,8 @@ struct ShimConfig {
   uint32_t wait_min_ns = 20000; // blocking channel reads shorter are not waits
 };
 
-// False until the constructor ran, and for good in an excluded program.
+// False until the constructor ran, and for good in an excluded program;
+// never cleared once set (Guard relies on it).
 extern std::atomic<bool> g_active;
 extern ShimConfig g_config;  // set once by the constructor
 inline const ShimConfig& config() noexcept { return g_config; }
@@ -35,18 +36,25 @@ bool in_foreign_process() noexcept;
 // Threads of the recorder itself are marked once and never traced.
 namespace detail {
 enum : uint8_t { kThreadUnknown = 0, kThreadUser = 1, kThreadInternal = 2 };
-extern thread_local int t_depth __attribute__((tls_model("initial-exec")));
-extern thread_local uint8_t t_kind __attribute__((tls_model("initial-exec")));
+// constinit: no TLS wrapper call on the hot path.
+extern thread_local constinit int t_depth __attribute__((tls_model("initial-exec")));
+extern thread_local constinit uint8_t t_kind __attribute__((tls_model("initial-exec")));
 uint8_t classify_thread() noexcept;
 }  // namespace detail
 
 class Guard {
  public:
   Guard() noexcept : entered_(false) {
-    if (detail::t_depth++ != 0 || !g_active.load(std::memory_order_relaxed)) return;
-    if (__builtin_expect(detail::t_kind == detail::kThreadUnknown, 0)) {
-      detail::t_kind = detail::classify_thread();
+    if (__builtin_expect(detail::t_depth++ != 0, 0)) return;
+    // A thread's kind is learnt only once g_active is set, and g_active is
+    // never cleared: a known user thread need not read it (one page less
+    // touched per call).
+    if (__builtin_expect(detail::t_kind == detail::kThreadUser, 1)) {
+      entered_ = true;
+      return;
     }
+    if (!g_active.load(std::memory_order_relaxed)) return;
+    if (detail::t_kind == detail::kThreadUnknown) detail::t_kind = detail::classify_thread();
     entered_ = detail::t_kind == detail::kThreadUser;
   }
   ~Guard() { --detail::t_depth; }

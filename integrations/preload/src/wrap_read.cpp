@@ -4,6 +4,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "io.hpp"
 #include "real.hpp"
 
@@ -50,21 +52,25 @@ uint64_t iov_bytes(const iovec* iov, int n) {
 
 uint64_t at(off64_t off) { return off < 0 ? kTablePosition : static_cast<uint64_t>(off); }
 
+// ReadScope keeps the errno the call set (io.hpp): no save here.
 template <typename Real, typename... Args>
-ssize_t traced(Real& real, int fd, uint64_t offset, uint64_t len, Args... args) {
+inline ssize_t traced(Real& real, int fd, uint64_t offset, uint64_t len, Args... args) {
   auto fn = real.get();
-  if (fn == nullptr) { errno = ENOSYS; return -1; }
+  if (__builtin_expect(fn == nullptr, 0)) {
+    errno = ENOSYS;
+    return -1;
+  }
   ReadScope scope(fd, offset, len);
   const ssize_t n = fn(fd, args...);
-  const int saved = errno;
   scope.done(n);
-  errno = saved;
   return n;
 }
 
 }  // namespace
 
-#define EXPORT STALLSCOPE_SHIM_EXPORT
+// hot: the wrappers sit together in .text.hot, so that a read's path touches
+// few code pages (each is likely a TLB miss after the system call).
+#define EXPORT STALLSCOPE_SHIM_EXPORT __attribute__((hot))
 
 EXPORT ssize_t read(int fd, void* buf, size_t n) {
   return traced(real_read, fd, kTablePosition, n, buf, n);

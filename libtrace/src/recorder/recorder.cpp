@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -35,8 +36,14 @@ __attribute__((constructor(101))) void on_load() {
 Recorder* g_recorder = new Recorder();  // leaked: see recorder.hpp
 std::mutex g_start_mu;
 
+}  // namespace
+
+STALLSCOPE_API thread_local constinit ThreadBuffer* t_buf
+    __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
 enum : uint8_t { kUnregistered = 0, kBuffered = 1, kNoBuffer = 2 };
-thread_local ThreadBuffer* t_buf __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local uint8_t t_state __attribute__((tls_model("initial-exec"))) = kUnregistered;
 thread_local uint32_t t_track __attribute__((tls_model("initial-exec"))) = 0;
 // Drop counter of a thread that got no buffer (memory budget spent).
@@ -52,6 +59,14 @@ struct ThreadExit {
   }
 };
 thread_local ThreadExit t_exit;
+
+// Keeps errno across the recorder's own work on a traced thread: a
+// thread's first event may start the recorder, open files and make system
+// calls, and its caller (a wrapped read) returns an errno of its own.
+struct ErrnoKeeper {
+  int saved = errno;
+  ~ErrnoKeeper() { errno = saved; }
+};
 
 std::string thread_name() {
   char name[64] = {};
@@ -215,6 +230,7 @@ ThreadBuffer* register_current_thread() {
     if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  const ErrnoKeeper keep_errno;
   if (!ensure_started()) return nullptr;
   Recorder& r = recorder();
   (void)&t_exit;  // arms the thread-exit hook

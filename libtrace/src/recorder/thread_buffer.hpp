@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stallscope/format.hpp"
+#include "stallscope/trace.hpp"
 
 namespace stallscope::detail {
 
@@ -29,6 +30,30 @@ class ThreadBuffer {
   // field straight into the ring (no staging copy on the stack).
   inline bool write_complete(uint8_t kind, uint32_t name, uint64_t ts, uint64_t dur,
                              uint64_t corr) noexcept;
+  // Hot path of the typed recorders: `core` followed by an extension record
+  // of `N` bytes (a multiple of 8) known at compile time, copied straight
+  // into the ring — one bounds check, two fixed-size copies, one release
+  // store. False, with nothing changed, where write() must be used instead.
+  template <size_t N>
+  inline bool try_write_fixed(const format::CoreRecord& core, const void* ext) noexcept {
+    uint8_t* p = try_reserve<sizeof core + N>();
+    if (p == nullptr) return false;
+    __builtin_memcpy(p, &core, sizeof core);
+    __builtin_memcpy(p + sizeof core, ext, N);
+    commit<sizeof core + N>();
+    return true;
+  }
+  // The fast path in two steps, for a record filled in place: room for
+  // `N` bytes (a core record and its extensions, a multiple of 8) at the
+  // head of the ring, or nullptr with nothing changed where write() must be
+  // used instead (a gap to announce, a wrap inside the record, a ring that
+  // looks full); then commit<N>() publishes them with one release store.
+  template <size_t N>
+  inline uint8_t* try_reserve() noexcept;
+  template <size_t N>
+  inline void commit() noexcept {
+    head_.store(head_.load(std::memory_order_relaxed) + N, std::memory_order_release);
+  }
   // The same with the extension bytes gathered from several pieces.
   struct Piece {
     const void* data;
@@ -90,6 +115,34 @@ inline bool ThreadBuffer::write_complete(uint8_t kind, uint32_t name, uint64_t t
   }
   const format::CoreRecord core{kind, format::kComplete, 0, name, ts, dur, corr};
   return write(core, nullptr, 0);
+}
+
+template <size_t N>
+inline uint8_t* ThreadBuffer::try_reserve() noexcept {
+  static_assert(N % 8 == 0, "records are padded to 8 bytes");
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  const size_t at = head & mask_;
+  const bool fits =
+      gap_count_ == 0 && at + N <= capacity() && capacity() - (head - tail_cache_) >= N;
+  return __builtin_expect(fits, 1) ? data_ + at : nullptr;
+}
+
+// The calling thread's buffer: null before its first event, after the
+// thread exited, and when the memory budget gave it none (emit() counts
+// those). Exported for the preload shim, whose read wrappers record inline
+// (inline_events.hpp) without a call into the library.
+STALLSCOPE_API extern thread_local constinit ThreadBuffer* t_buf
+    __attribute__((tls_model("initial-exec")));
+
+// emit() of a core record and one extension record of `N` bytes: the typed
+// recorders' hot path, inlined into each (one TLS load, no call). The first
+// event of a thread, a full ring, a gap to announce or a wrap take emit().
+template <size_t N>
+inline bool emit_fixed(const format::CoreRecord& core, const void* ext) noexcept {
+  if (!g_capture.load(std::memory_order_relaxed)) return false;
+  ThreadBuffer* b = t_buf;
+  if (__builtin_expect(b != nullptr && b->try_write_fixed<N>(core, ext), 1)) return true;
+  return emit(core, ext, N);
 }
 
 // Walks a block of records and counts core records other than gaps, and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "recorder/inline_events.hpp"
 #include "recorder/recorder.hpp"
 #include "stallscope/trace.hpp"
 
@@ -30,8 +31,7 @@ CoreRecord core_of(Kind kind, NameId name, Ticks start, Ticks end, uint64_t corr
 
 template <typename E>
 bool emit_with(const CoreRecord& core, const E& ext) {
-  if (!enabled()) return false;
-  return detail::emit(core, &ext, sizeof ext);
+  return detail::emit_fixed<sizeof(E)>(core, &ext);
 }
 
 }  // namespace
@@ -43,18 +43,7 @@ bool record_step(uint64_t index, Ticks start, Ticks end, StepSource source) noex
 }
 
 bool record_storage_read(Ticks start, Ticks end, const StorageRead& r) noexcept {
-  auto e = ext_of<IoExt>(Ext::kIo, r.file);
-  e.bytes = r.bytes;
-  e.offset = r.offset;
-  e.hit_bytes = r.hit_bytes;
-  e.queued_ns = r.queued_ns;
-  e.sample_id = r.sample_id;
-  e.tier = static_cast<uint8_t>(r.tier);
-  e.cache = static_cast<uint8_t>(r.cache);
-  e.cache_method = static_cast<uint8_t>(r.cache_method);
-  e.queue_depth = r.queue_depth;
-  // Reads of one thread may be in flight together (io_uring): async.
-  return emit_with(core_of(Kind::kStorageRead, r.file, start, end, r.batch_id, kAsync), e);
+  return detail::emit_storage_read(start, end, r);
 }
 
 bool record_preprocess(NameId name, Ticks start, Ticks end, const Work& w) noexcept {
