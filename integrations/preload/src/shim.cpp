@@ -53,7 +53,8 @@ bool in_foreign_process() noexcept {
 
 void shim_note(const char* text) noexcept {
   const char* quiet = std::getenv("STALLSCOPE_QUIET");
-  if (quiet != nullptr && std::strcmp(quiet, "1") == 0) return;
+  // As the recorder reads it (docs/configuration.md): "on"; "1" is accepted too.
+  if (quiet != nullptr && (std::strcmp(quiet, "on") == 0 || std::strcmp(quiet, "1") == 0)) return;
   char line[512];
   const size_t n = std::strlen(text);
   const size_t k = n < sizeof line - 14 ? n : sizeof line - 14;
