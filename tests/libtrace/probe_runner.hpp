@@ -134,6 +134,7 @@ struct Loaded {
   std::string metadata;
   std::vector<reader::Attachment> attachments;
   std::map<uint32_t, std::string> track_names;
+  std::map<uint32_t, uint32_t> track_tids;
   std::vector<std::string> strings_of_events;  // name of each event
 };
 
@@ -160,7 +161,10 @@ inline Loaded load(const std::string& file) {
   l.end = r.end();
   l.metadata = r.metadata_json();
   l.attachments = r.attachments();
-  for (const auto& t : r.tracks()) l.track_names[t.track_id] = std::string(r.string(t.name_id));
+  for (const auto& t : r.tracks()) {
+    l.track_names[t.track_id] = std::string(r.string(t.name_id));
+    l.track_tids[t.track_id] = t.tid;
+  }
   return l;
 }
 

@@ -66,6 +66,30 @@ int mode_thread_exit(long count) {
   return 0;
 }
 
+// A worker thread records `count` reads on behalf of the main thread (and
+// of a made-up tid) through emit_for_thread, then exits; main records its
+// own spans. Prints the tids.
+int mode_on_behalf(long count) {
+  const auto main_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  spans(name("main_own"), count);
+  uint32_t worker_tid = 0;
+  std::thread([&] {
+    worker_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+    stallscope::StorageRead r;
+    r.bytes = 4096;
+    r.file = name("mapped_file");
+    for (long i = 0; i < count; ++i) {
+      const auto t = stallscope::ticks_now();
+      stallscope::record_storage_read_for(main_tid, t, t + 1000, r);
+      stallscope::record_storage_read_for(999999, t, t + 1000, r);
+      stallscope::record_storage_read_for(0, t, t + 1000, r);  // no tid: the own track
+    }
+  }).join();
+  say("main_tid", main_tid);
+  say("worker_tid", worker_tid);
+  return 0;
+}
+
 int mode_kill_after_flush(long before) {
   spans(name("before_flush"), before);
   if (stallscope_flush() != 0) return 5;
@@ -228,6 +252,7 @@ int main(int argc, char** argv) {
   auto arg = [&](int i, long def) { return argc > i ? std::atol(argv[i]) : def; };
   if (mode == "threads") return mode_threads(int(arg(2, 8)), arg(3, 1000));
   if (mode == "thread-exit") return mode_thread_exit(arg(2, 1000));
+  if (mode == "on-behalf") return mode_on_behalf(arg(2, 1000));
   if (mode == "kill-after-flush") return mode_kill_after_flush(arg(2, 1000));
   if (mode == "signal-own") return mode_wait_for_signal(true, argv[2], arg(3, 1000));
   if (mode == "signal-default") return mode_wait_for_signal(false, nullptr, arg(2, 1000));

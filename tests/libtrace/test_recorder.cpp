@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -209,6 +210,35 @@ BOOST_AUTO_TEST_CASE(events_of_exited_and_idle_threads_all_reach_the_file) {
   BOOST_TEST(static_cast<int>(l.status) == static_cast<int>(reader::Status::kComplete));
   BOOST_TEST(l.by_name["exited_thread"] == 3000u);
   BOOST_TEST(l.by_name["idle_thread"] == 3000u);
+}
+
+// Records written for another thread land on a track carrying that
+// thread's tid (one per tid, owned by the writer); tid 0 means the writer's own.
+BOOST_AUTO_TEST_CASE(records_written_on_another_threads_behalf_carry_its_tid) {
+  TempDir d;
+  constexpr long kCount = 500;
+  auto r = run_probe({"on-behalf", std::to_string(kCount)}, env_for(d));
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  const auto main_tid = static_cast<uint32_t>(r.value("main_tid"));
+  const auto worker_tid = static_cast<uint32_t>(r.value("worker_tid"));
+  BOOST_REQUIRE(main_tid != 0 && worker_tid != 0 && main_tid != worker_tid);
+  Loaded l = load_single(d);
+  std::map<uint32_t, size_t> reads_by_tid, spans_by_tid;
+  std::map<uint32_t, std::set<uint32_t>> tracks_by_tid;
+  for (const auto& e : l.events) {
+    const uint32_t tid = l.track_tids[e.track_id];
+    if (e.kind == static_cast<uint8_t>(Kind::kStorageRead)) ++reads_by_tid[tid];
+    else if (e.kind == static_cast<uint8_t>(Kind::kPreprocess)) ++spans_by_tid[tid];
+    else continue;  // (the recorder's own track carries the process id as its tid)
+    tracks_by_tid[tid].insert(e.track_id);
+  }
+  BOOST_TEST(reads_by_tid[main_tid] == size_t(kCount));
+  BOOST_TEST(reads_by_tid[999999u] == size_t(kCount));
+  BOOST_TEST(reads_by_tid[worker_tid] == size_t(kCount));  // tid 0: its own track
+  BOOST_TEST(spans_by_tid[main_tid] == size_t(kCount));
+  // The main thread's own track and the one written for it are distinct tracks.
+  BOOST_TEST(tracks_by_tid[main_tid].size() == 2u);
+  BOOST_TEST(sum_totals(l, &format::TrackTotals::dropped_buffer) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sigkill_after_a_flush_keeps_everything_flushed) {

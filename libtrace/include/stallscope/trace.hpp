@@ -43,6 +43,15 @@ STALLSCOPE_API extern std::atomic<bool> g_capture;
 // calling thread's buffer, or drops and counts it. Returns false if dropped.
 STALLSCOPE_API bool emit(const format::CoreRecord& core, const void* ext,
                          uint32_t ext_bytes) noexcept;
+// emit(), on a track of thread `tid` of this process instead of the calling
+// thread's: for records written on another thread's behalf (CUDA API calls
+// that CUPTI delivers on its own thread, page faults sampled by a drain
+// thread). The calling thread owns one such track per tid (at most
+// kMaxProxyTracks; beyond, or when tid is 0 or its own, the record goes to
+// its own track). The analyzer joins a thread's tracks by tid.
+STALLSCOPE_API bool emit_for_thread(uint32_t tid, const format::CoreRecord& core, const void* ext,
+                                    uint32_t ext_bytes) noexcept;
+inline constexpr size_t kMaxProxyTracks = 256;
 // Hot path of Span: one complete record, no extension.
 STALLSCOPE_API void emit_complete(uint8_t kind, NameId name, Ticks start,
                                   uint64_t corr) noexcept;
@@ -110,6 +119,9 @@ struct StorageRead {
   uint16_t queue_depth = 0;
 };
 STALLSCOPE_API bool record_storage_read(Ticks start, Ticks end, const StorageRead& r) noexcept;
+// The same read, on a track of thread `tid` (detail::emit_for_thread).
+STALLSCOPE_API bool record_storage_read_for(uint32_t tid, Ticks start, Ticks end,
+                                            const StorageRead& r) noexcept;
 
 struct Work {
   uint64_t sample_id = 0;

@@ -49,12 +49,26 @@ thread_local uint32_t t_track __attribute__((tls_model("initial-exec"))) = 0;
 // Drop counter of a thread that got no buffer (memory budget spent).
 thread_local std::atomic<uint64_t>* t_drops __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// The tracks this thread writes for other threads (emit_for_thread), by tid;
+// a null buffer: none could be had (budget), its records go to the own track.
+struct ProxyTracks {
+  std::vector<std::pair<uint32_t, ThreadBuffer*>> by_tid;
+  void retire() {
+    for (auto& [tid, b] : by_tid)
+      if (b != nullptr) b->retire();
+    by_tid.clear();
+  }
+};
+thread_local ProxyTracks t_proxies;
+thread_local uint32_t t_tid = 0;  // this thread's tid, once asked
+
 // Marks the thread's buffer retired when the thread exits, so the flusher
 // drains what is left and frees it (RELIABILITY.md 2).
 struct ThreadExit {
   ~ThreadExit() {
     if (t_buf != nullptr) t_buf->retire();
     t_buf = nullptr;
+    t_proxies.retire();
     t_state = kNoBuffer;  // late events after this point are dropped
   }
 };
@@ -206,6 +220,8 @@ void replace_recorder_after_fork() {
   t_state = kUnregistered;
   t_track = 0;
   t_drops = nullptr;
+  t_proxies.by_tid.clear();  // the parent's, in the parent's file
+  t_tid = 0;
   g_capture.store(true, std::memory_order_relaxed);
 }
 
@@ -252,6 +268,40 @@ bool emit(const format::CoreRecord& core, const void* ext, uint32_t ext_bytes) n
     b = register_current_thread();
     if (b == nullptr) return false;
   }
+  return b->write(core, ext, ext_bytes);
+}
+
+namespace {
+
+// The buffer of this thread's track for thread `tid`, registered on first
+// use; nullptr: write on the own track.
+ThreadBuffer* proxy_buffer(uint32_t tid) {
+  for (const auto& [t, b] : t_proxies.by_tid)
+    if (t == tid) return b;
+  if (t_proxies.by_tid.size() >= kMaxProxyTracks) return nullptr;
+  const ErrnoKeeper keep_errno;
+  if (!ensure_started()) return nullptr;
+  (void)&t_exit;  // arms the thread-exit hook
+  Recorder& r = recorder();
+  ThreadBuffer* b = nullptr;
+  try {
+    b = r.registry.add_thread(tid, thread_name(), r.cfg.thread_buffer_bytes);
+    t_proxies.by_tid.emplace_back(tid, b);
+  } catch (...) {  // out of memory: the own track
+    if (b != nullptr) b->retire();
+    return nullptr;
+  }
+  return b;
+}
+
+}  // namespace
+
+bool emit_for_thread(uint32_t tid, const format::CoreRecord& core, const void* ext,
+                     uint32_t ext_bytes) noexcept {
+  if (!g_capture.load(std::memory_order_relaxed)) return false;
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  ThreadBuffer* b = tid != 0 && tid != t_tid ? proxy_buffer(tid) : nullptr;
+  if (b == nullptr) return emit(core, ext, ext_bytes);
   return b->write(core, ext, ext_bytes);
 }
 

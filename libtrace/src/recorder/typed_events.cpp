@@ -46,6 +46,15 @@ bool record_storage_read(Ticks start, Ticks end, const StorageRead& r) noexcept 
   return detail::emit_storage_read(start, end, r);
 }
 
+bool record_storage_read_for(uint32_t tid, Ticks start, Ticks end, const StorageRead& r) noexcept {
+  if (!enabled()) return false;
+  alignas(8) uint8_t rec[detail::kStorageReadBytes];
+  detail::build_storage_read(rec, start, end, r);
+  format::CoreRecord core;
+  __builtin_memcpy(&core, rec, sizeof core);
+  return detail::emit_for_thread(tid, core, rec + sizeof core, sizeof(format::IoExt));
+}
+
 bool record_preprocess(NameId name, Ticks start, Ticks end, const Work& w) noexcept {
   auto e = ext_of<WorkExt>(Ext::kWork, w.worker);
   e.sample_id = w.sample_id;
