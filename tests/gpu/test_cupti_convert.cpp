@@ -236,9 +236,11 @@ BOOST_AUTO_TEST_CASE(api_records_carry_correlation_callback_id_and_domain) {
   a.end = 80;
   a.correlationId = 41;
   a.returnValue = 0;
+  a.threadId = 4321;
   BOOST_TEST_REQUIRE(static_cast<int>(convert(a, &ev, names)) ==
                      static_cast<int>(sc::Converted::kEvent));
   BOOST_TEST(ev.core.kind == static_cast<uint8_t>(fmt::Kind::kApiCall));
+  BOOST_TEST(ev.tid == 4321u);  // recorded on the caller's track
   BOOST_TEST(ev.core.corr == 41u);  // the kernel of the first case has corr 41 too
   BOOST_TEST(ev.ext.api.h.aux == 211u);
   BOOST_TEST(ev.ext.api.domain == static_cast<uint8_t>(fmt::ApiDomain::kCudaRuntime));
@@ -248,6 +250,9 @@ BOOST_AUTO_TEST_CASE(api_records_carry_correlation_callback_id_and_domain) {
   convert(a, &ev, names);
   BOOST_TEST(ev.ext.api.domain == static_cast<uint8_t>(fmt::ApiDomain::kCudaDriver));
   BOOST_TEST(ev.ext.api.result == 700);
+  // The same event object reused for a kernel: device activity is the writer's own.
+  convert(kernel("k", 1000, 1100), &ev, names);
+  BOOST_TEST(ev.tid == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(external_correlation_links_cupti_and_external_ids) {

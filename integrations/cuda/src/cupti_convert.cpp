@@ -34,6 +34,7 @@ bool set_core(GpuEvent* out, Kind kind, uint32_t name, uint64_t start, uint64_t 
   out->core.value = end - start;
   out->core.corr = corr;
   out->ext_bytes = 0;
+  out->tid = 0;
   return true;
 }
 
@@ -137,6 +138,7 @@ Converted api(const CUpti_ActivityAPI& a, bool driver, const CuptiClock& clock, 
   out->ext.api.domain = static_cast<uint8_t>(driver ? format::ApiDomain::kCudaDriver
                                                     : format::ApiDomain::kCudaRuntime);
   out->ext.api.result = static_cast<int32_t>(a.returnValue);
+  out->tid = a.threadId;  // the caller: recorded on its track, not on CUPTI's thread
   return Converted::kEvent;
 }
 
@@ -144,6 +146,7 @@ Converted api(const CUpti_ActivityAPI& a, bool driver, const CuptiClock& clock, 
 // correlation id (corr) to the caller's external id (value).
 Converted external(const CUpti_ActivityExternalCorrelation& e, NameResolver& names, GpuEvent* out) {
   out->core = CoreRecord{};
+  out->tid = 0;
   out->core.kind = static_cast<uint8_t>(Kind::kApiCall);
   out->core.flags = uint8_t{format::kInstant} | uint8_t{format::kTimesNs};
   out->core.name_id = names.name("cupti.external_correlation");

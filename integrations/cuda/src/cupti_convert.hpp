@@ -43,6 +43,9 @@ struct GpuEvent {
     format::ApiExt api;
   } ext{};
   uint32_t ext_bytes = 0;
+  // The host thread the record belongs to (API calls: the caller), 0 for
+  // the thread that writes it (device activity).
+  uint32_t tid = 0;
   const void* ext_data() const noexcept { return ext_bytes ? &ext : nullptr; }
 };
 

@@ -249,7 +249,8 @@ void CuptiSource::convert_buffer(uint8_t* buffer, size_t valid) noexcept {
     switch (convert_record(*rec, clock_, names_, &ev)) {
       case Converted::kEvent:
         if (ev.core.ts == 0) ev.core.ts = static_cast<uint64_t>(mono_ns());
-        if (enabled() && detail::emit(ev.core, ev.ext_data(), ev.ext_bytes)) ++events_;
+        if (enabled() && detail::emit_for_thread(ev.tid, ev.core, ev.ext_data(), ev.ext_bytes))
+          ++events_;
         break;
       case Converted::kZeroTime:
         ++zero_time_;
