@@ -253,7 +253,8 @@ BOOST_AUTO_TEST_CASE(major_faults_are_page_reads_of_the_file_on_the_faulting_thr
     BOOST_CHECK_EQUAL(f.io.cache, static_cast<uint8_t>(format::Cache::kMiss));
     BOOST_CHECK_EQUAL(f.io.hit_bytes, 0u);
     BOOST_CHECK_EQUAL(f.io.tier, plain->io.tier);
-    BOOST_CHECK_EQUAL(f.thread, "stallscope-mmap");
+    BOOST_CHECK_EQUAL(f.thread, "stallscope-mmap");  // written by the drain thread
+    BOOST_CHECK_EQUAL(f.track_tid, f.corr);            // on a track of the faulting thread
     BOOST_CHECK_GT(f.dur_ns, 0);
     BOOST_CHECK_LE(f.dur_ns, 101000);       // 100 µs drawn, converted with the file's clock pairs
     BOOST_CHECK_GT(f.ts_ns, plain->ts_ns);  // clocks agree: touched after the pread
@@ -307,6 +308,18 @@ BOOST_AUTO_TEST_CASE(refused_perf_events_leave_one_warning_and_no_fault_reads) {
     BOOST_CHECK_NE(m.find("EACCES"), std::string::npos);
   }
   BOOST_CHECK_EQUAL(warnings, 1);
+}
+
+// A process that never maps a file for reading never opens perf events:
+// the sampler starts at the first such mapping (here perf is refused, so an
+// attempt would leave its note on stderr).
+BOOST_AUTO_TEST_CASE(a_process_that_maps_no_file_starts_no_sampler) {
+  const RunResult r = run_refused(dir, {helper("lifecycle"), "read", data, "10"}, env_for(dir / "run2"));
+  BOOST_TEST_INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  BOOST_CHECK_EQUAL(r.err.find("memory-mapped reads not traced"), std::string::npos);
+  const Loaded l = load(dir / "run2");
+  BOOST_CHECK(plain_read(l, data) != nullptr);  // traced all the same
 }
 
 BOOST_AUTO_TEST_CASE(report_counts_mapped_reads_as_storage) {

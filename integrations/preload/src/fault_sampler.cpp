@@ -54,6 +54,9 @@ struct Sampler {
 };
 
 std::atomic<Sampler*> g_sampler{nullptr};
+std::atomic<bool> g_armed{false};          // wanted in this process, not started yet
+std::atomic<pid_t> g_started_pid{0};       // the process whose sampler was started
+bool g_parent_had_sampler = false;         // fork child: set by forget_after_fork
 bool g_hooks_installed = false;  // atexit and capture hook: once per image, kept by forks
 bool g_note_printed = false;     // stderr note: once per process tree
 std::atomic<bool> g_mark_pending{false};
@@ -100,8 +103,8 @@ void on_sample(const FaultSample& f, void* ctx) noexcept {
     r.tier = static_cast<format::Tier>(hit.tier);
     r.cache = format::Cache::kMiss;
     r.cache_method = format::CacheMethod::kFault;
-    r.batch_id = f.tid;  // corr: the faulting thread (the read is on our track)
-    record_storage_read(end - drawn_ticks(s, f.tid, end), end, r);
+    r.batch_id = f.tid;  // corr: the faulting thread (also the track's tid)
+    record_storage_read_for(f.tid, end - drawn_ticks(s, f.tid, end), end, r);
   } catch (...) {  // out of memory in the thread table: this sample is lost
   }
 }
@@ -229,8 +232,10 @@ void install_hooks() noexcept {
 
 }  // namespace
 
-void fault_sampler_start() noexcept {
-  if (!wanted() || stallscope_init() != 0) return;
+namespace {
+
+void start_now() noexcept {
+  if (stallscope_init() != 0) return;
   install_hooks();
   auto* s = new (std::nothrow) Sampler;
   if (s == nullptr) return;
@@ -253,11 +258,35 @@ void fault_sampler_start() noexcept {
   g_sampler.store(s, std::memory_order_release);
 }
 
+}  // namespace
+
+void fault_sampler_arm() noexcept {
+  g_armed.store(wanted(), std::memory_order_release);
+}
+
+void fault_sampler_on_mapping() noexcept {
+  if (!g_armed.load(std::memory_order_acquire)) return;
+  const auto pid = static_cast<pid_t>(::syscall(SYS_getpid));
+  if (g_started_pid.load(std::memory_order_acquire) == pid) return;
+  if (g_started_pid.exchange(pid, std::memory_order_acq_rel) == pid) return;  // another thread won
+  g_armed.store(false, std::memory_order_release);
+  start_now();
+}
+
+void fault_sampler_after_fork_child() noexcept {
+  const bool inherit = g_parent_had_sampler;
+  g_parent_had_sampler = false;
+  g_started_pid.store(0, std::memory_order_release);
+  fault_sampler_arm();
+  if (inherit) fault_sampler_on_mapping();  // the parent's mappings are the child's
+}
+
 void fault_sampler_forget_after_fork() noexcept {
   // The parent's sampler object is abandoned, not destroyed: its thread
   // does not exist here and may have been mid-update when the fork came.
   Sampler* s = g_sampler.exchange(nullptr);
-  if (s == nullptr) return;
+  if (s == nullptr) return;  // (called twice per fork: by the atfork handler and the wrapper)
+  g_parent_had_sampler = true;
   s->events.forget_after_fork();
   s->wake.close();
 }

@@ -89,7 +89,7 @@ __attribute__((constructor)) void shim_constructor() {
   {
     Guard guard;  // the recorder's start-up calls are not traced
     stallscope_init();
-    fault_sampler_start();
+    fault_sampler_arm();
   }
   g_active.store(true, std::memory_order_release);
 }
@@ -101,7 +101,7 @@ void shim_after_fork_child() noexcept {
   if (!g_active.load(std::memory_order_relaxed)) return;
   Guard guard;
   stallscope_init();  // the child's own file, and its sampler, from now
-  fault_sampler_start();
+  fault_sampler_after_fork_child();
 }
 
 const char* shim_dir() noexcept { return g_dir; }
