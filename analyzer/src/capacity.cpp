@@ -106,8 +106,9 @@ double used_cores(const RunStats& s, const RankTrace& t) {
   double ns = 0;
   for (const auto& [proc, c] : s.process_cpu) ns += c.rate();
   for (const auto& [key, c] : s.child_cpu) {
+    const auto pid = key.second;  // (clang before 16 cannot capture a structured binding)
     const bool traced = std::any_of(t.procs.begin(), t.procs.end(),
-                                    [&](const ProcessDesc& p) { return p.pid == key.second; });
+                                    [&](const ProcessDesc& p) { return p.pid == pid; });
     if (!traced) ns += c.rate();  // a child without its own trace file
   }
   return ns / 1e9;
