@@ -1,6 +1,8 @@
 // stallscope — the command line. A dispatcher: each subcommand registers
 // itself (commands.hpp) and runs when chosen. Exit codes: 0 success,
 // 1 unreadable input or failed output, 2 usage error.
+#include <malloc.h>
+
 #include <algorithm>
 #include <exception>
 #include <iostream>
@@ -76,6 +78,12 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The analyzer's windows (lineage rings, sample tables, interval buffers)
+  // grow by doubling: blocks of 1 MiB and more are mapped on their own, so a
+  // grown-out block goes back to the system instead of staying in the heap
+  // (glibc's adaptive threshold would keep blocks up to 32 MiB; ~60 MiB of
+  // peak RSS on a 50 M-event trace).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {  // out of memory, a failed stream …
