@@ -1,6 +1,7 @@
 // The JSON report (docs/report-schema.md): one object per rank with the
 // summary, parts, stages, CPU budget, remedies, outliers and the step table.
 #include <ostream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -96,8 +97,20 @@ json rank_json(const RankReport& r) {
   return j;
 }
 
+// `text` (a dump at indent 1) as it appears `depth` levels deep.
+void write_indented(std::ostream& out, const std::string& text, int depth) {
+  const std::string pad(static_cast<size_t>(depth), ' ');
+  size_t at = 0;
+  for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    out << std::string_view(text).substr(at, nl + 1 - at) << pad;  // no raw newline inside a JSON string
+  out << std::string_view(text).substr(at);
+}
+
 }  // namespace
 
+// The document as one DOM would dump it (keys sorted, indent 1), but built
+// and written one rank at a time: a report of hundreds of ranks never holds
+// more than one rank's tree.
 void write_json(std::ostream& out, const Report& r) {
   json part_keys = json::array();
   for (size_t p = 0; p < kPartCount; ++p) part_keys.push_back(part_key(static_cast<Part>(p)));
@@ -105,9 +118,22 @@ void write_json(std::ostream& out, const Report& r) {
             {"inputs", r.inputs}, {"errors", r.errors}, {"warnings", r.warnings},
             {"part_keys", std::move(part_keys)}, {"schema_minor", kSchemaMinor}};
   if (r.cross.present) j["cross_rank"] = cross_json(r.cross);
-  j["ranks"] = json::array();
-  for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
-  out << j.dump(1) << "\n";
+  j["ranks"] = nullptr;  // a placeholder: the ranks are written in its place
+  const std::string doc = j.dump(1);
+  const std::string key = "\n \"ranks\": null";
+  const size_t at = doc.find(key);
+  out << std::string_view(doc).substr(0, at + key.size() - 4);
+  if (r.ranks.empty()) {
+    out << "[]";
+  } else {
+    out << "[\n  ";
+    for (size_t i = 0; i < r.ranks.size(); ++i) {
+      if (i > 0) out << ",\n  ";
+      write_indented(out, rank_json(r.ranks[i]).dump(1), 2);
+    }
+    out << "\n ]";
+  }
+  out << std::string_view(doc).substr(at + key.size()) << "\n";
 }
 
 }  // namespace stallscope::analyzer
