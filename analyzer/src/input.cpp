@@ -115,10 +115,11 @@ void report_file(const Source& s, RankEngine& eng) {
 }
 
 RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress& progress,
-                         int ranks_on_host) {
+                         int ranks_on_host, const std::vector<GpuLink>& host_gpus) {
   RankTrace meta;
   meta.rank = g.rank;
   meta.probes.ranks_on_node = ranks_on_host;
+  meta.probes.gpus = host_gpus;  // the host's topology, whichever process recorded it
   std::vector<Source> srcs;
   for (auto& r : g.readers) {
     meta.procs.push_back(process_of(*r));
@@ -131,6 +132,7 @@ RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress
   AnalyzeOptions o = opt;
   if (meta.probes.sample_period_ns > 0) o.sample_period_ns = meta.probes.sample_period_ns;
   RankEngine eng(meta, o);
+  for (const auto& w : meta.probes.warnings) eng.warn(w);
   reader::Event e;
   while (Source* s = furthest_behind(srcs)) {
     pump(*s, eng, e);
@@ -153,17 +155,29 @@ void count_ranks_per_host(std::vector<RankGroup>& groups, std::map<std::string, 
   for (const auto& g : groups) ++per_host[g.host];
 }
 
+// One process per host records the topology: every rank of the host uses it.
+std::map<std::string, std::vector<GpuLink>> gpus_per_host(const std::vector<RankGroup>& groups) {
+  std::map<std::string, std::vector<GpuLink>> out;
+  for (const auto& g : groups)
+    for (const auto& r : g.readers)
+      if (out[g.host].empty()) out[g.host] = topology_gpus(*r);
+  return out;
+}
+
 // Each rank on its own engine, readers and trace: nothing is shared but the
 // output slots (Progress is not thread-safe, so none is shown).
 void analyze_groups_parallel(std::vector<RankGroup>& groups, const AnalyzeOptions& opt,
-                             const std::map<std::string, int>& per_host, std::vector<RankReport>& out) {
+                             const std::map<std::string, int>& per_host,
+                             const std::map<std::string, std::vector<GpuLink>>& gpus,
+                             std::vector<RankReport>& out) {
   const size_t at = out.size();
   out.resize(at + groups.size());
   const Progress quiet({}, {});
   tbb::task_arena arena(opt.rank_threads == 0 ? tbb::task_arena::automatic : static_cast<int>(opt.rank_threads));
   arena.execute([&] {
     tbb::parallel_for(size_t{0}, groups.size(), [&](size_t i) {
-      out[at + i] = analyze_group(groups[i], opt, quiet, per_host.at(groups[i].host));
+      out[at + i] = analyze_group(groups[i], opt, quiet, per_host.at(groups[i].host),
+                                  gpus.at(groups[i].host));
     });
   });
 }
@@ -193,10 +207,12 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
   auto groups = group_by_rank(std::move(readers));
   std::map<std::string, int> per_host;
   count_ranks_per_host(groups, per_host);
+  const auto gpus = gpus_per_host(groups);
   if (opt.rank_threads == 1 || groups.size() < 2) {
-    for (auto& g : groups) rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host]));
+    for (auto& g : groups)
+      rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host], gpus.at(g.host)));
   } else {
-    analyze_groups_parallel(groups, opt, per_host, rep.ranks);
+    analyze_groups_parallel(groups, opt, per_host, gpus, rep.ranks);
   }
   analyze_cross_rank(rep, {});
   return rep;

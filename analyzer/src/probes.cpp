@@ -1,5 +1,8 @@
 #include "probes.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 namespace stallscope::analyzer {
@@ -61,6 +64,55 @@ void loader_device(const json& j, Probes& p) {
   p.pageable_gbps = num(j, "h2d_pageable_gbps", p.pageable_gbps);
 }
 
+// GB/s per lane and direction (transfer rate × encoding efficiency: 8b/10b
+// to Gen2, 128b/130b Gen3-5, FLIT 242/256 Gen6), as `stallscope topo` uses.
+double pcie_gbps(int gen, int width) {
+  static constexpr double kLane[] = {0, 0.25, 0.5, 0.984615, 1.969231, 3.938462, 7.5625};
+  if (gen < 1 || gen > 6 || width < 1 || width > 32) return 0;
+  return kLane[gen] * width;
+}
+
+// An integer field kept in a sane range: a wrong file never makes a cast overflow.
+int small_int(const json& j, const char* key, int fallback) {
+  const double v = num(j, key, fallback);
+  return v >= -1 && v <= 1e6 ? static_cast<int>(v) : fallback;
+}
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// One "gpu" device of the topology JSON (integrations/topo/src/topo_json.cpp).
+// NVML's maximum generation and width give the link; hwloc's current link
+// speed is only a fallback, since an idle GPU trains its link down.
+GpuLink gpu_link(const json& d) {
+  GpuLink g;
+  g.index = small_int(d, "gpu_index", -1);
+  g.name = str(d, "name");
+  g.bus_id = str(d, "bus_id");
+  g.pcie_gen = small_int(d, "pcie_max_gen", 0);
+  g.pcie_width = small_int(d, "pcie_max_width", 0);
+  g.gbps = pcie_gbps(g.pcie_gen, g.pcie_width);
+  g.from_max = g.gbps > 0;
+  if (!g.from_max) g.gbps = std::max(0.0, num(d, "link_gbps", 0));
+  g.numa = small_int(d, "numa", -1);
+  g.cpus = str(d, "cpus");
+  return g;
+}
+
+// The first file of a rank that recorded a topology wins (one per host).
+void topology(const json& j, const std::string& origin, Probes& p) {
+  if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array()) {
+    p.warnings.push_back(origin + ": attachment \"topology\" has no \"devices\" array;"
+                         " topology-based remedies skipped");
+    return;
+  }
+  if (!p.gpus.empty()) return;
+  for (const auto& d : j["devices"])
+    if (d.is_object() && str(d, "kind") == "gpu") p.gpus.push_back(gpu_link(d));
+}
+
 void apply(const std::string& key, const json& j, Probes& p) {
   if (key == "storage_probe") storage_probe(j, p);
   else if (key == "emulated_device" || key == "topology_probe") device_model(j, p);
@@ -99,8 +151,51 @@ void merge_probes(const reader::TraceReader& r, Probes& p) {
   }
   for (const auto& a : r.attachments()) {
     const json j = json::parse(a.data, nullptr, false);
-    if (!j.is_discarded()) apply(a.name, j, p);
+    if (a.name == "topology") {
+      if (j.is_discarded())
+        p.warnings.push_back(r.path() + ": attachment \"topology\" is not valid JSON;"
+                             " topology-based remedies skipped");
+      else
+        topology(j, r.path(), p);
+    } else if (!j.is_discarded()) {
+      apply(a.name, j, p);
+    }
   }
+}
+
+std::vector<GpuLink> topology_gpus(const reader::TraceReader& r) {
+  Probes p;
+  for (const auto& a : r.attachments()) {
+    if (a.name != "topology") continue;
+    const json j = json::parse(a.data, nullptr, false);
+    if (!j.is_discarded()) topology(j, r.path(), p);
+    if (!p.gpus.empty()) break;
+  }
+  return p.gpus;
+}
+
+const GpuLink* h2d_link(const Probes& p) {
+  const GpuLink* best = nullptr;
+  for (const auto& g : p.gpus) {
+    if (g.gbps <= 0) continue;
+    if (best == nullptr || (g.from_max && !best->from_max) ||
+        (g.from_max == best->from_max && g.gbps < best->gbps))
+      best = &g;
+  }
+  return best;
+}
+
+std::string describe_link(const GpuLink& g) {
+  char b[160];
+  if (g.from_max)
+    std::snprintf(b, sizeof b, "PCIe Gen%d x%d, %.0f GB/s", g.pcie_gen, g.pcie_width, g.gbps);
+  else
+    std::snprintf(b, sizeof b,
+                  "current PCIe link %.1f GB/s (hwloc; maximum unknown, an idle GPU runs below it)",
+                  g.gbps);
+  std::string s = b;
+  if (!g.name.empty()) s = g.name + ", " + s;
+  return s;
 }
 
 }  // namespace stallscope::analyzer

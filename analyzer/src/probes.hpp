@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "stallscope/analyzer/model.hpp"
 #include "stallscope/reader.hpp"
@@ -11,6 +12,20 @@ namespace stallscope::analyzer {
 
 ProcessDesc process_of(const reader::TraceReader& r);
 // Merges the probes and loader settings one file recorded into `p`.
+// Reads the "topology" attachment into p.gpus; a malformed one becomes a
+// warning in p.warnings naming the file and the attachment.
 void merge_probes(const reader::TraceReader& r, Probes& p);
+
+// The GPUs of r's "topology" attachment; empty when it has none or a
+// malformed one (merge_probes warns). One process per host records it, so
+// the other ranks of that host borrow it (input.cpp).
+std::vector<GpuLink> topology_gpus(const reader::TraceReader& r);
+
+// The GPU link H2D copies are judged against: among the host's GPUs with a
+// known link, those with a maximum generation and width first, then the
+// slowest (a bound that holds for every GPU). nullptr when none is known.
+const GpuLink* h2d_link(const Probes& p);
+// "NVIDIA H200, PCIe Gen5 x16, 63 GB/s" (or the current hwloc link, labelled).
+std::string describe_link(const GpuLink& g);
 
 }  // namespace stallscope::analyzer

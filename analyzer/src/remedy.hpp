@@ -60,6 +60,7 @@ STALLSCOPE_REMEDY(more_workers_rule);
 STALLSCOPE_REMEDY(cache_decoded_rule);
 STALLSCOPE_REMEDY(pinned_memory_rule);
 STALLSCOPE_REMEDY(overlap_copies_rule);
+STALLSCOPE_REMEDY(h2d_below_link_rule);
 STALLSCOPE_REMEDY(overlap_comm_rule);
 STALLSCOPE_REMEDY(avoid_sync_rule);
 STALLSCOPE_REMEDY(cuda_graphs_rule);

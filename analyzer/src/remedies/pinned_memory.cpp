@@ -1,5 +1,6 @@
 // Pinned memory for pageable host-to-device copies: pageable copies go
 // through a staging buffer at a fraction of the pinned bandwidth.
+#include "probes.hpp"
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
@@ -21,10 +22,22 @@ class PinnedMemory final : public RemedyRule {
       pin_bw = c.p.pinned_gbps * 1e9;
       m.inputs_from = "probe:device_model";
     }
+    const GpuLink* link = pin_bw <= 0 ? h2d_link(c.p) : nullptr;
     if (pin_bw > page_bw && page_bw > 0) {
       m.predicted_step_ms = c.step_ms - h2d * (1 - page_bw / pin_bw);
       m.model = "step - h2d_exposed * (1 - pageable_bandwidth / pinned_bandwidth)";
       m.inputs.push_back({"pinned_bandwidth", pin_bw, "B/s"});
+    } else if (link != nullptr && link->gbps * 1e9 > page_bw && page_bw > 0) {
+      // Pinned copies cannot beat the link: the link's rate gives a bound.
+      const double link_bw = link->gbps * 1e9;
+      m.predicted_step_ms = c.step_ms - h2d * (1 - page_bw / link_bw);
+      m.bound = true;
+      m.inputs_from = "topology";
+      m.model =
+          "bound: step - h2d_exposed * (1 - pageable_bandwidth / link_bandwidth) "
+          "(pinned bandwidth not measured; at most the GPU's PCIe link: " +
+          describe_link(*link) + ")";
+      m.inputs.push_back({"link_bandwidth", link_bw, "B/s"});
     } else {
       m.predicted_step_ms = c.step_ms - h2d;
       m.bound = true;

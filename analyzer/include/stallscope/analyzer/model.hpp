@@ -85,6 +85,16 @@ struct StorageProbePoint {
   double read_bytes = 0;
   double bytes_per_s = 0;
 };
+// A GPU of the host, from the "topology" attachment (docs/gpu.md).
+struct GpuLink {
+  int index = -1;         // NVML index (-1 unknown)
+  std::string name, bus_id;
+  int pcie_gen = 0, pcie_width = 0;  // maximum generation and width (NVML), 0 unknown
+  double gbps = 0;        // H2D link bandwidth per direction, GB/s (0 unknown)
+  bool from_max = false;  // gbps from the maximum gen × width; false: hwloc's current link
+  int numa = -1;          // local NUMA node (-1 unknown)
+  std::string cpus;       // local CPUs, "0-7,16-23"
+};
 struct Probes {
   std::vector<StorageProbePoint> storage;  // the loader's storage probe
   std::string storage_tier;                // tier the probe read from
@@ -95,6 +105,8 @@ struct Probes {
   int pinned = -1;
   int64_t ranks_on_node = 0;  // ranks sharing this host (0 = unknown: count input files)
   int64_t sample_period_ns = 0;
+  std::vector<GpuLink> gpus;          // the host's GPUs (attachment "topology"), empty = none recorded
+  std::vector<std::string> warnings;  // malformed probe attachments, each naming file and attachment
 };
 
 // Everything one rank recorded, in memory (tests, small inputs).

@@ -81,7 +81,7 @@ struct Remedy {
   double step_ms = 0;         // current median steady step
   double predicted_step_ms = 0;
   bool bound = false;         // prediction is a bound ("at best"): an input was not measured
-  std::string inputs_from;    // "run", "probe:<name>", "assumed"
+  std::string inputs_from;    // "run", "probe:<name>", "topology", "assumed"
   std::vector<Number> inputs;
   double gain_ms() const noexcept { return step_ms - predicted_step_ms; }
 };
