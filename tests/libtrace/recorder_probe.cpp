@@ -3,6 +3,7 @@
 // _exit, SIGKILL), so the tests can check what the file holds afterwards.
 // Usage: recorder_probe MODE [ARGS...]; prints facts the test compares
 // against (counts, pids) on stdout, one "key value" per line.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -87,6 +88,30 @@ int mode_on_behalf(long count) {
   }).join();
   say("main_tid", main_tid);
   say("worker_tid", worker_tid);
+  return 0;
+}
+
+// Starts the recorder, then prints the name of every thread of the process
+// ("THREAD <comm>"): the recorder's own threads must carry their names.
+int mode_thread_names() {
+  spans(name("start"), 1);
+  sleep_ms(50);  // the sampler and flusher have started and named themselves
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return 3;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[32] = {};
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    if (std::fgets(comm, sizeof comm, f) != nullptr) {
+      comm[std::strcspn(comm, "\n")] = 0;
+      std::printf("THREAD %s\n", comm);
+    }
+    std::fclose(f);
+  }
+  closedir(d);
+  std::fflush(stdout);
   return 0;
 }
 
@@ -253,6 +278,7 @@ int main(int argc, char** argv) {
   if (mode == "threads") return mode_threads(int(arg(2, 8)), arg(3, 1000));
   if (mode == "thread-exit") return mode_thread_exit(arg(2, 1000));
   if (mode == "on-behalf") return mode_on_behalf(arg(2, 1000));
+  if (mode == "thread-names") return mode_thread_names();
   if (mode == "kill-after-flush") return mode_kill_after_flush(arg(2, 1000));
   if (mode == "signal-own") return mode_wait_for_signal(true, argv[2], arg(3, 1000));
   if (mode == "signal-default") return mode_wait_for_signal(false, nullptr, arg(2, 1000));

@@ -241,6 +241,26 @@ BOOST_AUTO_TEST_CASE(records_written_on_another_threads_behalf_carry_its_tid) {
   BOOST_TEST(sum_totals(l, &format::TrackTotals::dropped_buffer) == 0u);
 }
 
+// Every thread the recorder starts carries a "stallscope-" name (at most 15
+// bytes, else Linux refuses it): the preload shim leaves such threads
+// untraced, and tells them by that name alone.
+BOOST_AUTO_TEST_CASE(the_recorders_threads_are_named) {
+  TempDir d;
+  auto r = run_probe({"thread-names"}, env_for(d));
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  std::set<std::string> names;
+  for (size_t at = 0; (at = r.out.find("THREAD ", at)) != std::string::npos;) {
+    const size_t end = r.out.find('\n', at);
+    names.insert(r.out.substr(at + 7, end - at - 7));
+    at = end;
+  }
+  BOOST_TEST(names.count("stallscope-flsh") == 1u, r.out);
+  BOOST_TEST(names.count("stallscope-samp") == 1u, r.out);
+  size_t unnamed = 0;  // threads that are neither the program's nor named
+  for (const auto& n : names) unnamed += n.rfind("stallscope-", 0) != 0 && n != "recorder_probe";
+  BOOST_TEST(unnamed == 0u, r.out);
+}
+
 BOOST_AUTO_TEST_CASE(sigkill_after_a_flush_keeps_everything_flushed) {
   TempDir d;
   auto r = run_probe({"kill-after-flush", "5000"}, env_for(d), "flushed",

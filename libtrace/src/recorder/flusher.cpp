@@ -150,7 +150,8 @@ void flusher_main(Recorder* r) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  pthread_setname_np(pthread_self(), "stallscope-flush");
+  // Linux thread names hold 15 bytes; the shim tells its own threads by the prefix.
+  pthread_setname_np(pthread_self(), "stallscope-flsh");
   using Clock = std::chrono::steady_clock;
   auto next_flush = Clock::now() + std::chrono::milliseconds(r->cfg.flush_ms);
   auto next_control = Clock::now();
