@@ -51,7 +51,7 @@ inline const Ev& FileConverter::convert(const reader::Event& e) {
   v.kind = static_cast<Kind>(e.kind);
   v.phase = e.phase;
   v.emulated = (e.flags & format::kEmulated) != 0;
-  v.tier = v.cache = v.src = v.dst = 0;
+  v.tier = v.cache = v.src = v.dst = v.cache_method = 0;
   v.queue_depth = 0;
   v.track = track_of(e.track_id);
   v.name = v.worker = v.count = 0;
@@ -77,6 +77,7 @@ inline const Ev& FileConverter::convert(const reader::Event& e) {
       v.sample_id = e.io.sample_id;
       v.tier = e.io.tier;
       v.cache = e.io.cache;
+      v.cache_method = e.io.cache_method;
       v.queue_depth = e.io.queue_depth;
       v.file = e.io.h.aux;
       break;

@@ -113,6 +113,7 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
     if (e.bytes < kSmallRead) ++t.small_reads;
     t.busy_ns += std::max<int64_t>(0, e.end - std::max(e.start, t.cover_end));
     t.cover_end = std::max(t.cover_end, e.end);
+    if (e.cache_method == static_cast<uint8_t>(format::CacheMethod::kFault)) ++stats_.fault_reads;
     if (e.queue_depth > 0) {  // 0: the reader did not record one (not stallscope's loader)
       stats_.qd_sum += e.queue_depth;
       ++stats_.qd_reads;
@@ -143,6 +144,7 @@ RankEngine::CounterKind RankEngine::counter_kind(uint32_t name) {
       : n == "cpu.idle"            ? CounterKind::kIdle
       : n == "cgroup.nr_throttled" ? CounterKind::kThrottledPeriods
       : n == "cgroup.throttled_ns" ? CounterKind::kThrottledNs
+      : n == "faults.major"        ? CounterKind::kMajorFaults
                                    : CounterKind::kOther;
   return k;
 }
@@ -164,6 +166,7 @@ void RankEngine::on_counter(const Ev& e) {
       break;
     case CounterKind::kThrottledPeriods: stats_.throttled_periods[proc].add(e.value, e.start); break;
     case CounterKind::kThrottledNs: stats_.throttled_ns[proc].add(e.value, e.start); break;
+    case CounterKind::kMajorFaults: stats_.major_faults[{proc, e.corr}].add(e.value, e.start); break;
     default: break;
   }
 }

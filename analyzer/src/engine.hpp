@@ -50,7 +50,7 @@ class RankEngine {
     int64_t max_wait = 0;
   };
   enum class CounterKind : int8_t { kUnknown, kOther, kThreadNs, kChildNs, kProcessNs, kIdle,
-                                    kThrottledPeriods, kThrottledNs };
+                                    kThrottledPeriods, kThrottledNs, kMajorFaults };
 
   void route_device(const Ev& e);
   void route_trainer(const Ev& e);

@@ -64,6 +64,18 @@ void RankEngine::add_warnings(RankReport& r) const {
   if (r.drops.late_events > 0) w.push_back(std::to_string(r.drops.late_events) + " event(s) arrived after their step was attributed (raise the lag) and were ignored");
   if (r.split & kSplitInferred) w.push_back("data stall split inferred from producer activity (no batch lineage) for some steps");
   if (r.drops.buffer_dropped + r.drops.disk_dropped > 0) w.push_back("events were dropped while recording: parts may be undercounted");
+  // Reads of memory-mapped files the sampler counted but nothing timed.
+  double faults = 0;
+  size_t threads = 0;
+  for (const auto& [key, c] : stats_.major_faults) {
+    faults += c.delta();
+    threads += c.delta() > 0 ? 1 : 0;
+  }
+  if (faults >= 1 && stats_.fault_reads == 0)
+    w.push_back(std::to_string(static_cast<uint64_t>(faults)) + " major page fault(s) in " +
+                std::to_string(threads) +
+                " thread(s): reads of memory-mapped files of unknown name, not timed (page-fault "
+                "sampling refused or off); their time is not counted as storage");
 }
 
 }  // namespace stallscope::analyzer

@@ -41,6 +41,8 @@ struct Cumulative {
 struct RunStats {
   std::array<TierStats, 4> tiers{};  // index = format::Tier
   uint64_t qd_sum = 0, qd_reads = 0;
+  uint64_t fault_reads = 0;  // storage reads that are sampled major page faults (mapped files)
+  std::map<std::pair<uint32_t, uint64_t>, Cumulative> major_faults;  // (proc, tid): the sampler's counts
   std::unordered_set<uint64_t> files;  // distinct file ids (capped)
   uint64_t pre_items = 0, pre_samples = 0;
   int64_t pre_busy_ns = 0;

@@ -162,4 +162,62 @@ BOOST_AUTO_TEST_CASE(api_calls_recorded_for_the_trainer_by_another_thread_are_it
   }
 }
 
+namespace {
+
+// A trainer whose data comes from a memory-mapped file: the sampler counted
+// `faults` major faults on the trainer thread; with `fault_reads`, the shim
+// also recorded each as a storage read (cache_method 6).
+an::Report mapped_run(const TempDir& dir, uint64_t faults, bool fault_reads) {
+  TraceBuilder b;
+  b.header.pid = 4242;
+  b.metadata(R"({"rank":0,"host":"h1","affinity_count":4})");
+  b.strings({{1, "trainer"}, {2, "faults.major"}, {3, "/data/train.arrow"}});
+  b.tracks({thread_track(1, 100, 1)});
+  Records t;
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t s = kBase + i * 100 * kMs;
+    auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
+    st.index = i;
+    t.core(fmt::Kind::kStep, 0, s, 100 * kMs, 0, i).ext(st);
+    // Counter: the thread's cumulative major faults (value as stored, integer).
+    t.core(fmt::Kind::kCounter, fmt::kInstant, s + 99 * kMs, faults * i / 5, 2, 100);
+    if (fault_reads) {
+      auto io = ext_of<fmt::IoExt>(fmt::Ext::kIo, 3);
+      io.bytes = 4096;
+      io.cache = static_cast<uint8_t>(fmt::Cache::kMiss);
+      io.cache_method = static_cast<uint8_t>(fmt::CacheMethod::kFault);
+      t.core(fmt::Kind::kStorageRead, fmt::kAsync, s + 10 * kMs, kMs / 10, 3, 100).ext(io);
+    }
+  }
+  b.events({{1, t}});
+  b.end();
+  b.write(dir.file("a.sst"));
+  return an::analyze_paths({dir.file("a.sst")}, {});
+}
+
+bool warned_faults(const an::RankReport& r) {
+  for (const auto& w : r.warnings)
+    if (w.find("major page fault") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// Where page-fault sampling was refused, the sampler's per-thread counts are
+// the only trace of mapped-file reads: the report says so, with the count.
+BOOST_AUTO_TEST_CASE(untraced_major_faults_are_reported_as_reads_of_unknown_mapped_files) {
+  TempDir a, b, c;
+  const auto untraced = mapped_run(a, 500, false);
+  BOOST_REQUIRE_EQUAL(untraced.ranks.size(), 1u);
+  BOOST_TEST(warned_faults(untraced.ranks[0]));
+  bool counted = false;
+  for (const auto& w : untraced.ranks[0].warnings)
+    counted = counted || w.find("500 major page fault(s) in 1 thread(s)") != std::string::npos;
+  BOOST_TEST(counted);
+  // Sampled faults were recorded as reads: nothing to add.
+  BOOST_TEST(!warned_faults(mapped_run(b, 500, true).ranks.at(0)));
+  // No faults: nothing to say.
+  BOOST_TEST(!warned_faults(mapped_run(c, 0, false).ranks.at(0)));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -51,6 +51,7 @@ struct Ev {
   uint8_t tier = 0;                   // storage_read: format::Tier
   uint8_t cache = 0;                  // storage_read: format::Cache
   uint8_t src = 0, dst = 0;           // copies: format::MemKind
+  uint8_t cache_method = 0;           // storage_read: format::CacheMethod
   uint16_t queue_depth = 0;           // storage_read
   uint32_t track = 0;                 // index into RankTrace::tracks
   uint32_t name = 0;                  // index into RankTrace::names (0 = none)
