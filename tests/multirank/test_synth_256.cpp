@@ -55,6 +55,8 @@ BOOST_AUTO_TEST_CASE(straggler_found_among_256_ranks_within_memory_bound) {
       double(r0.parts[an::idx(an::Part::kStragglerWait)].total_ns) / 1e6 / double(r0.steady_steps);
   BOOST_TEST(wait > 9.0);
   BOOST_TEST(wait < 15.0);
+  // Hours of wait summed over 255 ranks read in seconds, not millions of ms.
+  BOOST_TEST(c.summary.find(" s for it in all") != std::string::npos, c.summary);
   for (const auto& r : rep.ranks)
     for (const auto& st : r.steps) BOOST_TEST_REQUIRE(an::sum(st.parts) == st.wall());
   const long bound_kb = long(s.ranks) * (48 + long(600 * s.steps) / 1024);

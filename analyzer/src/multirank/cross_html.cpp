@@ -115,11 +115,11 @@ void write_cross_html(std::ostream& o, const Report& r, const char* const* part_
     << "</p>\n<p>clocks: " << esc(c.clock.note) << "<br>imbalance: median step max/median "
     << fmt("%.2f", c.step_max_over_median) << "; arrival skew p50 "
     << fmt("%.2f ms", c.arrival_skew_p50_ms) << ", p90 " << fmt("%.2f ms", c.arrival_skew_p90_ms)
-    << "; straggler wait " << fmt("%.1f ms", double(c.straggler_wait_ns) / 1e6) << " in all</p>\n";
+    << "; straggler wait " << total_wait_text(c.straggler_wait_ns) << " in all</p>\n";
   for (const auto& s : c.stragglers)
     o << "<p>straggler rank " << s.rank << " (" << esc(s.host) << "): last at " << s.times_last
       << " of " << s.instances << " collectives, by " << fmt("%.2f ms", s.median_margin_ms)
-      << "; others waited " << fmt("%.1f ms", double(s.caused_ns) / 1e6)
+      << "; others waited " << total_wait_text(s.caused_ns)
       << "; its cause: " << esc(s.cause) << "</p>\n";
   if (!c.common_cause.empty()) o << "<p>" << esc(c.common_cause) << "</p>\n";
   o << "<h3>step time per rank and step (white: median step or less, dark red: twice the "

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "../summary.hpp"
+#include "cross_render.hpp"
 #include "multirank_internal.hpp"
 
 namespace stallscope::analyzer {
@@ -55,10 +56,10 @@ std::string summary_line(const CrossRank& c) {
     std::snprintf(
         buf, sizeof buf,
         "straggler: rank %lld (%s) arrived last at %llu of %llu collectives, by %.1f ms (median); "
-        "the others waited %.1f ms for it in all; its cause: %s",
+        "the others waited %s for it in all; its cause: %s",
         static_cast<long long>(s.rank), s.host.c_str(),
         static_cast<unsigned long long>(s.times_last), static_cast<unsigned long long>(s.instances),
-        s.median_margin_ms, static_cast<double>(s.caused_ns) / 1e6, s.cause.c_str());
+        s.median_margin_ms, total_wait_text(s.caused_ns).c_str(), s.cause.c_str());
   } else if (c.instances == 0) {
     std::snprintf(buf, sizeof buf,
                   "%zu ranks; no collective matched across ranks: no straggler analysis", c.ranks);
@@ -71,6 +72,14 @@ std::string summary_line(const CrossRank& c) {
 }
 
 }  // namespace
+
+std::string total_wait_text(int64_t ns) {
+  char buf[48];
+  const double ms = static_cast<double>(ns) / 1e6;
+  if (ms < 10000) std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+  else std::snprintf(buf, sizeof buf, "%.1f s", ms / 1e3);
+  return buf;
+}
 
 void analyze_cross_rank(Report& r, const CrossRankOptions& opt) {
   if (r.ranks.size() < 2) return;

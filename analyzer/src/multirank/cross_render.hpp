@@ -3,6 +3,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,10 @@ namespace stallscope::analyzer {
 inline constexpr size_t kMaxRankScreens = 16;
 // Indices into r.ranks of the ranks shown (all of them when few), in order.
 std::vector<size_t> shown_ranks(const Report& r);
+
+// A total wait for people: "956.2 ms" below 10 s, "7645.5 s" from there
+// (summed over ranks and steps it reaches hours).
+std::string total_wait_text(int64_t ns);
 
 // Nothing is written when r.cross.present is false.
 void write_cross_text(std::ostream& o, const Report& r, bool color);

@@ -61,11 +61,11 @@ void stragglers(std::ostream& o, const CrossRank& c) {
     std::snprintf(line, sizeof line,
                   "straggler rank %lld (%s): last at %llu of %llu collectives (p = %.1e), by %.2f "
                   "ms (median); "
-                  "others waited %.1f ms for it; its cause:",
+                  "others waited %s for it; its cause:",
                   static_cast<long long>(s.rank), s.host.c_str(),
                   static_cast<unsigned long long>(s.times_last),
                   static_cast<unsigned long long>(s.instances), s.p_value, s.median_margin_ms,
-                  static_cast<double>(s.caused_ns) / 1e6);
+                  total_wait_text(s.caused_ns).c_str());
     o << line;
     for (size_t i = 0; i < s.causes.size() && i < 3; ++i) {
       std::snprintf(line, sizeof line, " %s %.0f %%", s.causes[i].first.c_str(),
@@ -93,9 +93,9 @@ void write_cross_text(std::ostream& o, const Report& r, bool color) {
   std::snprintf(
       line, sizeof line,
       "imbalance: median step max/median over ranks %.2f; arrival skew p50 %.2f ms, p90 %.2f ms "
-      "over %llu collectives; straggler wait %.1f ms in all\n",
+      "over %llu collectives; straggler wait %s in all\n",
       c.step_max_over_median, c.arrival_skew_p50_ms, c.arrival_skew_p90_ms,
-      static_cast<unsigned long long>(c.instances), static_cast<double>(c.straggler_wait_ns) / 1e6);
+      static_cast<unsigned long long>(c.instances), total_wait_text(c.straggler_wait_ns).c_str());
   o << line;
   stragglers(o, c);
   if (!c.common_cause.empty()) o << c.common_cause << "\n";
