@@ -79,6 +79,36 @@ BOOST_AUTO_TEST_CASE(keeps_an_event_and_its_extensions_together) {
   BOOST_TEST(c.events == ok);
 }
 
+namespace {
+int g_wakes = 0;
+void count_wake() noexcept { ++g_wakes; }
+}  // namespace
+
+// Past half full the fast paths decline and write() takes over; it asks for
+// a drain once, and again only after the ring was below half in between.
+BOOST_AUTO_TEST_CASE(passing_half_full_wakes_the_flusher_once) {
+  g_wakes = 0;
+  stallscope::detail::g_half_full_hook = &count_wake;
+  ThreadBuffer b(1, 4096);
+  uint64_t i = 0;
+  const auto put = [&] {
+    const bool ok = b.write_complete(4, 1, i, 1, i);
+    ++i;
+    return ok;
+  };
+  while (b.pending_bytes() + 32 <= 2048) BOOST_REQUIRE(put());
+  BOOST_TEST(g_wakes == 0);
+  for (int k = 0; k < 20; ++k) BOOST_REQUIRE(put());  // past half
+  BOOST_TEST(g_wakes == 1);  // once, not per record
+  std::vector<uint8_t> out;
+  b.drain(out, ~size_t{0});
+  while (b.pending_bytes() + 32 <= 2048) BOOST_REQUIRE(put());
+  BOOST_REQUIRE(put());
+  BOOST_REQUIRE(put());
+  BOOST_TEST(g_wakes == 2);  // below half in between: asked again
+  stallscope::detail::g_half_full_hook = nullptr;
+}
+
 BOOST_AUTO_TEST_CASE(fixed_size_fast_path_leaves_wraps_gaps_and_full_rings_to_write) {
   // 88-byte records (core + 56 bytes of extension, a storage read's size) in
   // a 4 KiB ring: the 47th would wrap, so the fast path declines it.
@@ -92,9 +122,13 @@ BOOST_AUTO_TEST_CASE(fixed_size_fast_path_leaves_wraps_gaps_and_full_rings_to_wr
   };
   uint64_t i = 0;
   while (b.try_write_fixed<56>(rec(i), (std::memcpy(ext + 8, &i, 8), ext))) ++i;
-  BOOST_TEST(i == 4096u / 88u);  // declined at the wrap, with room left...
-  BOOST_TEST(b.pending_bytes() == i * 88u);
+  BOOST_TEST(i == 2048u / 88u);  // the fast path stops at half full
   std::vector<uint8_t> out;
+  b.drain(out, ~size_t{0});
+  BOOST_REQUIRE(put(i++));  // write() sees the drained ring (the fast path trusts its cached tail)
+  while (b.try_write_fixed<56>(rec(i), (std::memcpy(ext + 8, &i, 8), ext))) ++i;
+  BOOST_TEST(i == 4096u / 88u);  // declined at the wrap, with room left...
+  BOOST_TEST(b.pending_bytes() == (i - 2048u / 88u) * 88u);
   b.drain(out, ~size_t{0});
   BOOST_REQUIRE(put(i++));  // ...which write() takes, across the end
   while (put(i)) ++i;       // then full: dropped and counted

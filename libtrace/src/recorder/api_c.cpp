@@ -103,7 +103,7 @@ void stallscope_capture_set(int on) {
                          on != 0 ? kPhaseBegin : kPhaseEnd, 0, 0, ticks_now(), 0, 0};
   detail::emit_internal(rec);
   // A closed window should reach the file promptly (readers wait for it).
-  if (on == 0) r.wake_cv.notify_all();
+  if (on == 0) detail::wake_flusher();
 }
 
 int stallscope_capture_enabled(void) { return enabled() ? 1 : 0; }

@@ -1,11 +1,16 @@
 // The flusher thread: drains thread buffers into chunks at a bounded
-// interval (sooner when a buffer fills up), polls the run directory's
-// control file, and performs flushes requested from signal handlers.
+// interval (sooner when a buffer passes half full: its producer wakes the
+// flusher), polls the run directory's control file, and performs flushes
+// requested from signal handlers. Between those it sleeps: an idle traced
+// process costs one wake-up per control poll, not one per 10 ms.
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -15,8 +20,17 @@
 namespace stallscope::detail {
 namespace {
 
-constexpr int kTickMs = 10;
 constexpr int kControlPollMs = 100;
+// While a buffer is past half full, the flusher checks again this soon.
+constexpr int kBusyTickMs = 10;
+
+// Sleeps until `word` changes from `seen` or `ms` pass.
+void futex_wait_ms(std::atomic<uint32_t>& word, uint32_t seen, int64_t ms) {
+  if (ms <= 0) return;
+  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000L};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, &ts,
+            nullptr, 0);
+}
 
 struct Pending {
   std::vector<uint8_t> payload;
@@ -155,10 +169,15 @@ void flusher_main(Recorder* r) {
   using Clock = std::chrono::steady_clock;
   auto next_flush = Clock::now() + std::chrono::milliseconds(r->cfg.flush_ms);
   auto next_control = Clock::now();
+  bool busy = false;  // a buffer was past half full at the last look
   while (!r->stop.load()) {
-    {
-      std::unique_lock lock(r->wake_mu);
-      r->wake_cv.wait_for(lock, std::chrono::milliseconds(kTickMs));
+    const uint32_t seen = r->wake_word.load(std::memory_order_acquire);
+    const bool asked_before = r->flush_requested.load() > r->flush_done.load();
+    if (!asked_before && !r->stop.load()) {
+      const auto until = std::min(next_flush, next_control);
+      int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
+      if (busy) ms = std::min<int64_t>(ms, kBusyTickMs);
+      futex_wait_ms(r->wake_word, seen, ms);
     }
     const auto now = Clock::now();
     if (now >= next_control) {
@@ -167,7 +186,8 @@ void flusher_main(Recorder* r) {
     }
     const uint64_t requested = r->flush_requested.load();
     const bool asked = requested > r->flush_done.load();
-    if (!asked && now < next_flush && !any_buffer_half_full(*r)) continue;
+    busy = any_buffer_half_full(*r);
+    if (!asked && now < next_flush && !busy) continue;
     const bool final = asked && r->final_requested.load();
     flush_now(*r, final);
     next_flush = now + std::chrono::milliseconds(r->cfg.flush_ms);
@@ -217,7 +237,15 @@ SignalsBlocked::~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr)
 
 void start_flusher(Recorder& r) {
   SignalsBlocked blocked;  // the thread starts with every signal blocked
+  g_half_full_hook = &wake_flusher;
   r.flusher = std::thread(flusher_main, &r);
+}
+
+void wake_flusher() noexcept {
+  Recorder& r = recorder();
+  r.wake_word.fetch_add(1, std::memory_order_release);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&r.wake_word), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
 }
 
 bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
@@ -226,6 +254,7 @@ bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
   if (r.flusher.get_id() == std::this_thread::get_id()) return false;  // never wait for ourselves
   if (final) r.final_requested.store(true);
   const uint64_t want = r.flush_requested.fetch_add(1) + 1;
+  wake_flusher();
   for (int waited = 0; waited < timeout_ms; ++waited) {
     if (r.flush_done.load() >= want) return true;
     timespec ts{0, 1000000};
@@ -240,7 +269,7 @@ void close_recorder() {
   g_capture.store(false, std::memory_order_relaxed);
   if (r.sampler) r.sampler->stop();
   r.stop.store(true);
-  r.wake_cv.notify_all();
+  wake_flusher();
   if (r.flusher.joinable() && r.flusher.get_id() != std::this_thread::get_id()) r.flusher.join();
   if (r.state.load() == State::kRunning) flush_now(r, true);
 }

@@ -35,11 +35,11 @@ struct Recorder {
   int pid = 0;
   std::atomic<State> state{State::kIdle};
 
-  // Flusher thread and its wake-up.
+  // Flusher thread and its wake-up: a futex word that wake_flusher() bumps
+  // (async-signal-safe, no lock: producers and signal handlers call it).
   std::thread flusher;
   std::mutex flush_mu;      // one flush at a time
-  std::mutex wake_mu;
-  std::condition_variable wake_cv;
+  std::atomic<uint32_t> wake_word{0};
   std::atomic<bool> stop{false};
   // Signal and _exit paths ask the flusher for a flush and wait for the
   // sequence to advance (nothing async-signal-unsafe in the handler).
@@ -80,6 +80,9 @@ void replace_recorder_after_fork();
 
 // Flusher (flusher.cpp).
 void start_flusher(Recorder& r);
+// Wakes the flusher of this process's recorder now (from any thread, a
+// signal handler included).
+void wake_flusher() noexcept;
 void flush_now(Recorder& r, bool final);
 // From any context, including signal handlers: wait up to `timeout_ms`
 // for the flusher to complete a (final) flush. Returns false on timeout.

@@ -11,6 +11,7 @@ using format::CoreRecord;
 ThreadBuffer::ThreadBuffer(uint32_t track_id, size_t capacity)
     : data_(static_cast<uint8_t*>(std::aligned_alloc(64, capacity))),
       mask_(capacity - 1),
+      half_(capacity / 2),
       track_id_(track_id) {
   if (data_ == nullptr) throw std::bad_alloc();
   // Touch every page now, at registration, so the hot path never takes a
@@ -39,8 +40,12 @@ bool ThreadBuffer::write_pieces(const CoreRecord& core, const Piece* pieces,
   const uint64_t head = head_.load(std::memory_order_relaxed);
   const size_t gap_bytes = gap_count_ != 0 ? sizeof(CoreRecord) : 0;
   const size_t need = gap_bytes + sizeof(CoreRecord) + ext_bytes;
-  if (capacity() - (head - tail_cache_) < need)
+  if (!below_half(head, need)) {
     tail_cache_ = tail_.load(std::memory_order_acquire);
+    const bool over = !below_half(head, need);
+    if (over && !woke_ && g_half_full_hook != nullptr) g_half_full_hook();  // drain me
+    woke_ = over;
+  }
   if (capacity() - (head - tail_cache_) < need) {
     if (gap_count_++ == 0) gap_first_ts_ = core.ts;
     dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

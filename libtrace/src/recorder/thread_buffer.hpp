@@ -1,7 +1,11 @@
 // One thread's event buffer: a bounded single-producer / single-consumer
 // byte ring. The owning thread appends whole records (reserve, fill, one
 // release store); the flusher drains them. Full means drop and count —
-// the producer never waits, locks, allocates or makes a syscall.
+// the producer never waits, locks or allocates. The fast paths write only
+// into the lower half of the free space; past half full the slow path
+// (write_pieces) takes over and wakes the flusher once (a futex wake, the
+// only system call a producer makes), so the flusher can sleep between its
+// periodic flushes instead of polling the buffers.
 #pragma once
 
 #include <atomic>
@@ -13,6 +17,11 @@
 #include "stallscope/trace.hpp"
 
 namespace stallscope::detail {
+
+// Called by a producer whose ring passed half full (once until it is below
+// half again): the recorder sets it to wake its flusher. Must be
+// async-signal-safe (producers may record from signal handlers).
+inline void (*g_half_full_hook)() noexcept = nullptr;
 
 class ThreadBuffer {
  public:
@@ -79,9 +88,13 @@ class ThreadBuffer {
 
  private:
   void copy_in(uint64_t pos, const void* src, size_t n) noexcept;
+  // Fast-path room: `n` more bytes keep the ring at most half full (by the
+  // cached tail).
+  bool below_half(uint64_t head, size_t n) const noexcept { return head + n - tail_cache_ <= half_; }
 
   uint8_t* data_;
   size_t mask_;
+  size_t half_;
   uint32_t track_id_;
   // Producer-owned line.
   alignas(64) std::atomic<uint64_t> head_{0};
@@ -89,6 +102,7 @@ class ThreadBuffer {
   std::atomic<uint64_t> dropped_{0};
   uint64_t gap_count_ = 0;     // dropped since the last record written
   uint64_t gap_first_ts_ = 0;  // timestamp of the first of those
+  bool woke_ = false;          // flusher woken since the ring was last below half
   // Consumer-owned line.
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<bool> retired_{false};
@@ -101,7 +115,7 @@ inline bool ThreadBuffer::write_complete(uint8_t kind, uint32_t name, uint64_t t
   // Common case: room known from the cached tail, no gap to announce, no
   // wrap inside the record — four 8-byte stores and one release store.
   if (__builtin_expect(gap_count_ == 0 && at + sizeof(format::CoreRecord) <= capacity() &&
-                           capacity() - (head - tail_cache_) >= sizeof(format::CoreRecord),
+                           below_half(head, sizeof(format::CoreRecord)),
                        1)) {
     // kind | flags (kComplete = 0) | aux (0) | name: the first 8 bytes.
     const uint64_t first = uint64_t{kind} | (uint64_t{name} << 32);
@@ -122,8 +136,7 @@ inline uint8_t* ThreadBuffer::try_reserve() noexcept {
   static_assert(N % 8 == 0, "records are padded to 8 bytes");
   const uint64_t head = head_.load(std::memory_order_relaxed);
   const size_t at = head & mask_;
-  const bool fits =
-      gap_count_ == 0 && at + N <= capacity() && capacity() - (head - tail_cache_) >= N;
+  const bool fits = gap_count_ == 0 && at + N <= capacity() && below_half(head, N);
   return __builtin_expect(fits, 1) ? data_ + at : nullptr;
 }
 
