@@ -4,6 +4,8 @@
 // layout differs. Collective and p2p events are recorded as host-side
 // spans: their end means "enqueued", device time comes from the CUPTI
 // source's NCCL kernels.
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -45,6 +47,16 @@ void say_loaded(int version, const NcclComm& c) noexcept {
        static_cast<unsigned long long>(c.id), c.rank, c.nranks);
 }
 
+// The preload shim interposes NCCL's calls where this plugin is not loaded;
+// once it is, the shim must only pass them through (no call recorded twice).
+void tell_preload_shim(int version) noexcept {
+  static std::atomic<bool> told{false};
+  if (told.exchange(true)) return;
+  using Tell = void (*)(int) noexcept;
+  if (void* f = ::dlsym(RTLD_DEFAULT, "stallscope_preload_nccl_plugin_v1"))
+    reinterpret_cast<Tell>(f)(version);
+}
+
 ncclResult_t init_common(void** context, int* mask, uint64_t comm_id, int nranks, int rank,
                          int version) noexcept {
   auto* c = new (std::nothrow) NcclComm;
@@ -55,6 +67,7 @@ ncclResult_t init_common(void** context, int* mask, uint64_t comm_id, int nranks
   *context = c;
   *mask = kActivation;
   say_loaded(version, *c);
+  tell_preload_shim(version);
   return ncclSuccess;
 }
 
