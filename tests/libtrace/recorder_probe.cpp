@@ -115,6 +115,18 @@ int mode_thread_names() {
   return 0;
 }
 
+// `batches` batches of `per_batch` spans, 2 ms apart: a steady producer
+// that fills a small ring many times over between two periodic flushes.
+int mode_paced(long batches, long per_batch) {
+  const auto n = name("paced");
+  for (long b = 0; b < batches; ++b) {
+    spans(n, per_batch);
+    sleep_ms(2);
+  }
+  say("issued", static_cast<unsigned long long>(batches * per_batch));
+  return 0;
+}
+
 int mode_kill_after_flush(long before) {
   spans(name("before_flush"), before);
   if (stallscope_flush() != 0) return 5;
@@ -279,6 +291,7 @@ int main(int argc, char** argv) {
   if (mode == "thread-exit") return mode_thread_exit(arg(2, 1000));
   if (mode == "on-behalf") return mode_on_behalf(arg(2, 1000));
   if (mode == "thread-names") return mode_thread_names();
+  if (mode == "paced") return mode_paced(arg(2, 800), arg(3, 250));
   if (mode == "kill-after-flush") return mode_kill_after_flush(arg(2, 1000));
   if (mode == "signal-own") return mode_wait_for_signal(true, argv[2], arg(3, 1000));
   if (mode == "signal-default") return mode_wait_for_signal(false, nullptr, arg(2, 1000));

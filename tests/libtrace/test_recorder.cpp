@@ -261,6 +261,23 @@ BOOST_AUTO_TEST_CASE(the_recorders_threads_are_named) {
   BOOST_TEST(unnamed == 0u, r.out);
 }
 
+// The flusher sleeps until its next flush (here a minute away) and polls
+// the control file every 100 ms; a producer whose ring passes half full
+// wakes it. 200,000 spans (6.4 MB) through a 256 KiB ring at 8 KiB per
+// ~2.5 ms: 320 KiB between two control polls, so without the wake the ring
+// overflows; with it, half the ring (~40 ms) is the margin.
+BOOST_AUTO_TEST_CASE(a_ring_passing_half_full_is_drained_before_the_next_flush) {
+  TempDir d;
+  auto r = run_probe({"paced", "800", "250"},
+                     env_for(d, {{"STALLSCOPE_FLUSH_MS", "60000"},
+                                 {"STALLSCOPE_THREAD_BUFFER_KB", "256"},
+                                 {"STALLSCOPE_SAMPLE_MS", "0"}}));
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  Loaded l = load_single(d);
+  BOOST_TEST(l.by_name["paced"] == 200000u);
+  BOOST_TEST(sum_totals(l, &format::TrackTotals::dropped_buffer) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(sigkill_after_a_flush_keeps_everything_flushed) {
   TempDir d;
   auto r = run_probe({"kill-after-flush", "5000"}, env_for(d), "flushed",

@@ -21,8 +21,6 @@ namespace stallscope::detail {
 namespace {
 
 constexpr int kControlPollMs = 100;
-// While a buffer is past half full, the flusher checks again this soon.
-constexpr int kBusyTickMs = 10;
 
 // Sleeps until `word` changes from `seen` or `ms` pass.
 void futex_wait_ms(std::atomic<uint32_t>& word, uint32_t seen, int64_t ms) {
@@ -169,16 +167,20 @@ void flusher_main(Recorder* r) {
   using Clock = std::chrono::steady_clock;
   auto next_flush = Clock::now() + std::chrono::milliseconds(r->cfg.flush_ms);
   auto next_control = Clock::now();
-  bool busy = false;  // a buffer was past half full at the last look
+  // The wake word as of the last flush: a wake during or after it changes
+  // the word, so the wait below returns at once and the next pass flushes.
+  uint32_t seen = r->wake_word.load(std::memory_order_acquire);
   while (!r->stop.load()) {
-    const uint32_t seen = r->wake_word.load(std::memory_order_acquire);
     const bool asked_before = r->flush_requested.load() > r->flush_done.load();
-    if (!asked_before && !r->stop.load()) {
+    if (!asked_before && !any_buffer_half_full(*r) && !r->stop.load()) {
       const auto until = std::min(next_flush, next_control);
-      int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
-      if (busy) ms = std::min<int64_t>(ms, kBusyTickMs);
+      const int64_t ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
       futex_wait_ms(r->wake_word, seen, ms);
     }
+    // Woken: a producer's ring is (about to be) past half full, capture
+    // closed, or a flush was asked for — each wants a flush now.
+    const bool woken = r->wake_word.load(std::memory_order_acquire) != seen;
     const auto now = Clock::now();
     if (now >= next_control) {
       poll_control(*r);
@@ -186,9 +188,9 @@ void flusher_main(Recorder* r) {
     }
     const uint64_t requested = r->flush_requested.load();
     const bool asked = requested > r->flush_done.load();
-    busy = any_buffer_half_full(*r);
-    if (!asked && now < next_flush && !busy) continue;
+    if (!asked && !woken && now < next_flush && !any_buffer_half_full(*r)) continue;
     const bool final = asked && r->final_requested.load();
+    seen = r->wake_word.load(std::memory_order_acquire);
     flush_now(*r, final);
     next_flush = now + std::chrono::milliseconds(r->cfg.flush_ms);
     if (asked) r->flush_done.store(requested);

@@ -42,9 +42,12 @@ bool ThreadBuffer::write_pieces(const CoreRecord& core, const Piece* pieces,
   const size_t need = gap_bytes + sizeof(CoreRecord) + ext_bytes;
   if (!below_half(head, need)) {
     tail_cache_ = tail_.load(std::memory_order_acquire);
-    const bool over = !below_half(head, need);
-    if (over && !woke_ && g_half_full_hook != nullptr) g_half_full_hook();  // drain me
-    woke_ = over;
+    // Past half full: drain me — unless already asked and nothing was
+    // drained since (a wake per drain at most, never per record).
+    if (!below_half(head, need) && tail_cache_ != woke_at_tail_ && g_half_full_hook != nullptr) {
+      g_half_full_hook();
+      woke_at_tail_ = tail_cache_;
+    }
   }
   if (capacity() - (head - tail_cache_) < need) {
     if (gap_count_++ == 0) gap_first_ts_ = core.ts;

@@ -3,9 +3,10 @@
 // release store); the flusher drains them. Full means drop and count —
 // the producer never waits, locks or allocates. The fast paths write only
 // into the lower half of the free space; past half full the slow path
-// (write_pieces) takes over and wakes the flusher once (a futex wake, the
-// only system call a producer makes), so the flusher can sleep between its
-// periodic flushes instead of polling the buffers.
+// (write_pieces) takes over and wakes the flusher (a futex wake, the only
+// system call a producer makes; again only after the flusher drained some),
+// so the flusher can sleep between its periodic flushes instead of polling
+// the buffers.
 #pragma once
 
 #include <atomic>
@@ -18,9 +19,10 @@
 
 namespace stallscope::detail {
 
-// Called by a producer whose ring passed half full (once until it is below
-// half again): the recorder sets it to wake its flusher. Must be
-// async-signal-safe (producers may record from signal handlers).
+// Called by a producer whose ring is past half full (again only once the
+// flusher has drained some since): the recorder sets it to wake its
+// flusher. Must be async-signal-safe (producers may record from signal
+// handlers).
 inline void (*g_half_full_hook)() noexcept = nullptr;
 
 class ThreadBuffer {
@@ -102,7 +104,7 @@ class ThreadBuffer {
   std::atomic<uint64_t> dropped_{0};
   uint64_t gap_count_ = 0;     // dropped since the last record written
   uint64_t gap_first_ts_ = 0;  // timestamp of the first of those
-  bool woke_ = false;          // flusher woken since the ring was last below half
+  uint64_t woke_at_tail_ = ~uint64_t{0};  // tail when the flusher was last woken
   // Consumer-owned line.
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<bool> retired_{false};
