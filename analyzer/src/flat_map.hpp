@@ -11,6 +11,7 @@
 // strided or shuffled ids still spread over the whole table.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,7 @@ class FlatMap64 {
   // kAbsent when it was not there: one probe for a read-modify-write.
   // `key` must not be 0 or ~0. Grows the table when entries fill half of it.
   uint64_t exchange(uint64_t key, uint64_t value) {
+    assert(value <= kValueMask && key != 0 && key != kAbsent);
     if ((size_ + 1) * 2 > slots_.size()) grow();
     const uint64_t word = (epoch_ << kValueBits) | value;
     size_t i = home(key);

@@ -118,10 +118,15 @@ void write_json(std::ostream& out, const Report& r) {
             {"inputs", r.inputs}, {"errors", r.errors}, {"warnings", r.warnings},
             {"part_keys", std::move(part_keys)}, {"schema_minor", kSchemaMinor}};
   if (r.cross.present) j["cross_rank"] = cross_json(r.cross);
-  j["ranks"] = nullptr;  // a placeholder: the ranks are written in its place
+  j["ranks"] = nullptr;  // stands where the ranks are written
   const std::string doc = j.dump(1);
   const std::string key = "\n \"ranks\": null";
   const size_t at = doc.find(key);
+  if (at == std::string::npos) {  // (cannot happen: keys sit at one space, strings hold no newline)
+    for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
+    out << j.dump(1) << "\n";
+    return;
+  }
   out << std::string_view(doc).substr(0, at + key.size() - 4);
   if (r.ranks.empty()) {
     out << "[]";
