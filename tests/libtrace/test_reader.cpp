@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "libtrace/trace_builder.hpp"
+#include "stallscope/clock.hpp"
 #include "stallscope/reader.hpp"
 
 using namespace stallscope;
@@ -317,6 +318,64 @@ BOOST_AUTO_TEST_CASE(tsc_ticks_interpolate_piecewise_between_triples) {
   BOOST_TEST(r.start_mono_ns() == 1000);
   BOOST_TEST(r.to_real_ns(1000) == 5000000000 - 1000 + 1000);
   BOOST_TEST(r.to_real_ns(2001000) == 5002000000);
+}
+
+// Every converted time equals TickConverter's, at and around each triple
+// (where the reader's cached segments begin and end), for durations inside
+// one segment and across several, with rates changing between triples.
+BOOST_AUTO_TEST_CASE(converted_times_match_the_tick_converter_at_every_segment_edge) {
+  TempDir dir;
+  TraceBuilder b;
+  b.header.flags = 0;
+  b.header.tsc_hz = 2500000000;
+  b.header.start = {1000000, 500000, 7000000000};
+  const std::vector<format::ClockTriple> triples = {
+      {3000000, 1500000, 7001000000},   // 2 ticks/ns
+      {7000000, 2500000, 7002000000},   // 4 ticks/ns
+      {7300000, 2600000, 7002100000},   // 3 ticks/ns
+      {9800001, 3600000, 7003100000}};  // 2.5000001 ticks/ns (not exact)
+  std::vector<uint64_t> edges = {0, 1, b.header.start.ticks};
+  TickConverter conv(false, 1e9 / double(b.header.tsc_hz));
+  conv.add(b.header.start);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> expected;
+  for (const auto& t : triples) {
+    conv.add(t);
+    edges.push_back(t.ticks);
+    std::vector<uint64_t> ticks;
+    for (uint64_t e : edges)
+      for (int64_t d : {-2, -1, 0, 1, 2, 777})
+        if (int64_t(e) + d >= 0) ticks.push_back(uint64_t(int64_t(e) + d));
+    ticks.push_back(t.ticks + 123456789);  // past the newest triple
+    Records recs;
+    std::vector<std::pair<int64_t, int64_t>> want;
+    for (uint64_t ts : ticks) {
+      for (uint64_t dur : {uint64_t{0}, uint64_t{1}, uint64_t{3}, uint64_t{2000000}, uint64_t{100000000000}}) {
+        recs.core(Kind::kKernel, 0, ts, dur);
+        want.emplace_back(conv.to_mono_ns(ts), std::max<int64_t>(0, conv.duration_ns(ts, dur)));
+      }
+    }
+    b.clock = t;
+    b.events({{1, recs}});
+    expected.push_back(std::move(want));
+  }
+  b.end();
+  b.write(dir.file("edges.sst"));
+  TraceReader r(dir.file("edges.sst"));
+  const auto got = read_all(r);
+  size_t i = 0, mismatches = 0;
+  for (const auto& chunk : expected) {
+    for (const auto& [ts, dur] : chunk) {
+      BOOST_REQUIRE_LT(i, got.size());
+      if (got[i].e.ts_ns != ts || got[i].e.dur_ns != dur) {
+        if (++mismatches <= 5)
+          BOOST_TEST_MESSAGE("record " << i << ": ts " << got[i].e.ts_ns << " want " << ts << ", dur "
+                                       << got[i].e.dur_ns << " want " << dur);
+      }
+      ++i;
+    }
+  }
+  BOOST_TEST(i == got.size());
+  BOOST_TEST(mismatches == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(ticks_are_ns_files_convert_one_to_one) {

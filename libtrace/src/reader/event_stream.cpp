@@ -51,6 +51,21 @@ void TraceReader::Impl::update_tick_limit() {
   const double limit = static_cast<double>(kMaxTripleMonoNs) / stream.conv.ns_per_tick();
   stream.max_tick_delta =
       limit >= 4e18 ? int64_t{4000000000000000000} : static_cast<int64_t>(limit);
+  refresh_fast_ranges();
+}
+
+void TraceReader::Impl::refresh_fast_ranges() {
+  Stream& s = stream;
+  const auto max = static_cast<uint64_t>(s.max_tick_delta);
+  const uint64_t lo = s.cur_ticks >= max ? s.cur_ticks - max : 0;
+  const uint64_t hi = s.cur_ticks > ~uint64_t{0} - max ? ~uint64_t{0} : s.cur_ticks + max;
+  for (int k = 0; k < 2; ++k) {
+    s.fast_lo[k] = 1;
+    s.fast_hi[k] = 0;
+    if (!s.have_triple || k >= s.nseg || s.seg[k].to == 0) continue;
+    s.fast_lo[k] = std::max(s.seg[k].from, lo);
+    s.fast_hi[k] = std::min(s.seg[k].to - 1, hi);
+  }
 }
 
 void TraceReader::Impl::add_triple(const format::ClockTriple& t) {
@@ -68,6 +83,7 @@ void TraceReader::Impl::cache_segments() {
   Stream& s = stream;
   s.nseg = 0;
   while (s.nseg < 2 && s.conv.segment(s.nseg, s.seg[s.nseg])) ++s.nseg;
+  refresh_fast_ranges();
 }
 
 inline int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
@@ -89,6 +105,23 @@ inline void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c)
   if ((c.flags & format::kTimesNs) != 0) {
     e.ts_ns = clamp_ns(static_cast<int64_t>(c.ts));
     e.dur_ns = has_dur ? static_cast<int64_t>(std::min<uint64_t>(c.value, kMaxAbsNs)) : 0;
+    return;
+  }
+  // Nearly every tick of a chunk falls in a cached segment, within the
+  // range that needs no clamping: one conversion for the start, one for
+  // the end, and the same results as the general path below.
+  for (int k = 0; k < 2; ++k) {
+    if (c.ts < stream.fast_lo[k] || c.ts > stream.fast_hi[k]) continue;
+    const TickConverter::Segment& g = stream.seg[k];
+    const int64_t start = g.convert(c.ts);
+    e.ts_ns = clamp_ns(start);
+    e.dur_ns = 0;
+    if (!has_dur) return;
+    const uint64_t end = c.ts + c.value;
+    if (c.value > static_cast<uint64_t>(stream.max_tick_delta) || end < c.ts || end >= g.to) break;
+    int64_t d = 0;
+    if (__builtin_sub_overflow(g.convert(end), start, &d)) d = INT64_MAX;
+    e.dur_ns = std::clamp<int64_t>(d, 0, kMaxAbsNs);
     return;
   }
   e.ts_ns = ticks_to_ns(c.ts);

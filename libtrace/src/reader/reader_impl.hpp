@@ -62,6 +62,9 @@ struct Stream {
   // tick of a chunk falls in one of them); the rest go through conv.
   TickConverter::Segment seg[2];
   int nseg = 0;
+  // Ticks of seg[k] that are also within max_tick_delta of cur_ticks
+  // (inclusive; empty when lo > hi): they convert without any clamping.
+  uint64_t fast_lo[2] = {1, 1}, fast_hi[2] = {0, 0};
   bool have_triple = false;
   uint64_t cur_ticks = 0;      // ticks of the converter's newest triple
   int64_t max_tick_delta = 0;  // |t - cur_ticks| that converts without overflow
@@ -130,6 +133,7 @@ struct TraceReader::Impl {
   void add_triple(const format::ClockTriple& t);
   void update_tick_limit();
   void cache_segments();
+  void refresh_fast_ranges();
   int64_t mono_of(uint64_t ticks) const noexcept {
     for (int k = 0; k < stream.nseg; ++k)
       if (ticks >= stream.seg[k].from && ticks < stream.seg[k].to) return stream.seg[k].convert(ticks);
