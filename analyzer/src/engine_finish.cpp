@@ -61,7 +61,7 @@ void RankEngine::add_warnings(RankReport& r) const {
   if (cpu_unknown_seen_) w.push_back("no CPU samples for the trainer thread: host time not split into on-CPU and blocked (counted on-CPU)");
   if (r.compute_basis == "cpu_only") w.push_back("no device activity: a CPU-only trainer; compute = the trainer thread's on-CPU time");
   if (r.compute_basis == "gpu_not_recorded") w.push_back("API calls but no device activity recorded: GPU activity was not captured; compute = the trainer thread's on-CPU time");
-  if (r.drops.late_events > 0) w.push_back(std::to_string(r.drops.late_events) + " event(s) arrived after their step was attributed (raise the lag) and were ignored");
+  if (r.drops.late_events > 0) w.push_back(std::to_string(r.drops.late_events) + " event(s) arrived after their step was attributed and were ignored (they came later than the wait for late events: --lag SECONDS fixes a longer one)");
   if (r.split & kSplitInferred) w.push_back("data stall split inferred from producer activity (no batch lineage) for some steps");
   if (r.drops.buffer_dropped + r.drops.disk_dropped > 0) w.push_back("events were dropped while recording: parts may be undercounted");
   // Reads of memory-mapped files the sampler counted but nothing timed.

@@ -32,7 +32,9 @@ constexpr uint32_t kWantedExts =
 struct Source {
   std::unique_ptr<reader::TraceReader> r;
   std::unique_ptr<FileConverter> conv;
-  int64_t frontier = INT64_MIN;
+  int64_t frontier = INT64_MIN;  // the latest end read
+  int64_t first_end = INT64_MIN;  // the first end read
+  int64_t late = 0;  // the most an end came behind the frontier
   bool done = false;
   uint64_t gaps = 0;
 };
@@ -70,7 +72,12 @@ void pump(Source& s, RankEngine& eng, reader::Event& e) {
       eng.ingest(ev, {});
       continue;
     }
-    s.frontier = std::max(s.frontier, ev.end);
+    if (ev.end < s.frontier) {
+      s.late = std::max(s.late, s.frontier - ev.end);
+    } else {
+      if (s.frontier == INT64_MIN) s.first_end = ev.end;
+      s.frontier = ev.end;
+    }
     eng.ingest(ev, e.ids);
   }
 }
@@ -80,6 +87,22 @@ Source* furthest_behind(std::vector<Source>& srcs) {
   for (auto& s : srcs)
     if (!s.done && (best == nullptr || s.frontier < best->frontier)) best = &s;
   return best;
+}
+
+// How long to wait behind the files' frontiers (AnalyzeOptions::lag_ns):
+// the maximum until lag_ns of some file has been read, then 4 × the
+// lateness seen so far, within [min_lag_ns, lag_ns].
+int64_t current_lag(const std::vector<Source>& srcs, const AnalyzeOptions& o) {
+  if (!o.adaptive_lag) return o.lag_ns;
+  const int64_t settle = std::min(o.lag_ns, 4 * o.min_lag_ns);
+  bool settled = false;
+  int64_t late = 0;
+  for (const auto& s : srcs) {
+    settled = settled || (s.frontier != INT64_MIN && s.frontier - s.first_end >= settle);
+    late = std::max(late, s.late);
+  }
+  if (!settled) return o.lag_ns;
+  return std::clamp(late > o.lag_ns / 4 ? o.lag_ns : 4 * late, std::min(o.min_lag_ns, o.lag_ns), o.lag_ns);
 }
 
 int64_t safe_time(const std::vector<Source>& srcs, int64_t lag) {
@@ -136,7 +159,7 @@ RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress
   reader::Event e;
   while (Source* s = furthest_behind(srcs)) {
     pump(*s, eng, e);
-    eng.advance(safe_time(srcs, o.lag_ns));
+    eng.advance(safe_time(srcs, current_lag(srcs, o)));
     progress.tick(*s->r, e.offset);
   }
   for (const auto& s : srcs) report_file(s, eng);

@@ -1,4 +1,4 @@
-// `stallscope report PATH... [--json] [--html OUT.html] [--color] [--step-pattern RE]`:
+// `stallscope report PATH... [--json] [--html OUT.html] [--color] [--step-pattern RE] [--lag S]`:
 // where each step's time goes and what to change (docs/report-guide.md).
 #include <unistd.h>
 
@@ -21,6 +21,7 @@ struct ReportOptions {
   std::string html;
   bool color = false, no_color = false;
   std::string step_pattern;
+  double lag_s = 0;  // 0: adaptive
 };
 
 void show_progress(uint64_t done, uint64_t total) {
@@ -50,6 +51,10 @@ bool write_html_file(const analyzer::Report& rep, const std::string& dest) {
 int run_report(const ReportOptions& in) {
   analyzer::AnalyzeOptions opt;
   if (!in.step_pattern.empty()) opt.step_pattern = in.step_pattern;
+  if (in.lag_s > 0) {
+    opt.lag_ns = static_cast<int64_t>(in.lag_s * 1e9);
+    opt.adaptive_lag = false;
+  }
   if (::isatty(2)) opt.progress = show_progress;
   analyzer::Report rep;
   try {
@@ -86,6 +91,11 @@ Command add_report_command(CLI::App& parent) {
                   "Regex (case-insensitive) of range names that mark steps; default matches "
                   "ProfilerStep#N, step, train_step, iteration")
       ->type_name("REGEX");
+  sub->add_option("--lag", opt->lag_s,
+                  "Wait this long (trace time) for late events before attributing a step "
+                  "(default: 4 x the lateness seen, 0.25 to 2 s)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.001, 3600.0));
   sub->footer("Exit status: 0 reported, 1 no readable input (or an unwritable --html), 2 usage error.");
   return {sub, [opt] { return run_report(*opt); }};
 }

@@ -119,6 +119,8 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2_naming_the_flag) {
       {{"report", "--bogus", runs.data}, "--bogus"},
       {{"report", "--step-pattern", "(unclosed", runs.data}, "(unclosed"},
       {{"report"}, "PATH is required"},
+      {{"report", "--lag", "0", runs.data}, "--lag"},
+      {{"report", "--lag", "soon", runs.data}, "--lag"},
       {{"diff", "--tolerance", "7", runs.data, runs.compute}, "--tolerance"},
       {{"diff", "--frobnicate", runs.data, runs.compute}, "--frobnicate"},
       {{"diff", runs.data}, "RUN_B is required"},

@@ -100,6 +100,70 @@ BOOST_AUTO_TEST_CASE(missing_path_is_an_error) {
 // A sparse run: its events span more than the lineage horizon before the
 // step source is chosen. The first steps keep their device and trainer
 // intervals (they were once trimmed and counted as host time).
+namespace {
+
+// 10 ms steps on the trainer's track (100 launches each: the analyzer reads
+// events in batches of thousands), each with a 6 ms kernel on a device
+// track; one chunk per 10 steps, the kernels' block after the trainer's (so
+// kernels arrive up to 100 ms behind the newest step end). The kernels of
+// steps [held, held + 10) are written `by` steps late.
+void write_lagging(const std::string& path, int steps, int held, int by) {
+  TraceBuilder b;
+  b.metadata(R"({"rank":0,"host":"h1","affinity_count":4})");
+  b.strings({{1, "trainer"}, {2, "gemm"}});
+  b.tracks({thread_track(1, 100, 1), thread_track(2, 7, 0, fmt::TrackType::kGpuStream)});
+  Records late;
+  for (int c = 0; c * 10 < steps; ++c) {
+    Records t, d;
+    for (int i = c * 10; i < c * 10 + 10 && i < steps; ++i) {
+      const uint64_t s = kBase + uint64_t(i) * 10 * kMs;
+      auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
+      st.index = uint64_t(i);
+      t.core(fmt::Kind::kStep, 0, s, 10 * kMs, 0, uint64_t(i)).ext(st);
+      for (uint64_t a = 0; a < 100; ++a) t.core(fmt::Kind::kApiCall, 0, s + a * 10000, 1000, 0, 0);
+      auto k = ext_of<fmt::DeviceExt>(fmt::Ext::kDevice, 7);
+      (i >= held && i < held + 10 ? late : d).core(fmt::Kind::kKernel, 0, s + 2 * kMs, 6 * kMs, 2, 0).ext(k);
+    }
+    if (c * 10 == held + by) b.events({{1, t}, {2, d}, {2, late}}); else b.events({{1, t}, {2, d}});
+  }
+  b.end();
+  b.write(path);
+}
+
+}  // namespace
+
+// The wait for late events adapts to how late they come: kernels that come
+// at most 100 ms behind make it wait 4 × that, not the full 2 s, and a burst
+// a second late after that is counted as late (with a warning). A fixed
+// lag (adaptive_lag off) of 2 s keeps it.
+BOOST_AUTO_TEST_CASE(the_lag_follows_the_lateness_seen_and_late_events_are_counted) {
+  TempDir dir;
+  write_lagging(dir.file("a.sst"), 400, 200, 100);
+  an::AnalyzeOptions o;
+  o.decide_events = 64;
+  const auto adaptive = an::analyze_paths({dir.file("a.sst")}, o);
+  o.adaptive_lag = false;
+  const auto fixed = an::analyze_paths({dir.file("a.sst")}, o);
+  for (const auto* rep : {&adaptive, &fixed}) {
+    BOOST_REQUIRE_EQUAL(rep->ranks.size(), 1u);
+    BOOST_REQUIRE_EQUAL(rep->ranks[0].steps.size(), 400u);
+    BOOST_TEST(step_part_ms(rep->ranks[0], 150, Part::kCompute) == 6.0, boost::test_tools::tolerance(0.01));
+  }
+  BOOST_TEST(fixed.ranks[0].drops.late_events == 0u);
+  BOOST_TEST(step_part_ms(fixed.ranks[0], 205, Part::kCompute) == 6.0, boost::test_tools::tolerance(0.01));
+  BOOST_TEST(adaptive.ranks[0].drops.late_events == 10u);
+  BOOST_TEST(step_part_ms(adaptive.ranks[0], 205, Part::kCompute) == 0.0);
+  bool warned = false;
+  for (const auto& w : adaptive.ranks[0].warnings) warned = warned || w.find("--lag") != std::string::npos;
+  BOOST_TEST(warned);
+  // Kernels a second late from the start: the wait stays at its 2 s maximum.
+  write_lagging(dir.file("b.sst"), 400, 0, 100);
+  o.adaptive_lag = true;
+  const auto early = an::analyze_paths({dir.file("b.sst")}, o);
+  BOOST_TEST(early.ranks[0].drops.late_events == 0u);
+  BOOST_TEST(step_part_ms(early.ranks[0], 5, Part::kCompute) == 6.0, boost::test_tools::tolerance(0.01));
+}
+
 BOOST_AUTO_TEST_CASE(sparse_run_keeps_first_steps_before_step_source_is_chosen) {
   TempDir dir;
   constexpr int kSteps = 2000;  // 6000 events: more than one read batch of the analyzer
