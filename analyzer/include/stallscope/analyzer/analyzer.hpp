@@ -42,10 +42,10 @@ struct AnalyzeOptions {
   size_t decide_events = size_t{1} << 18;
   // Events reaching the engine this long after a step's end still count
   // toward it (recorder flush lag); later ones are counted as late. With
-  // adaptive_lag, lag_ns is the most it waits: once lag_ns of trace has
-  // been read, the wait follows 4 × the latest any event of a file has
-  // arrived so far (behind the newest end read before it), never below
-  // min_lag_ns. The wait sets the window held in memory.
+  // adaptive_lag, lag_ns is the most it waits: once min(lag_ns, 4 ×
+  // min_lag_ns) of a file has been read, the wait follows 4 × the latest
+  // any event of a file has arrived so far (behind the newest end read
+  // before it), never below min_lag_ns. The wait sets the window held in memory.
   int64_t lag_ns = 2'000'000'000;
   int64_t min_lag_ns = 250'000'000;
   bool adaptive_lag = true;
