@@ -90,8 +90,8 @@ Source* furthest_behind(std::vector<Source>& srcs) {
 }
 
 // How long to wait behind the files' frontiers (AnalyzeOptions::lag_ns):
-// the maximum until lag_ns of some file has been read, then 4 × the
-// lateness seen so far, within [min_lag_ns, lag_ns].
+// the maximum until min(lag_ns, 4 × min_lag_ns) of some file has been
+// read, then 4 × the lateness seen so far, within [min_lag_ns, lag_ns].
 int64_t current_lag(const std::vector<Source>& srcs, const AnalyzeOptions& o) {
   if (!o.adaptive_lag) return o.lag_ns;
   const int64_t settle = std::min(o.lag_ns, 4 * o.min_lag_ns);
