@@ -4,42 +4,8 @@
 
 namespace stallscope::analyzer {
 
-namespace {
-
-constexpr auto kByStart = [](const Iv& l, const Iv& r) { return l.a < r.a; };
-
-}  // namespace
-
-// Sorts v[from, end) by start. Intervals arrive as a few ascending runs (one
-// per thread block of a chunk), so runs are found and merged pairwise
-// through the reused scratch buffer: O(n log runs), O(n) when already sorted,
-// and no allocation once the buffers have grown.
 void Channel::sort_runs(size_t from) {
-  Iv* const first = pending_.data() + from;
-  const size_t n = pending_.size() - from;
-  cuts_.assign(1, 0);  // run boundaries, relative to `first`
-  for (size_t i = 1; i < n; ++i)
-    if (first[i].a < first[i - 1].a) cuts_.push_back(i);
-  cuts_.push_back(n);
-  if (cuts_.size() <= 2) return;
-  if (cuts_.size() * 16 > n) {  // not run-shaped: a plain sort is cheaper
-    std::sort(first, first + n, kByStart);
-    return;
-  }
-  scratch_.resize(n);
-  Iv* src = first;
-  Iv* dst = scratch_.data();
-  while (cuts_.size() > 2) {
-    size_t out = 1;
-    for (size_t i = 0; i + 1 < cuts_.size(); i += 2) {
-      const size_t a = cuts_[i], m = cuts_[i + 1], b = i + 2 < cuts_.size() ? cuts_[i + 2] : m;
-      std::merge(src + a, src + m, src + m, src + b, dst + a, kByStart);
-      cuts_[out++] = b;
-    }
-    cuts_.resize(out);
-    std::swap(src, dst);
-  }
-  if (src != first) std::copy(src, src + n, first);
+  sort_by_start_runs(pending_.data() + from, pending_.size() - from, scratch_, cuts_);
 }
 
 void Channel::prepare() {
@@ -108,6 +74,45 @@ void Channel::drop_before(int64_t t) {
   std::erase_if(pending_, [t](const Iv& v) { return v.b < t; });
   sorted_ = 0;
   std::erase_if(carry_, [t](const Iv& v) { return v.b < t; });
+}
+
+void LaneChannel::insert_sorted(Lane& l, const Iv& v) {
+  // Out of end order (an asynchronous read that completed early): into its
+  // place, never before the cursor.
+  auto pos = std::upper_bound(l.ivs.begin() + static_cast<long>(l.cursor), l.ivs.end(), v.b,
+                              [](int64_t b, const Iv& x) { return b < x.b; });
+  l.ivs.insert(pos, v);
+}
+
+void LaneChannel::take(int64_t s, int64_t e, Ivs& out) const {
+  out.clear();
+  for (const Lane& l : lanes_) {
+    auto it = std::upper_bound(l.ivs.begin() + static_cast<long>(l.cursor), l.ivs.end(), s,
+                               [](int64_t t, const Iv& x) { return t < x.b; });
+    // Sorted by end: once b - max_len >= e, no later interval starts before e.
+    for (; it != l.ivs.end() && it->b - l.max_len < e; ++it)
+      if (it->a < e) out.push_back({std::max(it->a, s), std::min(it->b, e)});
+  }
+  // One ascending run per track (a thread's intervals rarely overlap): merged.
+  sort_by_start_runs(out.data(), out.size(), scratch_, cuts_);
+  normalize(out);
+}
+
+void LaneChannel::drop_before(int64_t t) {
+  for (Lane& l : lanes_) {
+    while (l.cursor < l.ivs.size() && l.ivs[l.cursor].b <= t) ++l.cursor;
+    // Compacted once the dropped prefix is the larger part (amortized O(1)).
+    if (l.cursor * 2 >= l.ivs.size() && l.cursor > 0) {
+      l.ivs.erase(l.ivs.begin(), l.ivs.begin() + static_cast<long>(l.cursor));
+      l.cursor = 0;
+    }
+  }
+}
+
+size_t LaneChannel::size() const noexcept {
+  size_t n = 0;
+  for (const Lane& l : lanes_) n += l.ivs.size() - l.cursor;
+  return n;
 }
 
 void RateSeries::push(const Seg& s) {

@@ -41,6 +41,42 @@ class Channel {
   Ivs carry_;  // taken intervals that reach past the last step
 };
 
+// Intervals of one category kept per track (the data producers' reads and
+// preprocessing: most of a data-heavy trace's events). Each track's
+// intervals stay sorted by end as they arrive (a thread records an interval
+// when it ends), so nothing is sorted per step; the few steps that need the
+// intervals (the inferred split, timeline snapshots) gather them from every
+// track with a binary search.
+class LaneChannel {
+ public:
+  void add(uint32_t track, int64_t a, int64_t b) {
+    if (track >= lanes_.size()) lanes_.resize(track + 1);
+    Lane& l = lanes_[track];
+    if (l.ivs.size() == l.cursor || l.ivs.back().b <= b) {
+      l.ivs.push_back({a, b});
+    } else {
+      insert_sorted(l, {a, b});
+    }
+    l.max_len = b - a > l.max_len ? b - a : l.max_len;
+  }
+  // The intervals overlapping [s, e), clipped and normalized.
+  void take(int64_t s, int64_t e, Ivs& out) const;
+  // Forgets intervals ending at or before t (no later step overlaps them).
+  void drop_before(int64_t t);
+  size_t size() const noexcept;
+
+ private:
+  struct Lane {
+    std::vector<Iv> ivs;  // [cursor, end) sorted by end
+    size_t cursor = 0;
+    int64_t max_len = 0;  // longest interval added
+  };
+  static void insert_sorted(Lane& l, const Iv& v);
+  std::vector<Lane> lanes_;  // by track
+  mutable std::vector<Iv> scratch_;  // take(): reused
+  mutable std::vector<size_t> cuts_;
+};
+
 // A piecewise-constant rate: segments [a, b) with a value per ns (CPU ns per
 // ns of a thread, idle CPUs). Built from cumulative or per-period samples.
 class RateSeries {

@@ -105,7 +105,7 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
   if (e.phase != format::kComplete) return;
   if (e.kind == Kind::kStorageRead) {
     lineage_.add_read(e);
-    reads_.add(e.start - static_cast<int64_t>(e.queued_ns), e.end);
+    reads_.add(e.track, e.start - static_cast<int64_t>(e.queued_ns), e.end);
     TierStats& t = stats_.tiers[std::min<uint8_t>(e.tier, 3)];
     ++t.reads;
     t.bytes += e.bytes;
@@ -124,7 +124,7 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
     return;
   }
   lineage_.add_preprocess(e);
-  pre_.add(e.start, e.end);
+  pre_.add(e.track, e.start, e.end);
   ++stats_.pre_items;
   stats_.pre_samples += std::max<uint32_t>(e.count, 1);
   stats_.pre_busy_ns += e.dur();
@@ -194,12 +194,14 @@ void RankEngine::advance(int64_t safe_ns) {
   if (safe_ns != INT64_MAX && finder_.ready_count(safe_ns) < kBatchSteps) return;
   const auto ready = finder_.pop_ready(safe_ns);
   if (ready.empty()) return;
-  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_, &reads_, &pre_}) c->prepare();
+  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->prepare();
   if (TrainerChans* tc = trainer_chans()) {
     for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->prepare();
   }
   for (const StepCand& c : ready) finalize(c);
-  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_, &reads_, &pre_}) c->trim();
+  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->trim();
+  reads_.drop_before(finalized_until_);
+  pre_.drop_before(finalized_until_);
   if (TrainerChans* tc = trainer_chans()) {
     for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->trim();
     while (!tc->recs.empty() && tc->recs.front().b <= finalized_until_) tc->recs.pop_front();
@@ -217,7 +219,9 @@ void RankEngine::trim(int64_t before) {
     for (auto& [k, s] : *m) s.drop_before(before);
   stats_.idle.drop_before(before);
   if (finder_.decided()) return;
-  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_, &reads_, &pre_}) c->drop_before(before);
+  for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->drop_before(before);
+  reads_.drop_before(before);
+  pre_.drop_before(before);
   for (auto& [t, c] : chans_) {
     for (Channel* ch : {&c.waits, &c.api, &c.sync}) ch->drop_before(before);
     while (!c.recs.empty() && c.recs.front().b < before) c.recs.pop_front();

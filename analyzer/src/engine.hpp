@@ -73,13 +73,12 @@ class RankEngine {
   AnalyzeOptions opt_;
   std::regex re_;
   StepFinder finder_;
-  Channel compute_, comm_, h2d_, other_, d2h_, reads_, pre_;
-  // Producers' activity in the step being finalized, taken from the reads_
-  // and pre_ channels only when asked for (inferred split, timeline).
+  Channel compute_, comm_, h2d_, other_, d2h_;
+  LaneChannel reads_, pre_;  // the producers' threads
+  // Producers' activity over a span of the step being finalized, taken
+  // from reads_ and pre_ only when asked for (inferred split, timeline).
   Ivs prod_reads_, prod_pre_;
-  bool prod_taken_ = false;
-  int64_t prod_start_ = 0, prod_end_ = 0;
-  void take_producers();
+  void take_producers(int64_t a, int64_t b);
   std::map<uint32_t, TrainerChans> chans_;  // by track; only the trainer's once decided
   std::map<std::pair<uint32_t, uint64_t>, RateSeries> thread_cpu_, child_cpu_;
   std::vector<CounterKind> counter_kinds_;

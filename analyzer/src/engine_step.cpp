@@ -42,9 +42,6 @@ void RankEngine::finalize(const StepCand& c) {
   comm_.take(c.start, c.end, in.comm);
   h2d_.take(c.start, c.end, in.h2d);
   other_.take(c.start, c.end, in.other);
-  prod_taken_ = false;
-  prod_start_ = c.start;
-  prod_end_ = c.end;
   Ivs tmp;
   d2h_.take(c.start, c.end, tmp);
   in.sync_returns = ends_of(tmp, c.end);
@@ -71,10 +68,6 @@ void RankEngine::finalize(const StepCand& c) {
   r.closed_by_analyzer = c.closed_by_analyzer;
   steps_.push_back(r);
   snapshot(in, r);
-  if (!prod_taken_) {
-    reads_.skip(c.start, c.end);
-    pre_.skip(c.start, c.end);
-  }
   finalized_until_ = std::max(finalized_until_, c.end);
 }
 
@@ -87,7 +80,7 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
   const bool longest = steps_.size() > 2 && wall > double(longest_.wall_ns);
   const bool typical = steps_.size() > 2 && std::abs(wall - mean) <= 0.1 * mean && steps_.size() % 50 == 3;
   if (!longest && !typical) return;
-  take_producers();
+  take_producers(r.start_ns, r.end_ns);
   Timeline t{longest ? "longest" : "typical", r.index, r.wall(), {}};
   const std::pair<const char*, const Ivs*> lanes[] = {
       {"compute", &in.compute}, {"comm", &in.comm},  {"h2d", &in.h2d},
@@ -162,16 +155,15 @@ DataSplit RankEngine::split_by_lineage(const Ivs& piece, const WaitRec& w, bool*
   return d;
 }
 
-void RankEngine::take_producers() {
-  if (prod_taken_) return;
-  reads_.take(prod_start_, prod_end_, prod_reads_);
-  pre_.take(prod_start_, prod_end_, prod_pre_);
-  prod_taken_ = true;
+void RankEngine::take_producers(int64_t a, int64_t b) {
+  reads_.take(a, b, prod_reads_);
+  pre_.take(a, b, prod_pre_);
 }
 
 // Without lineage: what the producers were doing while the trainer waited.
 DataSplit RankEngine::split_inferred(const Ivs& piece) {
-  take_producers();
+  // Only the producers' work within the stall matters (a fraction of the step).
+  take_producers(piece.front().a, piece.back().b);
   DataSplit d;
   Ivs x, rest, rest2;
   intersect(piece, prod_reads_, x);

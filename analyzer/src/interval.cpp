@@ -4,6 +4,33 @@
 
 namespace stallscope::analyzer {
 
+void sort_by_start_runs(Iv* first, size_t n, std::vector<Iv>& scratch, std::vector<size_t>& cuts) {
+  constexpr auto by_start = [](const Iv& l, const Iv& r) { return l.a < r.a; };
+  cuts.assign(1, 0);  // run boundaries, relative to `first`
+  for (size_t i = 1; i < n; ++i)
+    if (first[i].a < first[i - 1].a) cuts.push_back(i);
+  cuts.push_back(n);
+  if (cuts.size() <= 2) return;
+  if (cuts.size() * 16 > n) {  // not run-shaped: a plain sort is cheaper
+    std::sort(first, first + n, by_start);
+    return;
+  }
+  scratch.resize(n);
+  Iv* src = first;
+  Iv* dst = scratch.data();
+  while (cuts.size() > 2) {
+    size_t out = 1;
+    for (size_t i = 0; i + 1 < cuts.size(); i += 2) {
+      const size_t a = cuts[i], m = cuts[i + 1], b = i + 2 < cuts.size() ? cuts[i + 2] : m;
+      std::merge(src + a, src + m, src + m, src + b, dst + a, by_start);
+      cuts[out++] = b;
+    }
+    cuts.resize(out);
+    std::swap(src, dst);
+  }
+  if (src != first) std::copy(src, src + n, first);
+}
+
 void normalize(Ivs& v) {
   // Most sets arrive sorted (Channel::take): checking is O(n), sorting is not.
   const auto by_start = [](const Iv& l, const Iv& r) { return l.a < r.a; };

@@ -2,6 +2,7 @@
 // A "set" is a vector of disjoint intervals sorted by start (normalize()).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -13,6 +14,10 @@ struct Iv {
 };
 using Ivs = std::vector<Iv>;
 
+// Sorts [first, first + n) by start, for input made of a few ascending
+// runs: the runs are found and merged pairwise through `scratch`, O(n log
+// runs), O(n) when already sorted; a plain sort when not run-shaped.
+void sort_by_start_runs(Iv* first, size_t n, std::vector<Iv>& scratch, std::vector<size_t>& cuts);
 // Sorts and merges overlapping or touching intervals; drops empty ones.
 void normalize(Ivs& v);
 int64_t length(const Ivs& v) noexcept;

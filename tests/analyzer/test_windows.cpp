@@ -9,11 +9,15 @@
 #include <random>
 #include <vector>
 
+#include "channels.hpp"
 #include "flat_map.hpp"
 #include "lineage.hpp"
 
 using stallscope::analyzer::FlatMap64;
 using stallscope::analyzer::SampleIndex;
+using stallscope::analyzer::Iv;
+using stallscope::analyzer::Ivs;
+using stallscope::analyzer::LaneChannel;
 
 BOOST_AUTO_TEST_CASE(flat_map_matches_a_map_through_growth_and_clears) {
   FlatMap64 m;
@@ -91,4 +95,47 @@ BOOST_AUTO_TEST_CASE(sample_index_keeps_every_live_item_across_generations) {
     }
   }
   BOOST_TEST(ix.size() <= kWindow + 1000);
+}
+
+// LaneChannel against a plain list: intervals from several tracks, mostly in
+// end order per track with some out of order (asynchronous reads), taken
+// over random spans and dropped as the window slides.
+BOOST_AUTO_TEST_CASE(lane_channel_takes_what_a_plain_list_holds) {
+  LaneChannel ch;
+  std::vector<std::pair<uint32_t, Iv>> model;
+  std::mt19937_64 rng(11);
+  std::vector<int64_t> last_end(5, 0);
+  int64_t dropped = INT64_MIN;
+  for (int round = 0; round < 200; ++round) {
+    for (int k = 0; k < 50; ++k) {
+      const uint32_t track = uint32_t(rng() % 5) * 3;  // sparse track ids
+      int64_t end = last_end[track / 3] + int64_t(rng() % 1000);
+      if (rng() % 10 == 0) end -= int64_t(rng() % 3000);  // out of end order
+      const int64_t a = end - int64_t(rng() % (rng() % 20 == 0 ? 20000 : 800));
+      last_end[track / 3] = std::max(last_end[track / 3], end);
+      ch.add(track, a, end);
+      model.push_back({track, {a, end}});
+    }
+    for (int q = 0; q < 5; ++q) {
+      const int64_t lo = std::max(dropped, int64_t(rng() % 60000)) + int64_t(rng() % 4000);
+      const int64_t s = lo, e = s + int64_t(rng() % 5000) + 1;
+      Ivs want;
+      for (const auto& [t, v] : model)
+        if (v.a < e && v.b > s && v.b > dropped) want.push_back({std::max(v.a, s), std::min(v.b, e)});
+      stallscope::analyzer::normalize(want);
+      Ivs got;
+      ch.take(s, e, got);
+      BOOST_TEST_REQUIRE(got.size() == want.size(), "round " << round << " [" << s << ", " << e << ")");
+      for (size_t i = 0; i < got.size(); ++i) {
+        BOOST_TEST_REQUIRE(got[i].a == want[i].a);
+        BOOST_TEST_REQUIRE(got[i].b == want[i].b);
+      }
+    }
+    if (round % 7 == 6) {  // the window slides: what ended by then is forgotten
+      dropped = std::max(dropped, int64_t(round) * 250);
+      ch.drop_before(dropped);
+      std::erase_if(model, [&](const auto& m) { return m.second.b <= dropped; });
+      BOOST_TEST(ch.size() <= model.size());
+    }
+  }
 }
