@@ -86,6 +86,13 @@ void LaneChannel::insert_sorted(Lane& l, const Iv& v) {
 
 void LaneChannel::take(int64_t s, int64_t e, Ivs& out) const {
   out.clear();
+  collect(s, e, out);
+  // One ascending run per track (a thread's intervals rarely overlap): merged.
+  sort_by_start_runs(out.data(), out.size(), scratch_, cuts_);
+  normalize(out);
+}
+
+void LaneChannel::collect(int64_t s, int64_t e, Ivs& out) const {
   for (const Lane& l : lanes_) {
     auto it = std::upper_bound(l.ivs.begin() + static_cast<long>(l.cursor), l.ivs.end(), s,
                                [](int64_t t, const Iv& x) { return t < x.b; });
@@ -93,9 +100,6 @@ void LaneChannel::take(int64_t s, int64_t e, Ivs& out) const {
     for (; it != l.ivs.end() && it->b - l.max_len < e; ++it)
       if (it->a < e) out.push_back({std::max(it->a, s), std::min(it->b, e)});
   }
-  // One ascending run per track (a thread's intervals rarely overlap): merged.
-  sort_by_start_runs(out.data(), out.size(), scratch_, cuts_);
-  normalize(out);
 }
 
 void LaneChannel::drop_before(int64_t t) {

@@ -61,6 +61,9 @@ class LaneChannel {
   }
   // The intervals overlapping [s, e), clipped and normalized.
   void take(int64_t s, int64_t e, Ivs& out) const;
+  // Appends the intervals overlapping [s, e), clipped: one ascending run
+  // per track, not normalized.
+  void collect(int64_t s, int64_t e, Ivs& out) const;
   // Forgets intervals ending at or before t (no later step overlaps them).
   void drop_before(int64_t t);
   size_t size() const noexcept;

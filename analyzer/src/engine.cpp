@@ -104,8 +104,8 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
   }
   if (e.phase != format::kComplete) return;
   if (e.kind == Kind::kStorageRead) {
-    lineage_.add_read(e);
-    reads_.add(e.track, e.start - static_cast<int64_t>(e.queued_ns), e.end);
+    // Items of a sample's lineage also serve as the producers' busy time.
+    if (!lineage_.add_read(e)) reads_.add(e.track, e.start - static_cast<int64_t>(e.queued_ns), e.end);
     TierStats& t = stats_.tiers[std::min<uint8_t>(e.tier, 3)];
     ++t.reads;
     t.bytes += e.bytes;
@@ -123,8 +123,7 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
     last_file_ = e.file;
     return;
   }
-  lineage_.add_preprocess(e);
-  pre_.add(e.track, e.start, e.end);
+  if (!lineage_.add_preprocess(e)) pre_.add(e.track, e.start, e.end);
   ++stats_.pre_items;
   stats_.pre_samples += std::max<uint32_t>(e.count, 1);
   stats_.pre_busy_ns += e.dur();

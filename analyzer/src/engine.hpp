@@ -77,7 +77,8 @@ class RankEngine {
   LaneChannel reads_, pre_;  // the producers' threads
   // Producers' activity over a span of the step being finalized, taken
   // from reads_ and pre_ only when asked for (inferred split, timeline).
-  Ivs prod_reads_, prod_pre_;
+  Ivs prod_reads_, prod_pre_, prod_scratch_;
+  std::vector<size_t> prod_cuts_;
   void take_producers(int64_t a, int64_t b);
   std::map<uint32_t, TrainerChans> chans_;  // by track; only the trainer's once decided
   std::map<std::pair<uint32_t, uint64_t>, RateSeries> thread_cpu_, child_cpu_;

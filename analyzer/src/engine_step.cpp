@@ -156,8 +156,15 @@ DataSplit RankEngine::split_by_lineage(const Ivs& piece, const WaitRec& w, bool*
 }
 
 void RankEngine::take_producers(int64_t a, int64_t b) {
-  reads_.take(a, b, prod_reads_);
-  pre_.take(a, b, prod_pre_);
+  prod_reads_.clear();
+  prod_pre_.clear();
+  reads_.collect(a, b, prod_reads_);
+  pre_.collect(a, b, prod_pre_);
+  lineage_.collect_busy(a, b, prod_reads_, prod_pre_);
+  for (Ivs* v : {&prod_reads_, &prod_pre_}) {
+    sort_by_start_runs(v->data(), v->size(), prod_scratch_, prod_cuts_);
+    normalize(*v);
+  }
 }
 
 // Without lineage: what the producers were doing while the trainer waited.

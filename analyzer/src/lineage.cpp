@@ -41,7 +41,9 @@ Lineage::Id Lineage::add(const Item& it) {
   const Id id = base_ + items_.size();
   items_.push_back(it);
   if (it.track >= lanes_.size()) lanes_.resize(it.track + 1);
-  auto& lane = lanes_[it.track];
+  Lane& l = lanes_[it.track];
+  l.max_len = std::max(l.max_len, it.end - (it.start - it.queued));
+  auto& lane = l.ids;
   // Items arrive in end order per thread; keep the lane sorted regardless.
   size_t pos = lane.size();
   while (pos > 0 && at(lane[pos - 1]).end > it.end) --pos;
@@ -49,16 +51,17 @@ Lineage::Id Lineage::add(const Item& it) {
   return id;
 }
 
-void Lineage::add_read(const Ev& e) {
-  if (e.sample_id == 0) return;
+bool Lineage::add_read(const Ev& e) {
+  if (e.sample_id == 0) return false;
   const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.sample_id, e.corr,
                      e.track, 1, true});
   reads_by_sample_.add(e.sample_id, id);
   if (e.corr != 0) reads_by_batch_.add(e.corr, id);
+  return true;
 }
 
-void Lineage::add_preprocess(const Ev& e) {
-  if (e.sample_id == 0) return;
+bool Lineage::add_preprocess(const Ev& e) {
+  if (e.sample_id == 0) return false;
   const uint32_t n = std::clamp<uint32_t>(e.count, 1, kMaxIndexedSamples);
   const Id id = add({e.start, e.end, 0, e.sample_id, e.batch_id, e.track, static_cast<uint16_t>(n), false});
   // A group covers consecutive entries of its batch's sample list (shuffled
@@ -69,6 +72,7 @@ void Lineage::add_preprocess(const Ev& e) {
   } else {
     for (uint32_t i = 0; i < n; ++i) pre_by_sample_.add(e.sample_id + i, id);
   }
+  return true;
 }
 
 template <typename Fn>
@@ -138,7 +142,7 @@ Lineage::Id Lineage::last_done(const SampleIndex& index, uint64_t sample, int64_
 
 Lineage::Id Lineage::lane_prev(uint32_t track, int64_t t) const {
   if (track >= lanes_.size()) return kNone;
-  const auto& ids = lanes_[track];
+  const auto& ids = lanes_[track].ids;
   size_t lo = 0, hi = ids.size();  // upper bound of t among the ends
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
@@ -199,9 +203,27 @@ std::vector<ChainSeg> Lineage::walk(const Batch& b, int64_t stop) const {
   return out;
 }
 
+void Lineage::collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const {
+  for (const Lane& l : lanes_) {
+    const auto& ids = l.ids;
+    size_t lo = 0, hi = ids.size();  // the first item ending after a
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (at(ids[mid]).end <= a) lo = mid + 1; else hi = mid;
+    }
+    // Sorted by end: once end - max_len >= b, no later item begins before b.
+    for (size_t i = lo; i < ids.size(); ++i) {
+      const Item& it = at(ids[i]);
+      if (it.end - l.max_len >= b) break;
+      const int64_t begin = it.start - it.queued;
+      if (begin < b) (it.read ? reads : pre).push_back({std::max(begin, a), std::min(it.end, b)});
+    }
+  }
+}
+
 void Lineage::evict_before(int64_t t) {
   while (!items_.empty() && items_.front().end < t) {
-    auto& ids = lanes_[items_.front().track];
+    auto& ids = lanes_[items_.front().track].ids;
     if (!ids.empty() && ids.front() == base_) {
       ids.pop_front();
     } else {

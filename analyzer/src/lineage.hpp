@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flat_map.hpp"
+#include "interval.hpp"
 #include "ring.hpp"
 #include "stallscope/analyzer/model.hpp"
 
@@ -71,14 +72,20 @@ class SampleIndex {
 
 class Lineage {
  public:
-  void add_read(const Ev& e);
-  void add_preprocess(const Ev& e);
+  // Keep a read or preprocessing item that names a sample; false (nothing
+  // kept) for one that does not.
+  bool add_read(const Ev& e);
+  bool add_preprocess(const Ev& e);
   void add_batch(uint64_t id, int64_t ready, std::span<const uint64_t> samples);
   // The batch that ended a data wait: by id when known, else the last one
   // ready within [wait_start, wait_end]. nullptr when none is known.
   const Batch* batch_for(uint64_t id, int64_t wait_start, int64_t wait_end) const;
   // The chain from `b`'s ready time back to `stop`, latest piece first.
   std::vector<ChainSeg> walk(const Batch& b, int64_t stop) const;
+  // Appends the kept items' busy intervals overlapping [a, b), clipped:
+  // reads (from submission, queue wait included) and preprocessing. The
+  // output is one ascending run per thread, not normalized.
+  void collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const;
   // Forgets items and batches that ended before `t`.
   void evict_before(int64_t t);
   size_t items() const noexcept { return items_.size(); }
@@ -110,7 +117,11 @@ class Lineage {
   Id base_ = 0;
   SampleIndex reads_by_sample_, pre_by_sample_;
   SampleIndex reads_by_batch_;  // keyed by batch id (a storage_read's corr)
-  std::vector<Ring<Id>> lanes_;  // by track, sorted by end
+  struct Lane {
+    Ring<Id> ids;         // sorted by end
+    int64_t max_len = 0;  // longest busy interval added (queue wait included)
+  };
+  std::vector<Lane> lanes_;  // by track
   std::deque<Batch> batches_;                           // by ready time
   std::unordered_map<uint64_t, size_t> batch_pos_;      // id -> index + batch_base_
   size_t batch_base_ = 0;

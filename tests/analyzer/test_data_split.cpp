@@ -77,6 +77,22 @@ BOOST_AUTO_TEST_CASE(without_lineage_split_is_inferred_from_producers) {
   BOOST_TEST((r.steps[0].split & stallscope::analyzer::kSplitInferred) != 0);
 }
 
+// Reads and preprocessing that name samples, but no batch to walk from: the
+// split is inferred from the same items (kept once, for the lineage), read
+// from their submission (queue wait included), on two producer threads.
+BOOST_AUTO_TEST_CASE(without_a_batch_split_is_inferred_from_sample_items) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200), io = b.thread(201);
+  b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
+  b.read(io, 5, 15, 1, /*queued_ms=*/5).pre(w, 20, 30, 1);  // storage [0, 15), preprocessing [20, 30)
+  b.read(io, 25, 35, 2).pre(w, 40, 60, 2);                  // storage [25, 35), preprocessing [40, 50) of the wait
+  const auto r = b.analyze();
+  BOOST_TEST(part_ms(r, 0, Part::kDataStorage) == 25.0);
+  BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 15.0);  // [20, 25) and [40, 50)
+  BOOST_TEST(part_ms(r, 0, Part::kDataUnknown) == 10.0);     // [15, 20) and [35, 40)
+  BOOST_TEST((r.steps[0].split & stallscope::analyzer::kSplitInferred) != 0);
+}
+
 BOOST_AUTO_TEST_CASE(inferred_split_uses_producer_cpu_samples) {
   RankBuilder b;
   b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
