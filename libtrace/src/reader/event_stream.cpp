@@ -4,6 +4,7 @@
 // names the offset, after yielding every event before it.
 #include <algorithm>
 #include <iterator>
+#include <cstddef>
 #include <cstring>
 
 #include "reader/reader_impl.hpp"
@@ -97,7 +98,7 @@ inline int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
   return clamp_ns(mono_of(ticks));
 }
 
-inline void TraceReader::Impl::fill_times(Event& e, const format::CoreRecord& c) {
+inline void TraceReader::Impl::fill_times(Event& e, const RecordHead& c) {
   using format::Kind;
   const bool has_dur = e.phase == format::kComplete &&
                        c.kind != static_cast<uint8_t>(Kind::kCounter) &&
@@ -213,8 +214,16 @@ int TraceReader::Impl::decode_record(Event& e) {
     fail(off, "core record runs past its track block");
     return -1;
   }
-  const auto c = load<format::CoreRecord>(s.buf.data() + s.pos);
-  s.pos += sizeof c;
+  // Field by field into registers: a copy of the whole record through the
+  // stack, read back at other widths, stalled store-to-load forwarding.
+  const uint8_t* p = s.buf.data() + s.pos;
+  const RecordHead c{p[offsetof(format::CoreRecord, kind)], p[offsetof(format::CoreRecord, flags)],
+                     load<uint64_t>(p + offsetof(format::CoreRecord, ts)),
+                     load<uint64_t>(p + offsetof(format::CoreRecord, value))};
+  const auto aux = load<uint16_t>(p + offsetof(format::CoreRecord, aux));
+  const auto name_id = load<uint32_t>(p + offsetof(format::CoreRecord, name_id));
+  const auto corr = load<uint64_t>(p + offsetof(format::CoreRecord, corr));
+  s.pos += sizeof(format::CoreRecord);
   const bool known = c.kind != 0 && c.kind <= static_cast<uint8_t>(format::Kind::kMaxKnown);
   e.ext_mask = 0;
   s.ids.clear();
@@ -228,12 +237,12 @@ int TraceReader::Impl::decode_record(Event& e) {
   e.kind = c.kind;
   e.flags = c.flags;
   e.phase = c.flags & format::kPhaseMask;
-  e.aux = c.aux;
+  e.aux = aux;
   e.track_id = s.track_id;
-  e.name_id = c.name_id;
+  e.name_id = name_id;
   e.ts_raw = c.ts;
   e.value = c.value;
-  e.corr = c.corr;
+  e.corr = corr;
   e.offset = off;
   e.ids = std::span<const uint64_t>(s.ids.data(), s.ids.size());
   fill_times(e, c);

@@ -45,6 +45,12 @@ class StringTable {
   size_t count_ = 0;
 };
 
+// The fields of a core record that the time conversion reads.
+struct RecordHead {
+  uint8_t kind, flags;
+  uint64_t ts, value;
+};
+
 // Result of reading one chunk header.
 enum class ChunkRead : uint8_t { kOk, kEof, kCut, kBad };
 
@@ -147,7 +153,7 @@ struct TraceReader::Impl {
   [[gnu::always_inline]] inline bool read_ext(Event& e, bool known);
   [[gnu::always_inline]] inline bool apply_ext(Event& e, const format::ExtHeader& h,
                                                const uint8_t* p, uint64_t off);
-  [[gnu::always_inline]] inline void fill_times(Event& e, const format::CoreRecord& c);
+  [[gnu::always_inline]] inline void fill_times(Event& e, const RecordHead& c);
   [[gnu::always_inline]] inline int64_t ticks_to_ns(uint64_t ticks);
   [[gnu::cold, gnu::noinline]] bool fail_ext_size(uint64_t off, uint16_t bytes, bool past_block);
   [[gnu::cold, gnu::noinline]] bool fail_id_list(uint64_t off, uint32_t ids, uint64_t fit);
