@@ -90,9 +90,12 @@ struct Gen {
     put(tracks[t], e);
   }
   // One 10 ms step: 2 ms data wait, 600 launches and kernels, 6 workers
-  // reading and decoding 316 samples each, one batch of 64 samples.
+  // reading and decoding 316 samples each, one batch of 64 samples ready at
+  // the end of the wait (worker 0's first 64 of the step, decoded by then:
+  // the lineage walk follows them).
   void step(uint64_t i) {
     const int64_t s = int64_t(i) * 10'000'000 + 1'000'000'000;
+    const uint64_t first = sample;  // worker 0's samples of this step: first, first + 1, …
     core(1, f::Kind::kStep, 0, s, 10'000'000, i);
     ext(1, f::StepExt{{}, i}, f::Ext::kStep, 1);
     core(1, f::Kind::kDataWait, 0, s, 2'000'000, i + 1);
@@ -117,10 +120,10 @@ struct Gen {
       }
     }
     core(1, f::Kind::kBatchReady, f::kInstant, s + 2'000'000, 0, i + 1);
-    ext(1, f::WorkExt{{}, sample - 64, i + 1, 64, 0}, f::Ext::kWork);
+    ext(1, f::WorkExt{{}, first, i + 1, 64, 0}, f::Ext::kWork);
     f::ExtHeader h{uint8_t(f::Ext::kIdList), 0, uint16_t(8 + 64 * 8), 64};
     put(tracks[1], h);
-    for (uint64_t id = sample - 64; id < sample; ++id) put(tracks[1], id);
+    for (uint64_t id = first; id < first + 64; ++id) put(tracks[1], id);
   }
   std::vector<uint8_t> take() {
     std::vector<uint8_t> p;
