@@ -21,36 +21,6 @@ RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
   }
 }
 
-void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
-  ++events_;
-  if (e.kind != Kind::kCounter && e.kind != Kind::kGap) {
-    stats_.first_ns = std::min(stats_.first_ns, e.start);
-    stats_.last_ns = std::max(stats_.last_ns, e.end);
-  }
-  if (e.end < finalized_until_ && e.kind != Kind::kCounter && e.kind != Kind::kGap) {
-    ++drops_.late_events;
-  }
-  switch (e.kind) {
-    case Kind::kStep: case Kind::kRange: finder_.on_event(e); break;
-    case Kind::kDataWait: finder_.on_event(e); route_trainer(e); break;
-    case Kind::kApiCall: case Kind::kSync: route_trainer(e); break;
-    case Kind::kStorageRead: case Kind::kPreprocess: case Kind::kBatchReady:
-      route_data(e, ids);
-      break;
-    case Kind::kKernel: case Kind::kCollective: case Kind::kH2D: case Kind::kD2H:
-    case Kind::kD2D: case Kind::kMemset:
-      route_device(e);
-      break;
-    case Kind::kCounter: on_counter(e); break;
-    case Kind::kGap: drops_.buffer_dropped += e.corr; break;
-    default: break;
-  }
-  if (!finder_.decided() && events_ % opt_.decide_events == 0) {
-    finder_.decide();
-    if (finder_.decided()) on_decided();
-  }
-}
-
 void RankEngine::route_device(const Ev& e) {
   if (e.phase != format::kComplete) return;
   device_seen_ = true;

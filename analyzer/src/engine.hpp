@@ -29,6 +29,7 @@ namespace stallscope::analyzer {
 class RankEngine {
  public:
   RankEngine(const RankTrace& trace, const AnalyzeOptions& opt);
+  // Inline: it runs once per event of the trace, from the input loop.
   void ingest(const Ev& e, std::span<const uint64_t> ids);
   void advance(int64_t safe_ns);
   RankReport finish();
@@ -102,5 +103,35 @@ class RankEngine {
   std::pair<uint32_t, uint32_t> last_worker_{~0u, ~0u};  // of the previous preprocess item
   uint32_t trainer_proc_ = 0, trainer_tid_ = 0;
 };
+
+inline void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
+  ++events_;
+  if (e.kind != Kind::kCounter && e.kind != Kind::kGap) {
+    stats_.first_ns = std::min(stats_.first_ns, e.start);
+    stats_.last_ns = std::max(stats_.last_ns, e.end);
+  }
+  if (e.end < finalized_until_ && e.kind != Kind::kCounter && e.kind != Kind::kGap) {
+    ++drops_.late_events;
+  }
+  switch (e.kind) {
+    case Kind::kStep: case Kind::kRange: finder_.on_event(e); break;
+    case Kind::kDataWait: finder_.on_event(e); route_trainer(e); break;
+    case Kind::kApiCall: case Kind::kSync: route_trainer(e); break;
+    case Kind::kStorageRead: case Kind::kPreprocess: case Kind::kBatchReady:
+      route_data(e, ids);
+      break;
+    case Kind::kKernel: case Kind::kCollective: case Kind::kH2D: case Kind::kD2H:
+    case Kind::kD2D: case Kind::kMemset:
+      route_device(e);
+      break;
+    case Kind::kCounter: on_counter(e); break;
+    case Kind::kGap: drops_.buffer_dropped += e.corr; break;
+    default: break;
+  }
+  if (!finder_.decided() && events_ % opt_.decide_events == 0) {
+    finder_.decide();
+    if (finder_.decided()) on_decided();
+  }
+}
 
 }  // namespace stallscope::analyzer
