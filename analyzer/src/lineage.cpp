@@ -47,8 +47,27 @@ Lineage::Id Lineage::add(const Item& it) {
   // Items arrive in end order per thread; keep the lane sorted regardless.
   size_t pos = lane.size();
   while (pos > 0 && at(lane[pos - 1]).end > it.end) --pos;
-  if (pos == lane.size()) lane.push_back(id); else lane.insert(pos, id);
+  if (pos == lane.size()) {
+    lane.push_back(id);
+  } else {
+    lane.insert(pos, id);
+    l.disordered = true;  // ids no longer ascend along the lane
+  }
   return id;
+}
+
+// Removes the evicted ids (below base_) from a lane; whether its ids still
+// do not ascend.
+bool Lineage::sweep(Ring<Id>& ids) const {
+  size_t keep = 0;
+  bool disordered = false;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < base_) continue;
+    disordered = disordered || (keep > 0 && ids[keep - 1] > ids[i]);
+    ids[keep++] = ids[i];
+  }
+  ids.truncate(keep);
+  return disordered;
 }
 
 bool Lineage::add_read(const Ev& e) {
@@ -222,19 +241,19 @@ void Lineage::collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const {
 }
 
 void Lineage::evict_before(int64_t t) {
+  const Id first = base_;
   while (!items_.empty() && items_.front().end < t) {
-    auto& ids = lanes_[items_.front().track].ids;
-    if (!ids.empty() && ids.front() == base_) {
-      ids.pop_front();
-    } else {
-      for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] != base_) continue;
-        ids.erase(i);
-        break;
-      }
-    }
     items_.pop_front();
     ++base_;
+  }
+  // The evicted items are the ids [first, base_): a prefix of each lane
+  // whose ids ascend; a lane with an item inserted out of order is swept.
+  if (base_ != first) {
+    for (Lane& l : lanes_) {
+      auto& ids = l.ids;
+      while (!ids.empty() && ids.front() < base_) ids.pop_front();
+      if (l.disordered) l.disordered = sweep(ids);
+    }
   }
   reads_by_sample_.evict(base_);
   pre_by_sample_.evict(base_);

@@ -120,7 +120,9 @@ class Lineage {
   struct Lane {
     Ring<Id> ids;         // sorted by end
     int64_t max_len = 0;  // longest busy interval added (queue wait included)
+    bool disordered = false;  // an id was inserted before a larger one
   };
+  bool sweep(Ring<Id>& ids) const;
   std::vector<Lane> lanes_;  // by track
   std::deque<Batch> batches_;                           // by ready time
   std::unordered_map<uint64_t, size_t> batch_pos_;      // id -> index + batch_base_
