@@ -161,12 +161,23 @@ Lineage::Id Lineage::last_done(const SampleIndex& index, uint64_t sample, int64_
 
 Lineage::Id Lineage::lane_prev(uint32_t track, int64_t t) const {
   if (track >= lanes_.size()) return kNone;
-  const auto& ids = lanes_[track].ids;
-  size_t lo = 0, hi = ids.size();  // upper bound of t among the ends
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (t < at(ids[mid]).end) hi = mid; else lo = mid + 1;
+  const Lane& l = lanes_[track];
+  const auto& ids = l.ids;
+  // The upper bound of t among the ends. Along a walk t only decreases, so
+  // it lies at or before the previous answer on this lane (the hint), and
+  // usually just before it: a few steps back, else a binary search.
+  size_t hi = std::min(l.hint, ids.size());
+  for (int step = 0; step < 8 && hi > 0 && t < at(ids[hi - 1]).end; ++step) --hi;
+  size_t lo = 0;
+  if (hi > 0 && t < at(ids[hi - 1]).end) {
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (t < at(ids[mid]).end) hi = mid; else lo = mid + 1;
+    }
+  } else {
+    lo = hi;
   }
+  l.hint = lo;
   while (lo > 0) {
     --lo;
     if (ids[lo] >= base_) return ids[lo];
@@ -203,6 +214,7 @@ Lineage::Id Lineage::collate_pred(const Batch& b) const {
 
 std::vector<ChainSeg> Lineage::walk(const Batch& b, int64_t stop) const {
   std::vector<ChainSeg> out;
+  for (const Lane& l : lanes_) l.hint = SIZE_MAX;  // lane_prev: no earlier answer
   Id node = collate_pred(b);
   if (node == kNone) return out;
   out.push_back({at(node).end, b.ready, false});  // collate and hand-over

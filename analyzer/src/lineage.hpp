@@ -3,6 +3,7 @@
 // batch's dependency chain (DESIGN.md "Splitting a data stall").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -121,6 +122,7 @@ class Lineage {
     Ring<Id> ids;         // sorted by end
     int64_t max_len = 0;  // longest busy interval added (queue wait included)
     bool disordered = false;  // an id was inserted before a larger one
+    mutable size_t hint = SIZE_MAX;  // lane_prev's last answer in this walk
   };
   bool sweep(Ring<Id>& ids) const;
   std::vector<Lane> lanes_;  // by track

@@ -55,6 +55,28 @@ BOOST_AUTO_TEST_CASE(busy_worker_pool_is_preprocessing) {
   BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 40.0);
 }
 
+// The worker was busy reading another sample when the batch's sample (read
+// long before, elsewhere) could have been decoded: the chain goes through
+// the worker's previous item, step after step.
+BOOST_AUTO_TEST_CASE(busy_worker_chain_follows_the_thread_in_every_step) {
+  RankBuilder b;
+  const uint32_t w = b.thread(200), io = b.thread(201);
+  for (int i = 0; i < 6; ++i) {
+    const double s = 100.0 * i;
+    const uint64_t early = 100 + uint64_t(i), late = 1 + uint64_t(i);
+    b.read(io, s - 95, s - 90, late);                         // read long before
+    b.read(w, s, s + 45, early).pre(w, s + 45, s + 90, late);  // busy reading `early` until 45
+    b.ready(w, s + 90, uint64_t(i) + 1, {late});
+    b.step(uint64_t(i), s, s + 100).wait(s + 40, s + 90, uint64_t(i) + 1).kernel(s, s + 40).kernel(s + 90, s + 100);
+  }
+  const auto r = b.analyze();
+  BOOST_REQUIRE_EQUAL(r.steps.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    BOOST_TEST(part_ms(r, i, Part::kDataStorage) == 5.0, "step " << i);        // [40, 45)
+    BOOST_TEST(part_ms(r, i, Part::kDataPreprocess) == 45.0, "step " << i);    // [45, 90)
+  }
+}
+
 BOOST_AUTO_TEST_CASE(batch_found_by_time_when_wait_has_no_batch_id) {
   RankBuilder b;
   const uint32_t w = b.thread(200);
