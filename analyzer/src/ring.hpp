@@ -41,11 +41,6 @@ class Ring {
   }
   // Keeps the first n values (n <= size()).
   void truncate(size_t n) noexcept { size_ = n; }
-  // Removes the i-th value, moving the values behind it.
-  void erase(size_t i) noexcept {
-    for (size_t k = i; k + 1 < size_; ++k) (*this)[k] = (*this)[k + 1];
-    --size_;
-  }
 
  private:
   void grow() {
