@@ -117,9 +117,7 @@ void write_lagging(const std::string& path, int steps, int held, int by) {
     Records t, d;
     for (int i = c * 10; i < c * 10 + 10 && i < steps; ++i) {
       const uint64_t s = kBase + uint64_t(i) * 10 * kMs;
-      auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
-      st.index = uint64_t(i);
-      t.core(fmt::Kind::kStep, 0, s, 10 * kMs, 0, uint64_t(i)).ext(st);
+      add_step(t, uint64_t(i), s, 10 * kMs);
       for (uint64_t a = 0; a < 100; ++a) t.core(fmt::Kind::kApiCall, 0, s + a * 10000, 1000, 0, 0);
       auto k = ext_of<fmt::DeviceExt>(fmt::Ext::kDevice, 7);
       (i >= held && i < held + 10 ? late : d).core(fmt::Kind::kKernel, 0, s + 2 * kMs, 6 * kMs, 2, 0).ext(k);
@@ -202,9 +200,7 @@ BOOST_AUTO_TEST_CASE(api_calls_recorded_for_the_trainer_by_another_thread_are_it
   constexpr int kSteps = 8;
   for (int i = 0; i < kSteps; ++i) {
     const uint64_t s = kBase + i * 100 * kMs;
-    auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
-    st.index = i;
-    t.core(fmt::Kind::kStep, 0, s, 100 * kMs, 0, i).ext(st);
+    add_step(t, uint64_t(i), s, 100 * kMs);
     t.core(fmt::Kind::kDataWait, 0, s, 20 * kMs, 0, i + 1).ext(ext_of<fmt::WorkExt>(fmt::Ext::kWork, 1));
     // 20 ms of launches while the device idles, then 60 ms of kernels.
     for (int k = 0; k < 20; ++k) api.core(fmt::Kind::kApiCall, 0, s + (20 + k) * kMs, kMs, 3, 0);
@@ -240,9 +236,7 @@ an::Report mapped_run(const TempDir& dir, uint64_t faults, bool fault_reads) {
   Records t;
   for (int i = 0; i < 6; ++i) {
     const uint64_t s = kBase + i * 100 * kMs;
-    auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
-    st.index = i;
-    t.core(fmt::Kind::kStep, 0, s, 100 * kMs, 0, i).ext(st);
+    add_step(t, uint64_t(i), s, 100 * kMs);
     // Counter: the thread's cumulative major faults (value as stored, integer).
     t.core(fmt::Kind::kCounter, fmt::kInstant, s + 99 * kMs, faults * i / 5, 2, 100);
     if (fault_reads) {

@@ -54,9 +54,7 @@ void write_copy_run(const std::string& path, uint64_t copy_ms, uint64_t bytes, b
   Records t, d;
   for (int i = 0; i < kSteps; ++i) {
     const uint64_t s = kBase + i * 100 * kMs;
-    auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
-    st.index = i;
-    t.core(fmt::Kind::kStep, 0, s, 100 * kMs, 0, i).ext(st);
+    add_step(t, uint64_t(i), s, 100 * kMs);
     auto c = ext_of<fmt::CopyExt>(fmt::Ext::kCopy, 7);
     c.bytes = bytes;
     c.src = static_cast<uint8_t>(pinned ? fmt::MemKind::kPinned : fmt::MemKind::kPageable);

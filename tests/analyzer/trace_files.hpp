@@ -17,6 +17,13 @@ inline constexpr uint64_t kMs = 1'000'000;
 template <typename T>
 T ext_of(fmt::Ext type, uint32_t aux = 0) { return make_ext<T>(type, aux); }
 
+// A complete step record (StepExt with its index) of `dur_ns` from `start_ns`.
+inline void add_step(Records& t, uint64_t i, uint64_t start_ns, uint64_t dur_ns) {
+  auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
+  st.index = i;
+  t.core(fmt::Kind::kStep, 0, start_ns, dur_ns, 0, i).ext(st);
+}
+
 inline void write_trainer(const std::string& path, int steps, bool with_end = true) {
   TraceBuilder b;
   b.header.pid = 4242;
@@ -26,9 +33,7 @@ inline void write_trainer(const std::string& path, int steps, bool with_end = tr
   Records t, d;
   for (int i = 0; i < steps; ++i) {
     const uint64_t s = kBase + i * 100 * kMs;
-    auto st = ext_of<fmt::StepExt>(fmt::Ext::kStep, 1);
-    st.index = i;
-    t.core(fmt::Kind::kStep, 0, s, 100 * kMs, 0, i).ext(st);
+    add_step(t, uint64_t(i), s, 100 * kMs);
     auto w = ext_of<fmt::WorkExt>(fmt::Ext::kWork, 1);
     w.batch_id = i + 1;
     t.core(fmt::Kind::kDataWait, 0, s, 40 * kMs, 0, i + 1).ext(w);
