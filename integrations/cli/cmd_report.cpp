@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -95,7 +96,15 @@ Command add_report_command(CLI::App& parent) {
                   "Wait this long (trace time) for late events before attributing a step "
                   "(default: 4 x the lateness seen, 0.25 to 2 s)")
       ->type_name("SECONDS")
-      ->check(CLI::Range(0.001, 3600.0));
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            char* end = nullptr;
+            const double x = std::strtod(v.c_str(), &end);
+            if (end == v.c_str() || *end != '\0' || !(x >= 0.001 && x <= 3600))
+              return "'" + v + "' is not a number of seconds from 0.001 to 3600";
+            return {};
+          },
+          "SECONDS in [0.001, 3600]"));
   sub->footer("Exit status: 0 reported, 1 no readable input (or an unwritable --html), 2 usage error.");
   return {sub, [opt] { return run_report(*opt); }};
 }
