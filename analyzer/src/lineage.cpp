@@ -17,6 +17,7 @@ void SampleIndex::add(uint64_t sample, uint64_t item) {
   uint64_t prev = cur_.exchange(sample, l);
   if (prev == FlatMap64::kAbsent) prev = old_.get(sample);
   links_.push_back({item, prev == FlatMap64::kAbsent || prev < base_ ? kNone : prev});
+  if (item < max_item_) disorder_at_ = l; else max_item_ = item;
   if (cur_.size() >= std::max<size_t>(links_.size(), kMinGeneration) && base_ >= cur_first_) rotate();
 }
 
@@ -31,15 +32,23 @@ void SampleIndex::rotate() {
 }
 
 void SampleIndex::evict(uint64_t item_base) {
+  if (disorder_at_ == kNone || disorder_at_ < base_) {  // items ascend along the ring
+    const size_t n = links_.partition_point([&](const Link& k) { return k.item < item_base; });
+    links_.pop_front(n);
+    base_ += n;
+    return;
+  }
   while (!links_.empty() && links_.front().item < item_base) {
     links_.pop_front();
     ++base_;
   }
 }
 
-Lineage::Id Lineage::add(const Item& it) {
+[[gnu::always_inline]] inline Lineage::Id Lineage::add(const Item& it) {
   const Id id = base_ + items_.size();
   items_.push_back(it);
+  max_end_ = std::max(max_end_, it.end);
+  if ((id + 1) % kMarkEvery == 0) marks_.push_back({id + 1, max_end_});
   if (it.track >= lanes_.size()) lanes_.resize(it.track + 1);
   Lane& l = lanes_[it.track];
   l.max_len = std::max(l.max_len, it.end - (it.start - it.queued));
@@ -74,7 +83,7 @@ bool Lineage::add_read(const Ev& e) {
   if (e.sample_id == 0) return false;
   const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.sample_id, e.corr,
                      e.track, 1, true});
-  reads_by_sample_.add(e.sample_id, id);
+  by_sample_.add(e.sample_id, id);
   if (e.corr != 0) reads_by_batch_.add(e.corr, id);
   return true;
 }
@@ -87,9 +96,9 @@ bool Lineage::add_preprocess(const Ev& e) {
   // ids, so not consecutive ids): the rest are indexed when the batch's
   // list arrives (add_batch). Without a batch id, consecutive ids.
   if (e.batch_id != 0) {
-    pre_by_sample_.add(e.sample_id, id);
+    by_sample_.add(e.sample_id, id);
   } else {
-    for (uint32_t i = 0; i < n; ++i) pre_by_sample_.add(e.sample_id + i, id);
+    for (uint32_t i = 0; i < n; ++i) by_sample_.add(e.sample_id + i, id);
   }
   return true;
 }
@@ -127,14 +136,14 @@ void Lineage::index_groups(uint64_t id, std::span<const uint64_t> samples) {
   if (id == 0) return;
   std::vector<std::pair<uint64_t, Id>> more;
   for (size_t i = 0; i < samples.size(); ++i) {
-    pre_by_sample_.for_each(samples[i], base_, [&](Id pid) {
+    by_sample_.for_each(samples[i], base_, [&](Id pid) {
       const Item& it = at(pid);
-      if (it.batch != id || it.sample != samples[i]) return;
+      if (it.read || it.batch != id || it.sample != samples[i]) return;
       for (size_t k = 1; k < it.count && i + k < samples.size(); ++k)
         more.emplace_back(samples[i + k], pid);
     });
   }
-  for (const auto& [sample, pid] : more) pre_by_sample_.add(sample, pid);
+  for (const auto& [sample, pid] : more) by_sample_.add(sample, pid);
 }
 
 const Batch* Lineage::batch_for(uint64_t id, int64_t wait_start, int64_t wait_end) const {
@@ -149,13 +158,28 @@ const Batch* Lineage::batch_for(uint64_t id, int64_t wait_start, int64_t wait_en
   return it->ready >= wait_start ? &*it : nullptr;
 }
 
-// Of the items of `sample` in `index` (and `best`), the one that finished
-// last at or before t.
-Lineage::Id Lineage::last_done(const SampleIndex& index, uint64_t sample, int64_t t, Id best) const {
-  index.for_each(sample, base_, [&](Id id) {
+// Ties go to the item met first (the newest), and `best` keeps a tie.
+Lineage::Id Lineage::last_done(uint64_t sample, bool read, int64_t t, Id best) const {
+  Id found = kNone;
+  by_sample_.for_each(sample, base_, [&](Id id) {
     const Item& it = at(id);
-    if (it.end <= t && (best == kNone || it.end > at(best).end)) best = id;
+    if (it.read == read && it.end <= t) found = later(found, id);
   });
+  return found == kNone ? best : later(best, found);
+}
+
+// One pass over the sample's list, with the result of last_done for the
+// reads and then for the preprocessing.
+Lineage::Id Lineage::last_done_both(uint64_t sample, int64_t t, Id best) const {
+  Id read = kNone, pre = kNone;
+  by_sample_.for_each(sample, base_, [&](Id id) {
+    const Item& it = at(id);
+    if (it.end > t) return;
+    Id& f = it.read ? read : pre;
+    f = later(f, id);
+  });
+  if (read != kNone) best = later(best, read);
+  if (pre != kNone) best = later(best, pre);
   return best;
 }
 
@@ -193,22 +217,25 @@ Lineage::Id Lineage::pred_of(Id node, int64_t t) const {
   Id best = lane_prev(it.track, t);
   if (it.read) return best;
   for_samples(it, [&](uint64_t s) {
-    best = last_done(reads_by_sample_, s, t, best);
-    best = last_done(pre_by_sample_, s, t, best);
+    best = last_done_both(s, t, best);
   });
   // A pipeline that starts a batch's preprocessing once the whole batch is
   // read (stallscope's loader) waits for the batch's last read, not only
   // for the item's own samples: an idle worker was not what it waited for.
-  if (it.batch != 0) best = last_done(reads_by_batch_, it.batch, t, best);
+  if (it.batch != 0) {
+    reads_by_batch_.for_each(it.batch, base_, [&](Id id) {
+      if (at(id).end <= t) best = later(best, id);
+    });
+  }
   return best;
 }
 
 // The last item of the batch to finish: its samples' preprocessing, else reads.
 Lineage::Id Lineage::collate_pred(const Batch& b) const {
   Id best = kNone;
-  for (uint64_t s : b.samples) best = last_done(pre_by_sample_, s, b.ready, best);
+  for (uint64_t s : b.samples) best = last_done(s, false, b.ready, best);
   if (best != kNone) return best;
-  for (uint64_t s : b.samples) best = last_done(reads_by_sample_, s, b.ready, best);
+  for (uint64_t s : b.samples) best = last_done(s, true, b.ready, best);
   return best;
 }
 
@@ -254,6 +281,15 @@ void Lineage::collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const {
 
 void Lineage::evict_before(int64_t t) {
   const Id first = base_;
+  // Popping while the front item ended before t: whole runs below a mark
+  // whose items all ended before t, then one by one.
+  Id upto = base_;
+  while (!marks_.empty() && (marks_.front().upto <= base_ || marks_.front().max_end < t)) {
+    upto = std::max(upto, marks_.front().upto);
+    marks_.pop_front();
+  }
+  items_.pop_front(static_cast<size_t>(upto - base_));
+  base_ = upto;
   while (!items_.empty() && items_.front().end < t) {
     items_.pop_front();
     ++base_;
@@ -263,12 +299,15 @@ void Lineage::evict_before(int64_t t) {
   if (base_ != first) {
     for (Lane& l : lanes_) {
       auto& ids = l.ids;
+      if (!l.disordered) {  // ids ascend: the evicted ones are a prefix
+        ids.pop_front(ids.partition_point([&](Id x) { return x < base_; }));
+        continue;
+      }
       while (!ids.empty() && ids.front() < base_) ids.pop_front();
-      if (l.disordered) l.disordered = sweep(ids);
+      l.disordered = sweep(ids);
     }
   }
-  reads_by_sample_.evict(base_);
-  pre_by_sample_.evict(base_);
+  by_sample_.evict(base_);
   reads_by_batch_.evict(base_);
   while (!batches_.empty() && batches_.front().ready < t) {
     if (batches_.front().id != 0) batch_pos_.erase(batches_.front().id);

@@ -69,6 +69,11 @@ class SampleIndex {
   uint64_t cur_first_ = 0;  // first link whose head went to cur_
   Ring<Link> links_;
   uint64_t base_ = 0;
+  // Links are added in item order except for a group's later samples
+  // (Lineage::index_groups): evict() searches the ring when no link out of
+  // order is left in it.
+  uint64_t max_item_ = 0;
+  uint64_t disorder_at_ = kNone;  // the newest link added out of item order
 };
 
 class Lineage {
@@ -105,7 +110,12 @@ class Lineage {
 
   const Item& at(Id id) const { return items_[static_cast<size_t>(id - base_)]; }
   Id add(const Item& it);
-  Id last_done(const SampleIndex& index, uint64_t sample, int64_t t, Id best) const;
+  // Of the items of `sample` (reads, else preprocessing) and `best`, the
+  // one that finished last at or before t.
+  Id last_done(uint64_t sample, bool read, int64_t t, Id best) const;
+  // As last_done for the reads, then for the preprocessing of `sample`.
+  Id last_done_both(uint64_t sample, int64_t t, Id best) const;
+  Id later(Id best, Id id) const { return best == kNone || at(id).end > at(best).end ? id : best; }
   Id lane_prev(uint32_t track, int64_t t) const;
   Id pred_of(Id node, int64_t t) const;
   // Calls fn(sample) for each sample an item covers.
@@ -116,7 +126,17 @@ class Lineage {
 
   Ring<Item> items_;
   Id base_ = 0;
-  SampleIndex reads_by_sample_, pre_by_sample_;
+  // Every kMarkEvery items, the latest end of all items so far: the items
+  // below a mark whose end is before t are all evicted at once by
+  // evict_before(t), not read one by one.
+  struct Mark {
+    Id upto;
+    int64_t max_end;
+  };
+  static constexpr Id kMarkEvery = 256;
+  Ring<Mark> marks_;
+  int64_t max_end_ = INT64_MIN;
+  SampleIndex by_sample_;       // reads and preprocessing
   SampleIndex reads_by_batch_;  // keyed by batch id (a storage_read's corr)
   struct Lane {
     Ring<Id> ids;         // sorted by end

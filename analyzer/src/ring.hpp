@@ -33,6 +33,22 @@ class Ring {
     head_ = (head_ + 1) & mask_;
     --size_;
   }
+  // Drops the first n values (n <= size()).
+  void pop_front(size_t n) noexcept {
+    head_ = (head_ + n) & mask_;
+    size_ -= n;
+  }
+  // The number of leading values for which pred holds, when it holds for a
+  // prefix and then never again (binary search).
+  template <typename Pred>
+  size_t partition_point(Pred&& pred) const {
+    size_t lo = 0, hi = size_;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (pred((*this)[mid])) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
   // Inserts `v` before the i-th value (i <= size()), moving the values behind it.
   void insert(size_t i, const T& v) {
     push_back(v);
