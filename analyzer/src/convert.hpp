@@ -20,7 +20,7 @@ class FileConverter {
   FileConverter(const reader::TraceReader& r, RankTrace& rank, uint32_t proc);
   // The converted event; valid until the next call. Inline: it runs once
   // per event of the trace, from the input loop.
-  const Ev& convert(const reader::Event& e);
+  const Ev& convert(const reader::RecordView& e);
 
  private:
   static constexpr uint32_t kDenseTracks = 1u << 16;
@@ -44,9 +44,12 @@ class FileConverter {
 
 static_assert(sizeof(Ev) == 112, "convert() assigns every field of Ev: update it with Ev");
 
-inline const Ev& FileConverter::convert(const reader::Event& e) {
+inline const Ev& FileConverter::convert(const reader::RecordView& e) {
+  using format::Ext;
+  using C = format::CoreRecord;
   // Every field is assigned (no `v = Ev{}`: zeroing the whole struct per
-  // event through `rep stos` cost more than the rest of the conversion).
+  // event through `rep stos` cost more than the rest of the conversion),
+  // each loaded from the record in place.
   Ev& v = ev_;
   v.kind = static_cast<Kind>(e.kind);
   v.phase = e.phase;
@@ -57,48 +60,52 @@ inline const Ev& FileConverter::convert(const reader::Event& e) {
   v.name = v.worker = v.count = 0;
   v.start = e.ts_ns;
   v.end = e.ts_ns + e.dur_ns;
-  v.corr = e.corr;
+  v.corr = e.core_field<uint64_t>(offsetof(C, corr));
   v.sample_id = v.batch_id = v.bytes = v.queued_ns = v.file = 0;
   v.value = 0;
   v.ids_at = v.ids_n = 0;
   switch (v.kind) {
     case Kind::kStep:
-      if (e.has(format::Ext::kStep)) v.corr = e.step.index;
+      if (e.has(Ext::kStep)) v.corr = e.ext_field<uint64_t>(Ext::kStep, offsetof(format::StepExt, index));
       break;
-    case Kind::kRange: case Kind::kCounter:
-      v.name = name_of(e.name_id);
-      v.value = e.number();
+    case Kind::kRange: case Kind::kCounter: {
+      v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));
+      const auto raw = e.core_field<uint64_t>(offsetof(C, value));
+      if ((e.flags & format::kValueDouble) != 0) std::memcpy(&v.value, &raw, sizeof raw);
+      else v.value = static_cast<double>(raw);
       break;
-    case Kind::kGap: v.corr = e.value; break;
+    }
+    case Kind::kGap: v.corr = e.core_field<uint64_t>(offsetof(C, value)); break;
     case Kind::kStorageRead:
-      if (!e.has(format::Ext::kIo)) break;  // (stale members otherwise)
-      v.bytes = e.io.bytes;
-      v.queued_ns = e.io.queued_ns;
-      v.sample_id = e.io.sample_id;
-      v.tier = e.io.tier;
-      v.cache = e.io.cache;
-      v.cache_method = e.io.cache_method;
-      v.queue_depth = e.io.queue_depth;
-      v.file = e.io.h.aux;
+      if (!e.has(Ext::kIo)) break;
+      v.bytes = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, bytes));
+      v.queued_ns = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, queued_ns));
+      v.sample_id = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, sample_id));
+      v.tier = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, tier));
+      v.cache = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, cache));
+      v.cache_method = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, cache_method));
+      v.queue_depth = e.ext_field<uint16_t>(Ext::kIo, offsetof(format::IoExt, queue_depth));
+      v.file = e.ext_field<uint32_t>(Ext::kIo, offsetof(format::ExtHeader, aux));
       break;
     case Kind::kPreprocess: case Kind::kDataWait: case Kind::kBatchReady:
-      if (!e.has(format::Ext::kWork)) break;
-      v.sample_id = e.work.sample_id;
-      v.batch_id = e.work.batch_id;
-      v.count = e.work.count;
-      v.worker = v.kind == Kind::kPreprocess ? e.work.h.aux : 0;
+      if (!e.has(Ext::kWork)) break;
+      v.sample_id = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, sample_id));
+      v.batch_id = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, batch_id));
+      v.count = e.ext_field<uint32_t>(Ext::kWork, offsetof(format::WorkExt, count));
+      v.worker = v.kind == Kind::kPreprocess ? e.ext_field<uint32_t>(Ext::kWork, offsetof(format::ExtHeader, aux)) : 0;
       break;
     case Kind::kH2D: case Kind::kD2H: case Kind::kD2D: case Kind::kMemset:
-      if (!e.has(format::Ext::kCopy)) break;
-      v.bytes = e.copy.bytes;
-      v.src = e.copy.src;
-      v.dst = e.copy.dst;
+      if (!e.has(Ext::kCopy)) break;
+      v.bytes = e.ext_field<uint64_t>(Ext::kCopy, offsetof(format::CopyExt, bytes));
+      v.src = e.ext_field<uint8_t>(Ext::kCopy, offsetof(format::CopyExt, src));
+      v.dst = e.ext_field<uint8_t>(Ext::kCopy, offsetof(format::CopyExt, dst));
       break;
     case Kind::kCollective:
-      if (!e.has(format::Ext::kCollective)) break;
-      v.bytes = e.collective.bytes;
-      v.sample_id = e.collective.comm_id;  // identity of the instance across ranks
-      v.batch_id = e.collective.seq;
+      if (!e.has(Ext::kCollective)) break;
+      v.bytes = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, bytes));
+      // identity of the instance across ranks
+      v.sample_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, comm_id));
+      v.batch_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, seq));
       break;
     default: break;
   }

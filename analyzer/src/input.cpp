@@ -60,14 +60,14 @@ std::vector<RankGroup> group_by_rank(std::vector<std::unique_ptr<reader::TraceRe
 }
 
 // Reads up to kBatchEvents from one source into the engine.
-void pump(Source& s, RankEngine& eng, reader::Event& e) {
+void pump(Source& s, RankEngine& eng, reader::RecordView& e) {
   for (size_t n = 0; n < kBatchEvents; ++n) {
     if (!s.r->next(e, kWantedExts)) {
       s.done = true;
       return;
     }
-    if (e.kind == static_cast<uint8_t>(format::Kind::kGap)) s.gaps += e.value;
     const Ev& ev = s.conv->convert(e);
+    if (ev.kind == Kind::kGap) s.gaps += ev.corr;
     if (ev.kind == Kind::kCounter || ev.kind == Kind::kGap) {
       eng.ingest(ev, {});
       continue;
@@ -156,7 +156,7 @@ RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress
   if (meta.probes.sample_period_ns > 0) o.sample_period_ns = meta.probes.sample_period_ns;
   RankEngine eng(meta, o);
   for (const auto& w : meta.probes.warnings) eng.warn(w);
-  reader::Event e;
+  reader::RecordView e;
   while (Source* s = furthest_behind(srcs)) {
     pump(*s, eng, e);
     eng.advance(safe_time(srcs, current_lag(srcs, o)));

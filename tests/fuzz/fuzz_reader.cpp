@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <ostream>
 #include <span>
 #include <streambuf>
@@ -48,6 +49,23 @@ std::vector<uint8_t> resealed(const uint8_t* data, size_t size) {
   return b;
 }
 
+struct Seen {
+  uint8_t kind;
+  uint32_t ext_mask;
+  int64_t ts_ns, dur_ns;
+  size_t ids;
+  bool operator==(const Seen&) const = default;
+};
+
+// Format 1 sizes of the extension types (IdList: its header).
+constexpr size_t kExtV1Bytes[] = {
+    sizeof(stallscope::format::IoExt),         sizeof(stallscope::format::WorkExt),
+    sizeof(stallscope::format::ExtHeader),     sizeof(stallscope::format::CopyExt),
+    sizeof(stallscope::format::DeviceExt),     sizeof(stallscope::format::CollectiveExt),
+    sizeof(stallscope::format::ApiExt),        sizeof(stallscope::format::StepExt),
+    sizeof(stallscope::format::RangeExt)};
+static_assert(std::size(kExtV1Bytes) == stallscope::reader::kExtTypes);
+
 void run_one(std::span<const uint8_t> bytes) {
   using namespace stallscope::reader;
   {
@@ -55,12 +73,33 @@ void run_one(std::span<const uint8_t> bytes) {
     (void)summarize_file(r);
     r.rewind();
     Event e;
+    std::vector<Seen> seen;
     while (r.next(e)) {
       for (uint64_t id : e.ids) (void)id;  // the span must be readable
       (void)r.string(e.name_id);
       (void)r.track(e.track_id);
+      seen.push_back({e.kind, e.ext_mask, e.ts_ns, e.dur_ns, e.ids.size()});
     }
     (void)r.to_real_ns(0);
+    // The same records as views: every byte they point to readable, and
+    // what they say the same as the events.
+    r.rewind();
+    RecordView v;
+    size_t n = 0;
+    while (r.next(v, kAllExts)) {
+      const Seen got{v.kind, v.ext_mask, v.ts_ns, v.dur_ns, v.ids.size()};
+      if (n >= seen.size() || !(got == seen[n])) __builtin_trap();
+      uint8_t core[sizeof(stallscope::format::CoreRecord)];
+      std::memcpy(core, v.core, sizeof core);
+      for (size_t k = 0; k < kExtTypes; ++k) {
+        if ((v.ext_mask & (1u << k)) == 0) continue;
+        uint8_t ext[64];
+        std::memcpy(ext, v.ext[k], kExtV1Bytes[k]);
+      }
+      for (uint64_t id : v.ids) (void)id;
+      ++n;
+    }
+    if (n != seen.size()) __builtin_trap();
   }
   std::vector<TraceReader> readers;
   readers.emplace_back("fuzz.sst", bytes);

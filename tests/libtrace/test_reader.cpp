@@ -2,6 +2,8 @@
 // tables, metadata, attachments, End totals and clock conversion.
 #define BOOST_TEST_MODULE reader
 #include <bit>
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 
 #include <boost/test/unit_test.hpp>
@@ -205,6 +207,45 @@ BOOST_AUTO_TEST_CASE(every_kind_and_extension_round_trips_field_by_field) {
   BOOST_TEST(find(Kind::kCounter).e.ext_mask == 0u);
   BOOST_TEST(find(Kind::kGap).e.value == 17u);
   BOOST_TEST(find(Kind::kGap).e.dur_ns == 0);
+
+  // A RecordView of each record holds what its Event holds, in place.
+  r.rewind();
+  reader::RecordView v;
+  size_t i = 0;
+  const auto ext_is = [&](Ext x, const auto& want) {
+    return v.has(x) && std::memcmp(v.ext[static_cast<uint8_t>(x) - format::kExtBase], &want, sizeof want) == 0;
+  };
+  while (r.next(v, reader::kAllExts)) {
+    BOOST_REQUIRE(i < got.size());
+    const Event& e = got[i].e;
+    BOOST_TEST_CONTEXT("view " << i << " kind " << reader::kind_name(e.kind)) {
+      BOOST_TEST(v.kind == e.kind);
+      BOOST_TEST(v.flags == e.flags);
+      BOOST_TEST(v.phase == e.phase);
+      BOOST_TEST(v.track_id == e.track_id);
+      BOOST_TEST(v.ts_ns == e.ts_ns);
+      BOOST_TEST(v.dur_ns == e.dur_ns);
+      BOOST_TEST(v.offset == e.offset);
+      BOOST_TEST(v.core_field<uint16_t>(offsetof(format::CoreRecord, aux)) == e.aux);
+      BOOST_TEST(v.core_field<uint32_t>(offsetof(format::CoreRecord, name_id)) == e.name_id);
+      BOOST_TEST(v.core_field<uint64_t>(offsetof(format::CoreRecord, ts)) == e.ts_raw);
+      BOOST_TEST(v.core_field<uint64_t>(offsetof(format::CoreRecord, value)) == e.value);
+      BOOST_TEST(v.core_field<uint64_t>(offsetof(format::CoreRecord, corr)) == e.corr);
+      BOOST_TEST(v.ext_mask == e.ext_mask);
+      if (e.has(Ext::kIo)) BOOST_TEST(ext_is(Ext::kIo, e.io));
+      if (e.has(Ext::kWork)) BOOST_TEST(ext_is(Ext::kWork, e.work));
+      if (e.has(Ext::kCopy)) BOOST_TEST(ext_is(Ext::kCopy, e.copy));
+      if (e.has(Ext::kDevice)) BOOST_TEST(ext_is(Ext::kDevice, e.device));
+      if (e.has(Ext::kCollective)) BOOST_TEST(ext_is(Ext::kCollective, e.collective));
+      if (e.has(Ext::kApi)) BOOST_TEST(ext_is(Ext::kApi, e.api));
+      if (e.has(Ext::kStep)) BOOST_TEST(ext_is(Ext::kStep, e.step));
+      if (e.has(Ext::kRange)) BOOST_TEST(ext_is(Ext::kRange, e.range));
+      BOOST_TEST(std::vector<uint64_t>(v.ids.begin(), v.ids.end()) == got[i].ids, boost::test_tools::per_element());
+    }
+    ++i;
+  }
+  BOOST_TEST(i == got.size());
+  BOOST_TEST(r.error() == "");
 }
 
 BOOST_AUTO_TEST_CASE(strings_and_tracks_resolve_and_unknown_ids_are_empty) {
@@ -513,6 +554,17 @@ BOOST_AUTO_TEST_CASE(masked_decode_skips_unwanted_extensions_without_copying_the
   r.rewind();  // the full decode still sees everything
   while (r.next(e))
     if (e.kind == static_cast<uint8_t>(Kind::kStep)) BOOST_TEST(e.step.index == 42u);
+  r.rewind();  // a view with the same mask: the same extensions, pointed to
+  reader::RecordView v;
+  masks.clear();
+  while (r.next(v, wanted)) {
+    masks.push_back(v.ext_mask);
+    if (v.kind == static_cast<uint8_t>(Kind::kStorageRead))
+      BOOST_TEST(v.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, bytes)) == 4096u);
+    if (v.kind == static_cast<uint8_t>(Kind::kBatchReady)) BOOST_TEST(v.ids.size() == 3u);
+  }
+  BOOST_TEST(masks == (std::vector<uint32_t>{reader::ext_bit(Ext::kIo), 0, 0, reader::ext_bit(Ext::kIdList)}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

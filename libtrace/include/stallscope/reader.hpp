@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -94,6 +95,48 @@ struct STALLSCOPE_API Event {
   double number() const noexcept;
 };
 
+// Extension types format 1 defines (Io … Range): slots of RecordView::ext.
+inline constexpr size_t kExtTypes = 9;
+
+// One record as it lies in the reader's buffer, checked as next() checks
+// it and with its times converted, for readers that load only the fields
+// they use: nothing is copied. The pointers and `ids` are valid until the
+// reader's next call.
+struct RecordView {
+  uint8_t kind = 0;       // format::Kind value (always a known kind)
+  uint8_t phase = 0;      // format::Phase
+  uint8_t flags = 0;      // the record's whole flags byte
+  uint32_t track_id = 0;  // TrackInfo::track_id of the block holding the record
+  int64_t ts_ns = 0;      // as Event::ts_ns
+  int64_t dur_ns = 0;     // as Event::dur_ns
+  uint64_t offset = 0;    // byte offset of the core record in the file
+  const uint8_t* core = nullptr;  // the format::CoreRecord (32 bytes)
+  // ext_bit() of each extension present (and wanted); ext[type - kExtBase]
+  // points to the last one of its type (its ExtHeader), at least as long
+  // as format 1 defines it (IdList: the ids of all of them are in `ids`).
+  // Slots whose bit is clear are stale.
+  uint32_t ext_mask = 0;
+  const uint8_t* ext[kExtTypes] = {};
+  std::span<const uint64_t> ids;  // as Event::ids
+
+  bool has(format::Ext e) const noexcept { return (ext_mask & ext_bit(e)) != 0; }
+  // A field of the core record, e.g. core_field<uint64_t>(offsetof(format::CoreRecord, corr)).
+  template <typename T>
+  T core_field(size_t at) const noexcept {
+    T v;
+    std::memcpy(&v, core + at, sizeof v);
+    return v;
+  }
+  // A field of extension `e` (has(e) must hold), e.g.
+  // ext_field<uint64_t>(format::Ext::kIo, offsetof(format::IoExt, bytes)).
+  template <typename T>
+  T ext_field(format::Ext e, size_t at) const noexcept {
+    T v;
+    std::memcpy(&v, ext[static_cast<uint8_t>(e) - format::kExtBase] + at, sizeof v);
+    return v;
+  }
+};
+
 struct TrackInfo {
   uint32_t track_id = 0;
   format::TrackType type = format::TrackType::kThread;
@@ -150,6 +193,8 @@ class STALLSCOPE_API TraceReader {
   // ext_bit()s): the others are validated and skipped without being copied,
   // and their ext_mask bits stay clear. For readers that need few of them.
   bool next(Event& e, uint32_t ext_wanted);
+  // As next(e, ext_wanted), into a view of the record in place.
+  bool next(RecordView& v, uint32_t ext_wanted);
   // Restarts event streaming from the first chunk (clock state reset too).
   void rewind();
 

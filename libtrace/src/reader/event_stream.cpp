@@ -6,6 +6,7 @@
 #include <iterator>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "reader/reader_impl.hpp"
 
@@ -98,7 +99,8 @@ inline int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
   return clamp_ns(mono_of(ticks));
 }
 
-inline void TraceReader::Impl::fill_times(Event& e, const RecordHead& c) {
+template <typename Out>
+inline void TraceReader::Impl::fill_times(Out& e, const RecordHead& c) {
   using format::Kind;
   const bool has_dur = e.phase == format::kComplete &&
                        c.kind != static_cast<uint8_t>(Kind::kCounter) &&
@@ -118,10 +120,10 @@ inline void TraceReader::Impl::fill_times(Event& e, const RecordHead& c) {
     e.ts_ns = clamp_ns(start);
     e.dur_ns = 0;
     if (!has_dur) return;
-    const uint64_t end = c.ts + c.value;
-    if (c.value > static_cast<uint64_t>(stream.max_tick_delta) || end < c.ts || end >= g.to) break;
+    const uint64_t last = c.ts + c.value;
+    if (c.value > static_cast<uint64_t>(stream.max_tick_delta) || last < c.ts || last >= g.to) break;
     int64_t d = 0;
-    if (__builtin_sub_overflow(g.convert(end), start, &d)) d = INT64_MAX;
+    if (__builtin_sub_overflow(g.convert(last), start, &d)) d = INT64_MAX;
     e.dur_ns = std::clamp<int64_t>(d, 0, kMaxAbsNs);
     return;
   }
@@ -183,7 +185,8 @@ bool TraceReader::Impl::open_block() {
 
 // ----------------------------------------------------------------- records --
 
-bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
+template <typename Out>
+bool TraceReader::Impl::next(Out& e, uint32_t ext_wanted) {
   Stream& s = stream;
   s.ext_wanted = ext_wanted;
   while (!s.done) {
@@ -203,7 +206,8 @@ bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
   return false;
 }
 
-int TraceReader::Impl::decode_record(Event& e) {
+template <typename Out>
+int TraceReader::Impl::decode_record(Out& e) {
   Stream& s = stream;
   const uint64_t off = s.payload_off + s.pos;
   if (s.buf[s.pos] >= format::kExtBase) {
@@ -237,19 +241,24 @@ int TraceReader::Impl::decode_record(Event& e) {
   e.kind = c.kind;
   e.flags = c.flags;
   e.phase = c.flags & format::kPhaseMask;
-  e.aux = aux;
   e.track_id = s.track_id;
-  e.name_id = name_id;
-  e.ts_raw = c.ts;
-  e.value = c.value;
-  e.corr = corr;
   e.offset = off;
   e.ids = std::span<const uint64_t>(s.ids.data(), s.ids.size());
+  if constexpr (std::is_same_v<Out, RecordView>) {
+    e.core = p;
+  } else {
+    e.aux = aux;
+    e.name_id = name_id;
+    e.ts_raw = c.ts;
+    e.value = c.value;
+    e.corr = corr;
+  }
   fill_times(e, c);
   return 1;
 }
 
-inline bool TraceReader::Impl::read_ext(Event& e, bool known) {
+template <typename Out>
+inline bool TraceReader::Impl::read_ext(Out& e, bool known) {
   Stream& s = stream;
   const uint64_t off = s.payload_off + s.pos;
   if (s.block_end - s.pos < sizeof(format::ExtHeader))
@@ -285,70 +294,53 @@ constexpr uint16_t kExtMinBytes[] = {
     sizeof(format::RangeExt)};
 static_assert(std::size(kExtMinBytes) ==
               static_cast<size_t>(format::Ext::kRange) - format::kExtBase + 1);
-
-template <typename T>
-bool copy_ext(T& dst, const format::ExtHeader& h, const uint8_t* p, uint32_t& mask) {
-  if (h.bytes < sizeof(T)) return false;
-  std::memcpy(&dst, p, sizeof(T));  // a longer (newer) extension keeps its v1 prefix
-  mask |= 1u << (h.type - format::kExtBase);
-  return true;
-}
+static_assert(std::size(kExtMinBytes) == kExtTypes);
 
 }  // namespace
 
-inline bool TraceReader::Impl::apply_ext(Event& e, const format::ExtHeader& h, const uint8_t* p,
+template <typename Out>
+inline bool TraceReader::Impl::apply_ext(Out& e, const format::ExtHeader& h, const uint8_t* p,
                                          uint64_t off) {
   using format::Ext;
   const unsigned slot = h.type - format::kExtBase;
-  if (slot < std::size(kExtMinBytes) && (stream.ext_wanted & (1u << slot)) == 0) {
-    // Not wanted: the same checks as a decode, nothing copied.
-    if (h.type == static_cast<uint8_t>(Ext::kIdList)) {
-      const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
-      return h.aux <= fit || fail_id_list(off, h.aux, fit);
-    }
-    return h.bytes >= kExtMinBytes[slot] || fail_short_ext(off, h.type, h.bytes);
+  if (slot >= std::size(kExtMinBytes)) {  // a type of a later minor
+    ++stream.unknown_exts;
+    return true;
   }
-  bool ok = true;
-  switch (static_cast<Ext>(h.type)) {
-    case Ext::kIo:
-      ok = copy_ext(e.io, h, p, e.ext_mask);
-      break;
-    case Ext::kWork:
-      ok = copy_ext(e.work, h, p, e.ext_mask);
-      break;
-    case Ext::kCopy:
-      ok = copy_ext(e.copy, h, p, e.ext_mask);
-      break;
-    case Ext::kDevice:
-      ok = copy_ext(e.device, h, p, e.ext_mask);
-      break;
-    case Ext::kCollective:
-      ok = copy_ext(e.collective, h, p, e.ext_mask);
-      break;
-    case Ext::kApi:
-      ok = copy_ext(e.api, h, p, e.ext_mask);
-      break;
-    case Ext::kStep:
-      ok = copy_ext(e.step, h, p, e.ext_mask);
-      break;
-    case Ext::kRange:
-      ok = copy_ext(e.range, h, p, e.ext_mask);
-      break;
-    case Ext::kIdList: {
-      const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
-      if (h.aux > fit) return fail_id_list(off, h.aux, fit);
-      e.ext_mask |= ext_bit(Ext::kIdList);
-      if (h.aux == 0) return true;  // (memcpy into an empty vector's null data() is UB)
-      const size_t old = stream.ids.size();
-      stream.ids.resize(old + h.aux);  // bounded by the checked extension length
-      std::memcpy(stream.ids.data() + old, p + sizeof h, size_t{h.aux} * sizeof(uint64_t));
-      return true;
-    }
-    default:
-      ++stream.unknown_exts;
-      return true;
+  // An extension that is not wanted gets the same checks, nothing copied.
+  const bool wanted = (stream.ext_wanted & (1u << slot)) != 0;
+  if (h.type == static_cast<uint8_t>(Ext::kIdList)) {
+    const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
+    if (h.aux > fit) return fail_id_list(off, h.aux, fit);
+    if (!wanted) return true;
+    e.ext_mask |= ext_bit(Ext::kIdList);
+    if constexpr (std::is_same_v<Out, RecordView>) e.ext[slot] = p;
+    if (h.aux == 0) return true;  // (memcpy into an empty vector's null data() is UB)
+    const size_t old = stream.ids.size();
+    stream.ids.resize(old + h.aux);  // bounded by the checked extension length
+    std::memcpy(stream.ids.data() + old, p + sizeof h, size_t{h.aux} * sizeof(uint64_t));
+    return true;
   }
-  return ok || fail_short_ext(off, h.type, h.bytes);
+  if (h.bytes < kExtMinBytes[slot]) return fail_short_ext(off, h.type, h.bytes);
+  if (!wanted) return true;
+  e.ext_mask |= 1u << slot;
+  // A longer (newer) extension keeps its format 1 prefix.
+  if constexpr (std::is_same_v<Out, RecordView>) {
+    e.ext[slot] = p;
+  } else {
+    switch (static_cast<Ext>(h.type)) {
+      case Ext::kIo: std::memcpy(&e.io, p, sizeof e.io); break;
+      case Ext::kWork: std::memcpy(&e.work, p, sizeof e.work); break;
+      case Ext::kCopy: std::memcpy(&e.copy, p, sizeof e.copy); break;
+      case Ext::kDevice: std::memcpy(&e.device, p, sizeof e.device); break;
+      case Ext::kCollective: std::memcpy(&e.collective, p, sizeof e.collective); break;
+      case Ext::kApi: std::memcpy(&e.api, p, sizeof e.api); break;
+      case Ext::kStep: std::memcpy(&e.step, p, sizeof e.step); break;
+      case Ext::kRange: std::memcpy(&e.range, p, sizeof e.range); break;
+      default: break;
+    }
+  }
+  return true;
 }
 
 bool TraceReader::Impl::fail_short_ext(uint64_t off, uint8_t type, uint16_t bytes) {
@@ -368,5 +360,8 @@ void TraceReader::Impl::finish_stream() {
     warn(std::to_string(s.clamped_times) +
          " timestamps or durations were out of range of the clock triples and were clamped");
 }
+
+template bool TraceReader::Impl::next(Event&, uint32_t);
+template bool TraceReader::Impl::next(RecordView&, uint32_t);
 
 }  // namespace stallscope::reader

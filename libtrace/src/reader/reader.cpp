@@ -260,6 +260,7 @@ TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
 
 bool TraceReader::next(Event& e) { return impl_->next(e, kAllExts); }
 bool TraceReader::next(Event& e, uint32_t ext_wanted) { return impl_->next(e, ext_wanted); }
+bool TraceReader::next(RecordView& v, uint32_t ext_wanted) { return impl_->next(v, ext_wanted); }
 void TraceReader::rewind() { impl_->reset_stream(); }
 const std::string& TraceReader::path() const noexcept { return impl_->path; }
 Status TraceReader::status() const noexcept { return impl_->status; }

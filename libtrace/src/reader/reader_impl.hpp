@@ -135,7 +135,9 @@ struct TraceReader::Impl {
 
   // ---- event_stream.cpp
   void reset_stream();
-  bool next(Event& e, uint32_t ext_wanted);
+  // Out: Event (fields and extensions copied) or RecordView (pointers).
+  template <typename Out>
+  bool next(Out& out, uint32_t ext_wanted);
   void add_triple(const format::ClockTriple& t);
   void update_tick_limit();
   void cache_segments();
@@ -147,13 +149,17 @@ struct TraceReader::Impl {
   }
   bool load_next_events_chunk();
   bool open_block();
-  int decode_record(Event& e);  // 1 event, 0 skipped, -1 error
+  template <typename Out>
+  int decode_record(Out& out);  // 1 event, 0 skipped, -1 error
   // The per-record work, inlined into decode_record (event_stream.cpp only);
   // the messages of malformed records are built out of line (cold).
-  [[gnu::always_inline]] inline bool read_ext(Event& e, bool known);
-  [[gnu::always_inline]] inline bool apply_ext(Event& e, const format::ExtHeader& h,
+  template <typename Out>
+  [[gnu::always_inline]] inline bool read_ext(Out& e, bool known);
+  template <typename Out>
+  [[gnu::always_inline]] inline bool apply_ext(Out& e, const format::ExtHeader& h,
                                                const uint8_t* p, uint64_t off);
-  [[gnu::always_inline]] inline void fill_times(Event& e, const RecordHead& c);
+  template <typename Out>
+  [[gnu::always_inline]] inline void fill_times(Out& e, const RecordHead& c);
   [[gnu::always_inline]] inline int64_t ticks_to_ns(uint64_t ticks);
   [[gnu::cold, gnu::noinline]] bool fail_ext_size(uint64_t off, uint16_t bytes, bool past_block);
   [[gnu::cold, gnu::noinline]] bool fail_id_list(uint64_t off, uint32_t ids, uint64_t fit);
