@@ -201,6 +201,17 @@ int mode_decode(const std::string& path, uint32_t mask) {
   return 0;
 }
 
+// As the analyzer reads: views of the records, its extensions only.
+int mode_decode_views(const std::string& path) {
+  const auto t0 = Clock::now();
+  stallscope::reader::TraceReader r(path);
+  stallscope::reader::RecordView v;
+  uint64_t n = 0;
+  while (r.next(v, kAnalyzerExts)) ++n;
+  std::printf("%.6f %llu\n", seconds_since(t0), static_cast<unsigned long long>(n));
+  return 0;
+}
+
 int mode_analyze(const std::string& path) {
   const auto t0 = Clock::now();
   auto rep = stallscope::analyzer::analyze_paths({path}, {});
@@ -325,6 +336,7 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "analyze") == 0) return mode_analyze(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "decode") == 0) return mode_decode(argv[2], stallscope::reader::kAllExts);
   if (argc == 3 && std::strcmp(argv[1], "decode-analyzer-exts") == 0) return mode_decode(argv[2], kAnalyzerExts);
+  if (argc == 3 && std::strcmp(argv[1], "decode-views") == 0) return mode_decode_views(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "json") == 0) return mode_json(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "read") == 0) return mode_read_bytes(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "gen") == 0) {  // for profiling: keeps the file

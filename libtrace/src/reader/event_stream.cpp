@@ -6,7 +6,6 @@
 #include <iterator>
 #include <cstddef>
 #include <cstring>
-#include <type_traits>
 
 #include "reader/reader_impl.hpp"
 
@@ -99,8 +98,7 @@ inline int64_t TraceReader::Impl::ticks_to_ns(uint64_t ticks) {
   return clamp_ns(mono_of(ticks));
 }
 
-template <typename Out>
-inline void TraceReader::Impl::fill_times(Out& e, const RecordHead& c) {
+inline void TraceReader::Impl::fill_times(RecordView& e, const RecordHead& c) {
   using format::Kind;
   const bool has_dur = e.phase == format::kComplete &&
                        c.kind != static_cast<uint8_t>(Kind::kCounter) &&
@@ -185,8 +183,7 @@ bool TraceReader::Impl::open_block() {
 
 // ----------------------------------------------------------------- records --
 
-template <typename Out>
-bool TraceReader::Impl::next(Out& e, uint32_t ext_wanted) {
+bool TraceReader::Impl::next(RecordView& e, uint32_t ext_wanted) {
   Stream& s = stream;
   s.ext_wanted = ext_wanted;
   while (!s.done) {
@@ -206,8 +203,7 @@ bool TraceReader::Impl::next(Out& e, uint32_t ext_wanted) {
   return false;
 }
 
-template <typename Out>
-int TraceReader::Impl::decode_record(Out& e) {
+int TraceReader::Impl::decode_record(RecordView& e) {
   Stream& s = stream;
   const uint64_t off = s.payload_off + s.pos;
   if (s.buf[s.pos] >= format::kExtBase) {
@@ -220,13 +216,11 @@ int TraceReader::Impl::decode_record(Out& e) {
   }
   // Field by field into registers: a copy of the whole record through the
   // stack, read back at other widths, stalled store-to-load forwarding.
+  // The other fields stay in place (RecordView::core).
   const uint8_t* p = s.buf.data() + s.pos;
   const RecordHead c{p[offsetof(format::CoreRecord, kind)], p[offsetof(format::CoreRecord, flags)],
                      load<uint64_t>(p + offsetof(format::CoreRecord, ts)),
                      load<uint64_t>(p + offsetof(format::CoreRecord, value))};
-  const auto aux = load<uint16_t>(p + offsetof(format::CoreRecord, aux));
-  const auto name_id = load<uint32_t>(p + offsetof(format::CoreRecord, name_id));
-  const auto corr = load<uint64_t>(p + offsetof(format::CoreRecord, corr));
   s.pos += sizeof(format::CoreRecord);
   const bool known = c.kind != 0 && c.kind <= static_cast<uint8_t>(format::Kind::kMaxKnown);
   e.ext_mask = 0;
@@ -243,22 +237,48 @@ int TraceReader::Impl::decode_record(Out& e) {
   e.phase = c.flags & format::kPhaseMask;
   e.track_id = s.track_id;
   e.offset = off;
+  e.core = p;
   e.ids = std::span<const uint64_t>(s.ids.data(), s.ids.size());
-  if constexpr (std::is_same_v<Out, RecordView>) {
-    e.core = p;
-  } else {
-    e.aux = aux;
-    e.name_id = name_id;
-    e.ts_raw = c.ts;
-    e.value = c.value;
-    e.corr = corr;
-  }
   fill_times(e, c);
   return 1;
 }
 
-template <typename Out>
-inline bool TraceReader::Impl::read_ext(Out& e, bool known) {
+// The view's record copied out: core fields, times and each extension present.
+bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
+  RecordView& v = stream.view;
+  if (!next(v, ext_wanted)) return false;
+  e.kind = v.kind;
+  e.flags = v.flags;
+  e.phase = v.phase;
+  e.aux = load<uint16_t>(v.core + offsetof(format::CoreRecord, aux));
+  e.track_id = v.track_id;
+  e.name_id = load<uint32_t>(v.core + offsetof(format::CoreRecord, name_id));
+  e.ts_raw = load<uint64_t>(v.core + offsetof(format::CoreRecord, ts));
+  e.value = load<uint64_t>(v.core + offsetof(format::CoreRecord, value));
+  e.corr = load<uint64_t>(v.core + offsetof(format::CoreRecord, corr));
+  e.offset = v.offset;
+  e.ts_ns = v.ts_ns;
+  e.dur_ns = v.dur_ns;
+  e.ids = v.ids;
+  e.ext_mask = v.ext_mask;
+  const uint32_t m = v.ext_mask;
+  if (m == 0) return true;
+  const auto copy = [&](format::Ext x, auto& member) {
+    const unsigned slot = static_cast<uint8_t>(x) - format::kExtBase;
+    if ((m & (1u << slot)) != 0) std::memcpy(&member, v.ext[slot], sizeof member);
+  };
+  copy(format::Ext::kIo, e.io);
+  copy(format::Ext::kWork, e.work);
+  copy(format::Ext::kCopy, e.copy);
+  copy(format::Ext::kDevice, e.device);
+  copy(format::Ext::kCollective, e.collective);
+  copy(format::Ext::kApi, e.api);
+  copy(format::Ext::kStep, e.step);
+  copy(format::Ext::kRange, e.range);
+  return true;
+}
+
+inline bool TraceReader::Impl::read_ext(RecordView& e, bool known) {
   Stream& s = stream;
   const uint64_t off = s.payload_off + s.pos;
   if (s.block_end - s.pos < sizeof(format::ExtHeader))
@@ -298,23 +318,22 @@ static_assert(std::size(kExtMinBytes) == kExtTypes);
 
 }  // namespace
 
-template <typename Out>
-inline bool TraceReader::Impl::apply_ext(Out& e, const format::ExtHeader& h, const uint8_t* p,
-                                         uint64_t off) {
+inline bool TraceReader::Impl::apply_ext(RecordView& e, const format::ExtHeader& h,
+                                         const uint8_t* p, uint64_t off) {
   using format::Ext;
   const unsigned slot = h.type - format::kExtBase;
   if (slot >= std::size(kExtMinBytes)) {  // a type of a later minor
     ++stream.unknown_exts;
     return true;
   }
-  // An extension that is not wanted gets the same checks, nothing copied.
+  // An extension that is not wanted gets the same checks and is left out.
   const bool wanted = (stream.ext_wanted & (1u << slot)) != 0;
   if (h.type == static_cast<uint8_t>(Ext::kIdList)) {
     const uint64_t fit = (h.bytes - sizeof h) / sizeof(uint64_t);
     if (h.aux > fit) return fail_id_list(off, h.aux, fit);
     if (!wanted) return true;
-    e.ext_mask |= ext_bit(Ext::kIdList);
-    if constexpr (std::is_same_v<Out, RecordView>) e.ext[slot] = p;
+    e.ext[slot] = p;
+    e.ext_mask |= 1u << slot;
     if (h.aux == 0) return true;  // (memcpy into an empty vector's null data() is UB)
     const size_t old = stream.ids.size();
     stream.ids.resize(old + h.aux);  // bounded by the checked extension length
@@ -323,23 +342,8 @@ inline bool TraceReader::Impl::apply_ext(Out& e, const format::ExtHeader& h, con
   }
   if (h.bytes < kExtMinBytes[slot]) return fail_short_ext(off, h.type, h.bytes);
   if (!wanted) return true;
+  e.ext[slot] = p;  // a longer (newer) extension keeps its format 1 prefix
   e.ext_mask |= 1u << slot;
-  // A longer (newer) extension keeps its format 1 prefix.
-  if constexpr (std::is_same_v<Out, RecordView>) {
-    e.ext[slot] = p;
-  } else {
-    switch (static_cast<Ext>(h.type)) {
-      case Ext::kIo: std::memcpy(&e.io, p, sizeof e.io); break;
-      case Ext::kWork: std::memcpy(&e.work, p, sizeof e.work); break;
-      case Ext::kCopy: std::memcpy(&e.copy, p, sizeof e.copy); break;
-      case Ext::kDevice: std::memcpy(&e.device, p, sizeof e.device); break;
-      case Ext::kCollective: std::memcpy(&e.collective, p, sizeof e.collective); break;
-      case Ext::kApi: std::memcpy(&e.api, p, sizeof e.api); break;
-      case Ext::kStep: std::memcpy(&e.step, p, sizeof e.step); break;
-      case Ext::kRange: std::memcpy(&e.range, p, sizeof e.range); break;
-      default: break;
-    }
-  }
   return true;
 }
 
@@ -360,8 +364,5 @@ void TraceReader::Impl::finish_stream() {
     warn(std::to_string(s.clamped_times) +
          " timestamps or durations were out of range of the clock triples and were clamped");
 }
-
-template bool TraceReader::Impl::next(Event&, uint32_t);
-template bool TraceReader::Impl::next(RecordView&, uint32_t);
 
 }  // namespace stallscope::reader

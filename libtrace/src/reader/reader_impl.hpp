@@ -75,6 +75,7 @@ struct Stream {
   uint64_t cur_ticks = 0;      // ticks of the converter's newest triple
   int64_t max_tick_delta = 0;  // |t - cur_ticks| that converts without overflow
   std::vector<uint64_t> ids;   // concatenated IdList ids of the current event
+  RecordView view;             // next(Event&): the record before it is copied
   uint32_t ext_wanted = kAllExts;  // of the next() call in progress
   uint64_t unknown_kinds = 0;
   uint64_t unknown_exts = 0;
@@ -135,9 +136,9 @@ struct TraceReader::Impl {
 
   // ---- event_stream.cpp
   void reset_stream();
-  // Out: Event (fields and extensions copied) or RecordView (pointers).
-  template <typename Out>
-  bool next(Out& out, uint32_t ext_wanted);
+  // Records are decoded into views; an Event is filled from the view.
+  bool next(RecordView& v, uint32_t ext_wanted);
+  bool next(Event& e, uint32_t ext_wanted);
   void add_triple(const format::ClockTriple& t);
   void update_tick_limit();
   void cache_segments();
@@ -149,17 +150,13 @@ struct TraceReader::Impl {
   }
   bool load_next_events_chunk();
   bool open_block();
-  template <typename Out>
-  int decode_record(Out& out);  // 1 event, 0 skipped, -1 error
+  int decode_record(RecordView& v);  // 1 event, 0 skipped, -1 error
   // The per-record work, inlined into decode_record (event_stream.cpp only);
   // the messages of malformed records are built out of line (cold).
-  template <typename Out>
-  [[gnu::always_inline]] inline bool read_ext(Out& e, bool known);
-  template <typename Out>
-  [[gnu::always_inline]] inline bool apply_ext(Out& e, const format::ExtHeader& h,
+  [[gnu::always_inline]] inline bool read_ext(RecordView& v, bool known);
+  [[gnu::always_inline]] inline bool apply_ext(RecordView& v, const format::ExtHeader& h,
                                                const uint8_t* p, uint64_t off);
-  template <typename Out>
-  [[gnu::always_inline]] inline void fill_times(Out& e, const RecordHead& c);
+  [[gnu::always_inline]] inline void fill_times(RecordView& v, const RecordHead& c);
   [[gnu::always_inline]] inline int64_t ticks_to_ns(uint64_t ticks);
   [[gnu::cold, gnu::noinline]] bool fail_ext_size(uint64_t off, uint16_t bytes, bool past_block);
   [[gnu::cold, gnu::noinline]] bool fail_id_list(uint64_t off, uint32_t ids, uint64_t fit);
