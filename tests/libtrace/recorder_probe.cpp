@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,15 +36,26 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 
 stallscope::NameId name(const char* s) { return stallscope::intern(s); }
 
-void spans(stallscope::NameId n, long count) {
-  for (long i = 0; i < count; ++i) stallscope::Span span(Kind::kPreprocess, n, uint64_t(i));
+void spans(stallscope::NameId n, long count, long first = 0) {
+  for (long i = first; i < first + count; ++i) stallscope::Span span(Kind::kPreprocess, n, uint64_t(i));
 }
 
-// T threads x N spans each; every thread reports how many it issued.
+// T threads x N spans each; every thread reports how many it issued. Every
+// thread records its first span (and so registers with the recorder) before
+// any goes on: all T are alive at once, whatever the scheduling, so a buffer
+// budget too small for T threads leaves some without one.
 int mode_threads(int threads, long per_thread) {
   const auto n = name("work");
   std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t) ts.emplace_back([&] { spans(n, per_thread); });
+  std::barrier registered(threads);
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      const long first = per_thread > 0 ? 1 : 0;
+      spans(n, first);
+      registered.arrive_and_wait();
+      spans(n, per_thread - first, first);
+    });
+  }
   for (auto& t : ts) t.join();
   say("issued", static_cast<unsigned long long>(threads) * per_thread);
   return 0;
