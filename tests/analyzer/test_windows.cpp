@@ -100,6 +100,45 @@ BOOST_AUTO_TEST_CASE(sample_index_keeps_every_live_item_across_generations) {
   BOOST_TEST(ix.size() <= kWindow + 1000);
 }
 
+// Links added out of item order (a group's later samples are indexed when
+// its batch arrives): eviction drops exactly the prefix of links below the
+// base, as a FIFO does, whether or not such links are still in the ring.
+BOOST_AUTO_TEST_CASE(sample_index_evicts_a_fifo_prefix_with_links_out_of_item_order) {
+  SampleIndex ix;
+  struct L {
+    uint64_t sample, item;
+  };
+  std::vector<L> fifo;  // the links, in the order added
+  std::mt19937_64 rng(11);
+  uint64_t next_item = 1, base = 0;
+  for (int round = 0; round < 400; ++round) {
+    for (int k = 0; k < 30; ++k) {
+      const uint64_t sample = 1 + rng() % 64;
+      uint64_t item = next_item++;
+      if (round % 7 < 3 && rng() % 8 == 0) item -= std::min<uint64_t>(item - 1, 1 + rng() % 2000);
+      ix.add(sample, item);
+      fifo.push_back({sample, item});
+    }
+    if (round % 3 == 2) {
+      base = std::max<uint64_t>(base, next_item > 150 ? next_item - 150 : 0);
+      ix.evict(base);
+      size_t gone = 0;
+      while (gone < fifo.size() && fifo[gone].item < base) ++gone;
+      fifo.erase(fifo.begin(), fifo.begin() + long(gone));
+      BOOST_TEST_REQUIRE(ix.size() == fifo.size(), "round " << round);
+      for (uint64_t s = 1; s <= 64; ++s) {
+        std::vector<uint64_t> expect;
+        for (auto it = fifo.rbegin(); it != fifo.rend(); ++it) {
+          if (it->sample != s) continue;
+          if (it->item < base) break;
+          expect.push_back(it->item);
+        }
+        BOOST_TEST_REQUIRE(items_of(ix, s, base) == expect, "sample " << s << " round " << round);
+      }
+    }
+  }
+}
+
 // LaneChannel against a plain list: intervals from several tracks, mostly in
 // end order per track with some out of order (asynchronous reads), taken
 // over random spans and dropped as the window slides.
