@@ -8,9 +8,21 @@ namespace stallscope::analyzer {
 
 namespace {
 
+// The sets of one attribution, kept per thread: refilled for each step, so
+// no allocation per step once their capacity has grown.
+struct Scratch {
+  Ivs whole, busy, t1, t2, comm_exposed, straggler, h2d, other, idle, stall, host;
+  Ivs windows, after, rest, launch, rest2;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
 // Intervals from each sync return until the next device work starts.
-Ivs after_sync_windows(const StepInputs& in, const Ivs& busy) {
-  Ivs out;
+void after_sync_windows(const StepInputs& in, const Ivs& busy, Ivs& out) {
+  out.clear();
   for (int64_t r : in.sync_returns) {
     if (r < in.start || r >= in.end) continue;
     auto it = std::lower_bound(busy.begin(), busy.end(), r,
@@ -20,7 +32,6 @@ Ivs after_sync_windows(const StepInputs& in, const Ivs& busy) {
     out.push_back({r, it == busy.end() ? in.end : it->a});
   }
   normalize(out);
-  return out;
 }
 
 // On-CPU ns within `set`, clamped to its length; all of it when unknown.
@@ -49,8 +60,10 @@ void split_data(const StepInputs& in, const Ivs& stall, StepParts& out) {
 }
 
 void split_host(const StepInputs& in, const Ivs& host, const Ivs& busy, StepParts& out) {
-  Ivs after, rest, launch, rest2;
-  intersect(host, after_sync_windows(in, busy), after);
+  Scratch& s = scratch();
+  Ivs &after = s.after, &rest = s.rest, &launch = s.launch, &rest2 = s.rest2;
+  after_sync_windows(in, busy, s.windows);
+  intersect(host, s.windows, after);
   subtract(host, after, rest);
   intersect(rest, in.api_calls, launch);
   subtract(rest, launch, rest2);
@@ -64,8 +77,9 @@ void split_host(const StepInputs& in, const Ivs& host, const Ivs& busy, StepPart
 // No device activity recorded: the trainer's own on-CPU time is the compute.
 StepParts attribute_cpu_only(const StepInputs& in) {
   StepParts out;
-  const Ivs whole{{in.start, in.end}};
-  Ivs stall, busy_host, launch, rest;
+  Scratch& s = scratch();
+  Ivs &whole = s.whole, &stall = s.stall, &busy_host = s.busy, &launch = s.launch, &rest = s.rest;
+  whole.assign(1, {in.start, in.end});
   intersect(whole, in.data_waits, stall);
   subtract(whole, stall, busy_host);
   intersect(busy_host, in.api_calls, launch);
@@ -83,8 +97,11 @@ StepParts attribute_cpu_only(const StepInputs& in) {
 StepParts attribute_step(const StepInputs& in) {
   if (!in.device_activity) return attribute_cpu_only(in);
   StepParts out;
-  const Ivs whole{{in.start, in.end}};
-  Ivs busy, t1, t2, comm_exposed, straggler, h2d, other, idle, stall, host;
+  Scratch& s = scratch();
+  Ivs &whole = s.whole, &busy = s.busy, &t1 = s.t1, &t2 = s.t2, &comm_exposed = s.comm_exposed,
+      &straggler = s.straggler, &h2d = s.h2d, &other = s.other, &idle = s.idle, &stall = s.stall,
+      &host = s.host;
+  whole.assign(1, {in.start, in.end});
   // Priority: compute > communication > H2D > other device work.
   out.parts[idx(Part::kCompute)] = length(in.compute);
   subtract(in.comm, in.compute, comm_exposed);

@@ -1,6 +1,7 @@
 // The attribution core: one step's wall time split into exclusive parts
 // (DESIGN.md "How a step is attributed"), from interval sets already clipped
-// to the step. Pure: no I/O, no state; the parts always sum to end - start.
+// to the step. Pure: no I/O, and no state a result depends on (its working
+// sets are reused per thread); the parts always sum to end - start.
 #pragma once
 
 #include <functional>

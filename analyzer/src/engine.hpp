@@ -79,6 +79,8 @@ class RankEngine {
   // Producers' activity over a span of the step being finalized, taken
   // from reads_ and pre_ only when asked for (inferred split, timeline).
   Ivs prod_reads_, prod_pre_, prod_scratch_;
+  StepInputs step_in_;  // finalize(): refilled for each step
+  Ivs step_tmp_;
   std::vector<size_t> prod_cuts_;
   void take_producers(int64_t a, int64_t b);
   std::map<uint32_t, TrainerChans> chans_;  // by track; only the trainer's once decided

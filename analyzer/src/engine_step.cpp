@@ -10,10 +10,8 @@ namespace stallscope::analyzer {
 
 namespace {
 
-std::vector<int64_t> ends_of(const Ivs& v, int64_t step_end) {
-  std::vector<int64_t> out;
+void append_ends(const Ivs& v, int64_t step_end, std::vector<int64_t>& out) {
   for (const Iv& x : v) if (x.b < step_end) out.push_back(x.b);
-  return out;
 }
 
 }  // namespace
@@ -35,22 +33,27 @@ double RankEngine::producer_cpu(const Ivs& set) const {
 }
 
 void RankEngine::finalize(const StepCand& c) {
-  StepInputs in;
+  // The inputs' vectors are the previous step's, refilled: no allocation
+  // per step once their capacity has grown.
+  StepInputs& in = step_in_;
   in.start = c.start;
   in.end = c.end;
   compute_.take(c.start, c.end, in.compute);
   comm_.take(c.start, c.end, in.comm);
   h2d_.take(c.start, c.end, in.h2d);
   other_.take(c.start, c.end, in.other);
-  Ivs tmp;
+  in.straggler.clear();
+  in.data_waits.clear();
+  in.api_calls.clear();
+  in.sync_returns.clear();
+  Ivs& tmp = step_tmp_;
   d2h_.take(c.start, c.end, tmp);
-  in.sync_returns = ends_of(tmp, c.end);
+  append_ends(tmp, c.end, in.sync_returns);
   if (TrainerChans* tc = trainer_chans()) {
     tc->waits.take(c.start, c.end, in.data_waits);
     tc->api.take(c.start, c.end, in.api_calls);
     tc->sync.take(c.start, c.end, tmp);
-    const auto syncs = ends_of(tmp, c.end);
-    in.sync_returns.insert(in.sync_returns.end(), syncs.begin(), syncs.end());
+    append_ends(tmp, c.end, in.sync_returns);
     std::sort(in.sync_returns.begin(), in.sync_returns.end());
   }
   in.device_activity = device_seen_;

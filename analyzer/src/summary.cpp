@@ -12,6 +12,24 @@ double percentile_ms(std::vector<int64_t> ns, double q) {
   return static_cast<double>(ns[k]) / 1e6;
 }
 
+void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90) {
+  p50 = p90 = 0;
+  if (ns.empty()) return;
+  const auto [lo, hi] = std::minmax_element(ns.begin(), ns.end());
+  if (*lo == *hi) {  // a part that is the same in every step (often none at all)
+    p50 = p90 = static_cast<double>(*lo) / 1e6;
+    return;
+  }
+  const double last = static_cast<double>(ns.size() - 1);
+  const auto k50 = static_cast<size_t>(std::llround(0.5 * last));
+  const auto k90 = static_cast<size_t>(std::llround(0.9 * last));
+  std::nth_element(ns.begin(), ns.begin() + static_cast<long>(k50), ns.end());
+  p50 = static_cast<double>(ns[k50]) / 1e6;
+  // Everything after k50 is at least ns[k50]: the 90th is among them.
+  std::nth_element(ns.begin() + static_cast<long>(k50), ns.begin() + static_cast<long>(k90), ns.end());
+  p90 = static_cast<double>(ns[k90]) / 1e6;
+}
+
 size_t warmup_count(const std::vector<StepResult>& steps, size_t max_steps) {
   if (steps.size() < 4) return 0;
   std::vector<int64_t> walls;
@@ -39,12 +57,10 @@ void summarize_steps(RankReport& r, const AnalyzeOptions& opt) {
     }
   }
   r.steady_steps = walls.size();
-  r.step_p50_ms = percentile_ms(walls, 0.5);
-  r.step_p90_ms = percentile_ms(walls, 0.9);
+  p50_p90_ms(walls, r.step_p50_ms, r.step_p90_ms);
   for (size_t p = 0; p < kPartCount; ++p) {
     r.parts[p].share = total > 0 ? static_cast<double>(r.parts[p].total_ns) / static_cast<double>(total) : 0;
-    r.parts[p].p50_ms = percentile_ms(parts[p], 0.5);
-    r.parts[p].p90_ms = percentile_ms(parts[p], 0.9);
+    p50_p90_ms(parts[p], r.parts[p].p50_ms, r.parts[p].p90_ms);
   }
   // Outliers: steady steps at least outlier_factor × the median, longest first.
   std::vector<size_t> out;

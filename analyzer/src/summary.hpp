@@ -13,6 +13,9 @@ namespace stallscope::analyzer {
 // 4 or more, never more than max_steps or a quarter of the steps).
 size_t warmup_count(const std::vector<StepResult>& steps, size_t max_steps);
 double percentile_ms(std::vector<int64_t> ns, double q);
+// The median and the 90th percentile of `ns` (reordered in place), in ms:
+// the same values as percentile_ms(ns, 0.5) and percentile_ms(ns, 0.9).
+void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90);
 // Fills warmup/steady counts, step and part percentiles, outliers.
 void summarize_steps(RankReport& r, const AnalyzeOptions& opt);
 

@@ -27,8 +27,7 @@ void resummarize_parts(RankReport& r) {
   for (size_t p = 0; p < kPartCount; ++p) {
     r.parts[p].share =
         total > 0 ? static_cast<double>(r.parts[p].total_ns) / static_cast<double>(total) : 0;
-    r.parts[p].p50_ms = percentile_ms(parts[p], 0.5);
-    r.parts[p].p90_ms = percentile_ms(parts[p], 0.9);
+    p50_p90_ms(parts[p], r.parts[p].p50_ms, r.parts[p].p90_ms);
   }
 }
 

@@ -40,7 +40,17 @@ std::unordered_map<uint64_t, PartNs> step_medians(const std::vector<RankReport>&
     PartNs m{};
     for (size_t p = 0; p < kPartCount; ++p) {
       v.clear();
-      for (size_t k = i; k < j; ++k) v.push_back((*all[k].second)[p]);
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (size_t k = i; k < j; ++k) {
+        const int64_t x = (*all[k].second)[p];
+        v.push_back(x);
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+      if (lo == hi) {  // a part every rank has the same of (often none at all)
+        m[p] = lo;
+        continue;
+      }
       std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
       m[p] = v[v.size() / 2];
     }
