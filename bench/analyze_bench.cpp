@@ -12,8 +12,9 @@
 // Each measured run is its own child process, so its peak RSS (wait4) is its
 // own. The runs on the large trace are repeated (--repeat) and the one that
 // took the least CPU is kept, for every figure alike: on a shared machine the
-// others measure the neighbours too (every run's CPU time is printed). Memory: the analysis at --steps and at --small-steps steps tells whether memory
-// grows with the number of steps. With --cli (default: <build>/bin/stallscope
+// others measure the neighbours too (every run's CPU time is printed).
+// Memory: the analysis at --steps and at --small-steps steps tells whether
+// memory grows with the number of steps. With --cli (default: <build>/bin/stallscope
 // when it exists) the timed run is `stallscope report --json FILE`, else the
 // same work in-process (analyze_paths + write_json). Traces are written in
 // format v1 directly (not through the recorder, to keep generation fast) to
@@ -285,7 +286,8 @@ Config parse(int argc, char** argv) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--steps") c.steps = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "--small-steps") c.small_steps = std::strtoull(v.c_str(), nullptr, 10);
-    else if (k == "--repeat") c.repeat = std::max<uint64_t>(1, std::strtoull(v.c_str(), nullptr, 10));
+    else if (k == "--repeat")
+      c.repeat = std::max<uint64_t>(1, std::strtoull(v.c_str(), nullptr, 10));
     else if (k == "--cli") c.cli = v == "none" ? "" : v;
     else std::fprintf(stderr, "analyze_bench: unknown flag %s (ignored)\n", k.c_str());
   }
@@ -352,10 +354,13 @@ int main(int argc, char** argv) {
   std::printf("generated %llu events, %llu steps, %.0f MiB in %.1f s\n", static_cast<unsigned long long>(events),
               static_cast<unsigned long long>(c.steps), double(std::filesystem::file_size(big)) / (1 << 20),
               seconds_since(t0));
-  const Run bytes = best_of("read bytes", c.repeat, [&] { return run_child({c.self, "read", big}); });
-  const Run decode = best_of("reader decode", c.repeat, [&] { return run_child({c.self, "decode", big}); });
-  const Run decode_views = best_of("reader decode as the analyzer reads (views, its extensions)", c.repeat,
-                                   [&] { return run_child({c.self, "decode-views", big}); });
+  const Run bytes =
+      best_of("read bytes", c.repeat, [&] { return run_child({c.self, "read", big}); });
+  const Run decode =
+      best_of("reader decode", c.repeat, [&] { return run_child({c.self, "decode", big}); });
+  const Run decode_views =
+      best_of("reader decode as the analyzer reads (views, its extensions)", c.repeat,
+              [&] { return run_child({c.self, "decode-views", big}); });
   const Run an = best_of("analyze", c.repeat, [&] { return analyze(c, big); });
   std::remove(big.c_str());
   generate(small, c.small_steps);
@@ -366,9 +371,11 @@ int main(int argc, char** argv) {
                 an_small.ok);
     return 1;
   }
-  std::printf("least-CPU runs (of %llu): wall: read bytes %.3f s; reader decode %.3f s (%llu events); analyze %.3f s\n"
+  std::printf("least-CPU runs (of %llu): wall: read bytes %.3f s; reader decode %.3f s "
+              "(%llu events); analyze %.3f s\n"
               "CPU (user+sys, one core): read bytes %.3f s; reader decode %.3f s; analyze %.3f s\n"
-              "peak RSS %.1f MiB (%llu steps), %.1f MiB (%llu steps)\n", static_cast<unsigned long long>(c.repeat), bytes.child_s, decode.child_s,
+              "peak RSS %.1f MiB (%llu steps), %.1f MiB (%llu steps)\n",
+              static_cast<unsigned long long>(c.repeat), bytes.child_s, decode.child_s,
               static_cast<unsigned long long>(decode.count), an.child_s, bytes.cpu_s, decode.cpu_s, an.cpu_s,
               an.rss_mib,
               static_cast<unsigned long long>(c.steps), an_small.rss_mib,
@@ -379,7 +386,8 @@ int main(int argc, char** argv) {
   info("analyze_events_per_s_wall", double(events) / an.wall_s, "events/s");
   info("analyze_vs_read_bytes_wall", an.wall_s / bytes.wall_s, "x");
   info("reader_decode_events_per_s", double(decode.count) / decode.cpu_s, "events/s");
-  info("reader_decode_views_events_per_s", double(decode_views.count) / decode_views.cpu_s, "events/s");
+  info("reader_decode_views_events_per_s", double(decode_views.count) / decode_views.cpu_s,
+       "events/s");
   info("analyze_vs_reader_decode", an.cpu_s / decode.cpu_s, "x");
   info("peak_rss_large", an.rss_mib, "MiB");
   info("peak_rss_small", an_small.rss_mib, "MiB");

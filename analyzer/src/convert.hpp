@@ -66,7 +66,8 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
   v.ids_at = v.ids_n = 0;
   switch (v.kind) {
     case Kind::kStep:
-      if (e.has(Ext::kStep)) v.corr = e.ext_field<uint64_t>(Ext::kStep, offsetof(format::StepExt, index));
+      if (e.has(Ext::kStep))
+        v.corr = e.ext_field<uint64_t>(Ext::kStep, offsetof(format::StepExt, index));
       break;
     case Kind::kRange: case Kind::kCounter: {
       v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));
@@ -92,7 +93,9 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       v.sample_id = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, sample_id));
       v.batch_id = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, batch_id));
       v.count = e.ext_field<uint32_t>(Ext::kWork, offsetof(format::WorkExt, count));
-      v.worker = v.kind == Kind::kPreprocess ? e.ext_field<uint32_t>(Ext::kWork, offsetof(format::ExtHeader, aux)) : 0;
+      v.worker = v.kind == Kind::kPreprocess
+                     ? e.ext_field<uint32_t>(Ext::kWork, offsetof(format::ExtHeader, aux))
+                     : 0;
       break;
     case Kind::kH2D: case Kind::kD2H: case Kind::kD2D: case Kind::kMemset:
       if (!e.has(Ext::kCopy)) break;
@@ -104,7 +107,8 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       if (!e.has(Ext::kCollective)) break;
       v.bytes = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, bytes));
       // identity of the instance across ranks
-      v.sample_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, comm_id));
+      v.sample_id =
+          e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, comm_id));
       v.batch_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, seq));
       break;
     default: break;

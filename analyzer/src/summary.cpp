@@ -26,7 +26,8 @@ void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90) {
   std::nth_element(ns.begin(), ns.begin() + static_cast<long>(k50), ns.end());
   p50 = static_cast<double>(ns[k50]) / 1e6;
   // Everything after k50 is at least ns[k50]: the 90th is among them.
-  std::nth_element(ns.begin() + static_cast<long>(k50), ns.begin() + static_cast<long>(k90), ns.end());
+  std::nth_element(ns.begin() + static_cast<long>(k50), ns.begin() + static_cast<long>(k90),
+                   ns.end());
   p90 = static_cast<double>(ns[k90]) / 1e6;
 }
 

@@ -37,7 +37,8 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 stallscope::NameId name(const char* s) { return stallscope::intern(s); }
 
 void spans(stallscope::NameId n, long count, long first = 0) {
-  for (long i = first; i < first + count; ++i) stallscope::Span span(Kind::kPreprocess, n, uint64_t(i));
+  for (long i = first; i < first + count; ++i)
+    stallscope::Span span(Kind::kPreprocess, n, uint64_t(i));
 }
 
 // T threads x N spans each; every thread reports how many it issued. Every

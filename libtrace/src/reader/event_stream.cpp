@@ -119,7 +119,8 @@ inline void TraceReader::Impl::fill_times(RecordView& e, const RecordHead& c) {
     e.dur_ns = 0;
     if (!has_dur) return;
     const uint64_t last = c.ts + c.value;
-    if (c.value > static_cast<uint64_t>(stream.max_tick_delta) || last < c.ts || last >= g.to) break;
+    if (c.value > static_cast<uint64_t>(stream.max_tick_delta) || last < c.ts || last >= g.to)
+      break;
     int64_t d = 0;
     if (__builtin_sub_overflow(g.convert(last), start, &d)) d = INT64_MAX;
     e.dur_ns = std::clamp<int64_t>(d, 0, kMaxAbsNs);
