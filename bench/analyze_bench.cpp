@@ -191,24 +191,16 @@ int mode_read_bytes(const std::string& path) {
   return 0;
 }
 
-// `mask`: the extensions decoded (kAllExts, or the analyzer's set).
+// Record: reader::Event (copied out) or reader::RecordView (in place, as
+// the analyzer reads); `mask`: the extensions decoded (kAllExts, or the
+// analyzer's set).
+template <typename Record>
 int mode_decode(const std::string& path, uint32_t mask) {
   const auto t0 = Clock::now();
   stallscope::reader::TraceReader r(path);
-  stallscope::reader::Event e;
+  Record e;
   uint64_t n = 0;
   while (r.next(e, mask)) ++n;
-  std::printf("%.6f %llu\n", seconds_since(t0), static_cast<unsigned long long>(n));
-  return 0;
-}
-
-// As the analyzer reads: views of the records, its extensions only.
-int mode_decode_views(const std::string& path) {
-  const auto t0 = Clock::now();
-  stallscope::reader::TraceReader r(path);
-  stallscope::reader::RecordView v;
-  uint64_t n = 0;
-  while (r.next(v, kAnalyzerExts)) ++n;
   std::printf("%.6f %llu\n", seconds_since(t0), static_cast<unsigned long long>(n));
   return 0;
 }
@@ -336,9 +328,14 @@ bool result(const char* name, double v, const char* unit, const char* op, double
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "analyze") == 0) return mode_analyze(argv[2]);
-  if (argc == 3 && std::strcmp(argv[1], "decode") == 0) return mode_decode(argv[2], stallscope::reader::kAllExts);
-  if (argc == 3 && std::strcmp(argv[1], "decode-analyzer-exts") == 0) return mode_decode(argv[2], kAnalyzerExts);
-  if (argc == 3 && std::strcmp(argv[1], "decode-views") == 0) return mode_decode_views(argv[2]);
+  using stallscope::reader::Event;
+  using stallscope::reader::RecordView;
+  if (argc == 3 && std::strcmp(argv[1], "decode") == 0)
+    return mode_decode<Event>(argv[2], stallscope::reader::kAllExts);
+  if (argc == 3 && std::strcmp(argv[1], "decode-analyzer-exts") == 0)
+    return mode_decode<Event>(argv[2], kAnalyzerExts);
+  if (argc == 3 && std::strcmp(argv[1], "decode-views") == 0)
+    return mode_decode<RecordView>(argv[2], kAnalyzerExts);
   if (argc == 3 && std::strcmp(argv[1], "json") == 0) return mode_json(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "read") == 0) return mode_read_bytes(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "gen") == 0) {  // for profiling: keeps the file
