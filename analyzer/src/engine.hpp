@@ -81,6 +81,12 @@ class RankEngine {
   Ivs prod_reads_, prod_pre_, prod_scratch_;
   StepInputs step_in_;  // finalize(): refilled for each step
   Ivs step_tmp_;
+  struct SplitSets {  // split_stall() and what it calls: refilled for each stall
+    Ivs rest, piece, tmp, wait;                // split_stall
+    std::vector<ChainSeg> chain;               // split_by_lineage
+    Ivs storage, pre, pre_only, x;
+    Ivs inf_x, inf_rest, inf_rest2;            // split_inferred
+  } split_;
   std::vector<size_t> prod_cuts_;
   void take_producers(int64_t a, int64_t b);
   std::map<uint32_t, TrainerChans> chans_;  // by track; only the trainer's once decided

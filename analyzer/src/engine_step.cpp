@@ -102,7 +102,8 @@ DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
   stats_.stall_idle_integral += stats_.idle.integrate(stall);
   stats_.stall_idle_covered += stats_.idle.covered(stall);
   DataSplit total;
-  Ivs rest = stall, piece, tmp;
+  Ivs &rest = split_.rest, &piece = split_.piece, &tmp = split_.tmp, &wait = split_.wait;
+  rest.assign(stall.begin(), stall.end());
   if (TrainerChans* tc = trainer_chans()) {
     auto it = tc->recs.begin();
     if (tc->recs_by_end)
@@ -112,7 +113,8 @@ DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
       // In end order, no later wait starts before e once b - max_wait >= e.
       if (tc->recs_by_end && (rest.empty() || w.b - tc->max_wait >= e)) break;
       if (w.b <= s || w.a >= e || rest.empty()) continue;
-      intersect(rest, Ivs{{w.a, w.b}}, piece);
+      wait.assign(1, {w.a, w.b});
+      intersect(rest, wait, piece);
       if (piece.empty()) continue;
       bool ok = false;
       const DataSplit d = split_by_lineage(piece, w, &ok);
@@ -138,16 +140,18 @@ DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
 DataSplit RankEngine::split_by_lineage(const Ivs& piece, const WaitRec& w, bool* ok) {
   const Batch* b = lineage_.batch_for(w.batch, w.a, w.b);
   if (b == nullptr) return {};
-  const auto chain = lineage_.walk(*b, w.a);
+  auto& chain = split_.chain;
+  lineage_.walk(*b, w.a, chain);
   if (chain.empty()) return {};
   *ok = true;
-  Ivs storage, pre, pre_only;
+  Ivs &storage = split_.storage, &pre = split_.pre, &pre_only = split_.pre_only, &x = split_.x;
+  storage.clear();
+  pre.clear();
   for (const ChainSeg& seg : chain) (seg.storage ? storage : pre).push_back({seg.a, seg.b});
   pre.push_back({b->ready, INT64_MAX});  // after the batch was ready: hand-over
   normalize(storage);
   normalize(pre);
   subtract(pre, storage, pre_only);
-  Ivs x;
   DataSplit d;
   intersect(piece, storage, x);
   d.storage = length(x);
@@ -175,7 +179,8 @@ DataSplit RankEngine::split_inferred(const Ivs& piece) {
   // Only the producers' work within the stall matters (a fraction of the step).
   take_producers(piece.front().a, piece.back().b);
   DataSplit d;
-  Ivs x, rest, rest2;
+  // (`piece` may be split_.rest: these are the inferred split's own.)
+  Ivs &x = split_.inf_x, &rest = split_.inf_rest, &rest2 = split_.inf_rest2;
   intersect(piece, prod_reads_, x);
   d.storage = length(x);
   subtract(piece, prod_reads_, rest);

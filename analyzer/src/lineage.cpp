@@ -239,11 +239,11 @@ Lineage::Id Lineage::collate_pred(const Batch& b) const {
   return best;
 }
 
-std::vector<ChainSeg> Lineage::walk(const Batch& b, int64_t stop) const {
-  std::vector<ChainSeg> out;
+void Lineage::walk(const Batch& b, int64_t stop, std::vector<ChainSeg>& out) const {
+  out.clear();
   for (const Lane& l : lanes_) l.hint = SIZE_MAX;  // lane_prev: no earlier answer
   Id node = collate_pred(b);
-  if (node == kNone) return out;
+  if (node == kNone) return;
   out.push_back({at(node).end, b.ready, false});  // collate and hand-over
   for (size_t guard = 0; node != kNone && guard < 100000; ++guard) {
     const Item& it = at(node);
@@ -258,7 +258,6 @@ std::vector<ChainSeg> Lineage::walk(const Batch& b, int64_t stop) const {
     out.push_back({from, begin, it.read});
     node = pred;
   }
-  return out;
 }
 
 void Lineage::collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const {

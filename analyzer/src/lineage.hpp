@@ -86,8 +86,8 @@ class Lineage {
   // The batch that ended a data wait: by id when known, else the last one
   // ready within [wait_start, wait_end]. nullptr when none is known.
   const Batch* batch_for(uint64_t id, int64_t wait_start, int64_t wait_end) const;
-  // The chain from `b`'s ready time back to `stop`, latest piece first.
-  std::vector<ChainSeg> walk(const Batch& b, int64_t stop) const;
+  // The chain from `b`'s ready time back to `stop`, latest piece first (into `out`).
+  void walk(const Batch& b, int64_t stop, std::vector<ChainSeg>& out) const;
   // Appends the kept items' busy intervals overlapping [a, b), clipped:
   // reads (from submission, queue wait included) and preprocessing. The
   // output is one ascending run per thread, not normalized.
