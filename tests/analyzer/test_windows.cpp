@@ -217,6 +217,12 @@ BOOST_AUTO_TEST_CASE(lineage_lanes_hold_exactly_the_items_left_after_eviction) {
       while (gone < fifo.size() && fifo[gone].end < cut) ++gone;
       fifo.erase(fifo.begin(), fifo.begin() + long(gone));
       BOOST_TEST_REQUIRE(lin.items() == fifo.size());
+      // Every item left is still on its lane: the whole window, gathered.
+      Ivs all_reads, all_pre, want_all_reads, want_all_pre;
+      lin.collect_busy(INT64_MIN / 2, INT64_MAX / 2, all_reads, all_pre);
+      for (const M& m : fifo) (m.read ? want_all_reads : want_all_pre).push_back({m.a, m.b});
+      BOOST_TEST_REQUIRE(all_reads.size() == want_all_reads.size(), "round " << round);
+      BOOST_TEST_REQUIRE(all_pre.size() == want_all_pre.size(), "round " << round);
     }
     const int64_t a = std::max<int64_t>(0, last[1] - int64_t(rng() % 6000)), b = a + int64_t(rng() % 3000) + 1;
     Ivs reads, pre, want_reads, want_pre;
