@@ -114,6 +114,7 @@ RankEngine::CounterKind RankEngine::counter_kind(uint32_t name) {
       : n == "cgroup.nr_throttled" ? CounterKind::kThrottledPeriods
       : n == "cgroup.throttled_ns" ? CounterKind::kThrottledNs
       : n == "faults.major"        ? CounterKind::kMajorFaults
+      : n == "sampler.period_ms"   ? CounterKind::kSamplePeriod
                                    : CounterKind::kOther;
   return k;
 }
@@ -122,10 +123,10 @@ void RankEngine::on_counter(const Ev& e) {
   const uint32_t proc = trace_.tracks[e.track].proc;
   switch (counter_kind(e.name)) {
     case CounterKind::kThreadNs:
-      thread_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, opt_.sample_period_ns);
+      thread_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, period_of(proc));
       break;
     case CounterKind::kChildNs:
-      child_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, opt_.sample_period_ns);
+      child_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, period_of(proc));
       stats_.child_cpu[{proc, e.corr}].add(e.value, e.start);
       break;
     case CounterKind::kProcessNs: stats_.process_cpu[proc].add(e.value, e.start); break;
@@ -136,6 +137,12 @@ void RankEngine::on_counter(const Ev& e) {
     case CounterKind::kThrottledPeriods: stats_.throttled_periods[proc].add(e.value, e.start); break;
     case CounterKind::kThrottledNs: stats_.throttled_ns[proc].add(e.value, e.start); break;
     case CounterKind::kMajorFaults: stats_.major_faults[{proc, e.corr}].add(e.value, e.start); break;
+    case CounterKind::kSamplePeriod:
+      if (e.value >= 1 && e.value <= 60000) {
+        if (proc_period_ns_.size() <= proc) proc_period_ns_.resize(proc + 1, 0);
+        proc_period_ns_[proc] = static_cast<int64_t>(e.value * 1e6);
+      }
+      break;
     default: break;
   }
 }

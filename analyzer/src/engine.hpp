@@ -51,7 +51,8 @@ class RankEngine {
     int64_t max_wait = 0;
   };
   enum class CounterKind : int8_t { kUnknown, kOther, kThreadNs, kChildNs, kProcessNs, kIdle,
-                                    kThrottledPeriods, kThrottledNs, kMajorFaults };
+                                    kThrottledPeriods, kThrottledNs, kMajorFaults,
+                                    kSamplePeriod };
 
   void route_device(const Ev& e);
   void route_trainer(const Ev& e);
@@ -66,6 +67,7 @@ class RankEngine {
   DataSplit split_inferred(const Ivs& piece);
   int64_t trainer_cpu(const Ivs& set) const;
   double producer_cpu(const Ivs& set) const;
+  bool read_as_child(uint32_t proc) const;
   TrainerChans* trainer_chans();
   void add_warnings(RankReport& r) const;
   void snapshot(const StepInputs& in, const StepResult& r);
@@ -91,6 +93,13 @@ class RankEngine {
   void take_producers(int64_t a, int64_t b);
   std::map<uint32_t, TrainerChans> chans_;  // by track; only the trainer's once decided
   std::map<std::pair<uint32_t, uint64_t>, RateSeries> thread_cpu_, child_cpu_;
+  // Sampler period of each process (by proc index; 0: opt_.sample_period_ns),
+  // from its sampler.period_ms counter: forked workers sample more slowly.
+  std::vector<int64_t> proc_period_ns_;
+  int64_t period_of(uint32_t proc) const {
+    return proc < proc_period_ns_.size() && proc_period_ns_[proc] > 0 ? proc_period_ns_[proc]
+                                                                      : opt_.sample_period_ns;
+  }
   std::vector<CounterKind> counter_kinds_;
   Lineage lineage_;
   CollectiveLog collectives_;  // for the cross-rank pass

@@ -22,13 +22,37 @@ int64_t RankEngine::trainer_cpu(const Ivs& set) const {
   return std::llround(it->second.integrate(set));
 }
 
+// True when the parent process of `proc` is in this rank's trace and its
+// sampler read `proc`'s CPU time as a child's.
+bool RankEngine::read_as_child(uint32_t proc) const {
+  if (proc >= trace_.procs.size()) return false;
+  const ProcessDesc& p = trace_.procs[proc];
+  for (uint32_t q = 0; q < trace_.procs.size(); ++q) {
+    if (q != proc && trace_.procs[q].pid == p.ppid && trace_.procs[q].host == p.host &&
+        child_cpu_.count({q, p.pid}) != 0)
+      return true;
+  }
+  return false;
+}
+
 double RankEngine::producer_cpu(const Ivs& set) const {
+  // A forked worker's CPU time is read twice: by its own sampler, thread by
+  // thread, and by its parent's, as a child. Counted once: from the parent
+  // (every tick; a worker's own sampler runs slower), except for the
+  // trainer's process, whose threads are told apart.
+  const bool trainer_is_child = read_as_child(trainer_proc_);
   double sum = 0;
   for (const auto& [key, s] : thread_cpu_) {
-    if (key.first == trainer_proc_ && key.second == trainer_tid_) continue;
+    if (key.first == trainer_proc_ ? key.second == trainer_tid_ : read_as_child(key.first))
+      continue;
     sum += s.integrate(set);
   }
-  for (const auto& [key, s] : child_cpu_) sum += s.integrate(set);
+  for (const auto& [key, s] : child_cpu_) {
+    if (trainer_is_child && key.second == trace_.procs[trainer_proc_].pid &&
+        trace_.procs[key.first].pid == trace_.procs[trainer_proc_].ppid)
+      continue;
+    sum += s.integrate(set);
+  }
   return sum;
 }
 

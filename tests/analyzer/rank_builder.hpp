@@ -85,9 +85,21 @@ class RankBuilder {
     t.events.back().name = t.name_id(name);
     return *this;
   }
-  // A sampler counter (cumulative cpu.thread_ns for tid, cpu.idle, …) at time `at`.
-  RankBuilder& counter(const std::string& name, double at, double value, uint64_t subject = 0) {
-    Ev e = Ev::span(Kind::kCounter, process, ms(at), ms(at));
+  // Another process of the rank (a forked data worker); returns its
+  // process track (for counter(…, track)).
+  uint32_t proc(uint32_t pid, uint32_t ppid) {
+    t.procs.push_back({});
+    t.procs.back().pid = pid;
+    t.procs.back().ppid = ppid;
+    const auto p = static_cast<uint32_t>(t.procs.size() - 1);
+    t.tracks.push_back({p, format::TrackType::kProcess, pid, 0, "stallscope"});
+    return static_cast<uint32_t>(t.tracks.size() - 1);
+  }
+  // A sampler counter (cumulative cpu.thread_ns for tid, cpu.idle, …) at
+  // time `at`, on the trainer's process track or on `track`.
+  RankBuilder& counter(const std::string& name, double at, double value, uint64_t subject = 0,
+                       uint32_t track = ~0u) {
+    Ev e = Ev::span(Kind::kCounter, track == ~0u ? process : track, ms(at), ms(at));
     e.phase = format::kInstant;
     e.name = t.name_id(name);
     e.value = value;

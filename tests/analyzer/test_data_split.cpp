@@ -125,4 +125,42 @@ BOOST_AUTO_TEST_CASE(inferred_split_uses_producer_cpu_samples) {
   BOOST_TEST(part_ms(r, 0, Part::kDataUnknown) == 20.0);
 }
 
+// A forked worker (pid 200) is read twice: by its own sampler (thread 201)
+// and by its parent's, as a child. Its CPU time counts once.
+BOOST_AUTO_TEST_CASE(inferred_split_counts_a_forked_workers_cpu_once) {
+  for (const bool parent_reads_it : {true, false}) {
+    BOOST_TEST_CONTEXT("parent reads the worker: " << parent_reads_it) {
+      RankBuilder b;
+      b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
+      const uint32_t w = b.proc(200, 100);
+      for (int t = 10; t <= 40; t += 10) {
+        b.counter("cpu.thread_ns", t, (t - 10) * 1e6, 201, w);
+        if (parent_reads_it) b.counter("cpu.child_ns", t, (t - 10) * 1e6, 200);
+      }
+      const auto r = b.analyze();
+      BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 30.0);
+      BOOST_TEST(part_ms(r, 0, Part::kDataUnknown) == 20.0);
+    }
+  }
+}
+
+// A worker's sampler runs at 100 ms (sampler.period_ms): each increase of
+// its cumulative counters is spread over 100 ms, not the rank's 10 ms.
+BOOST_AUTO_TEST_CASE(cumulative_counters_follow_each_processs_sampler_period) {
+  for (const bool announced : {true, false}) {
+    BOOST_TEST_CONTEXT("period announced: " << announced) {
+      RankBuilder b;
+      b.step(0, 0, 300).wait(0, 150).kernel(150, 300);
+      const uint32_t w = b.proc(200, 1);
+      if (announced) b.counter("sampler.period_ms", 0, 100, 0, w);
+      // Thread 201 on CPU half the time: 50 ms in each 100 ms.
+      for (int t = 0; t <= 200; t += 100) b.counter("cpu.thread_ns", t, t * 0.5e6, 201, w);
+      const auto r = b.analyze();
+      // Announced: [0, 150) holds 50 + 25 ms of its CPU. Not announced,
+      // each 50 ms lands in the last 10 ms before its sample: 50 ms.
+      BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == (announced ? 75.0 : 50.0));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

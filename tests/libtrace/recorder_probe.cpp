@@ -216,6 +216,25 @@ int mode_fork(long count) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
 }
 
+// A forked worker that idles `idle_ms`, records one step, idles again.
+int mode_fork_worker(long idle_ms) {
+  spans(name("parent"), 10);
+  pid_t child = fork();
+  if (child == 0) {
+    spans(name("child"), 10);
+    sleep_ms(static_cast<int>(idle_ms));
+    stallscope_step_begin(0);
+    stallscope_step_end(0);
+    stallscope_flush();
+    sleep_ms(static_cast<int>(idle_ms));
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  say("child", static_cast<unsigned long long>(child));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
+}
+
 std::atomic<int> g_hook_calls{0};
 
 // A capture hook records one span per call: "off" must still be recorded
@@ -311,6 +330,7 @@ int main(int argc, char** argv) {
   if (mode == "underscore-exit") return mode_underscore_exit(arg(2, 1000));
   if (mode == "close-all") return mode_close_all(argv[2], arg(3, 1000));
   if (mode == "fork") return mode_fork(arg(2, 1000));
+  if (mode == "fork-worker") return mode_fork_worker(arg(2, 400));
   if (mode == "control") return mode_control(argv[2], arg(3, 100));
   if (mode == "all-kinds") return mode_all_kinds();
   return 2;

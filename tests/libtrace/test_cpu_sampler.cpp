@@ -348,6 +348,40 @@ BOOST_AUTO_TEST_CASE(steady_state_ticks_do_not_allocate,
   BOOST_TEST(g_allocs.load() == 0);
 }
 
+// set_period_ms: the running thread takes a sample at once and then keeps
+// the new period; sampler.period_ms marks each period, and the automatic
+// fault and /proc/stat cadences follow it.
+BOOST_AUTO_TEST_CASE(set_period_takes_effect_at_once) {
+  Collect c;
+  SamplerOptions o;
+  o.sink = c.sink();
+  o.period_ms = 2000;
+  CpuSampler s(std::move(o));
+  s.start();
+  std::this_thread::sleep_for(100ms);  // the first tick only
+  BOOST_TEST(s.stats().samples == 1u);
+  s.set_period_ms(2000);  // unchanged: no extra tick
+  std::this_thread::sleep_for(50ms);
+  BOOST_TEST(s.stats().samples == 1u);
+  s.set_period_ms(10);
+  BOOST_TEST(s.period_ms() == 10);
+  std::this_thread::sleep_for(300ms);
+  s.stop();
+  const uint64_t n = s.stats().samples;
+  BOOST_TEST_MESSAGE("samples " << n);
+  BOOST_TEST(n >= 10u);  // ~30 at 10 ms; a loaded machine delays ticks
+  BOOST_TEST(n <= 40u);
+  BOOST_TEST(c.values("sampler.period_ms") == (std::vector<double>{2000, 10}));
+  // /proc/stat: read at the first tick of each period, then every 5th at 10 ms.
+  const size_t idle_reads = c.values("cpu.idle").size();
+  BOOST_TEST(idle_reads <= (n - 1) / 5 + 1);
+  CpuSampler clamped(SamplerOptions{});
+  clamped.set_period_ms(0);
+  BOOST_TEST(clamped.period_ms() == 1);
+  clamped.set_period_ms(1 << 30);
+  BOOST_TEST(clamped.period_ms() == 60000);
+}
+
 BOOST_AUTO_TEST_CASE(stop_returns_within_one_period) {
   for (const int period_ms : {10, 2000}) {
     SamplerOptions o;

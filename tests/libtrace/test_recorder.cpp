@@ -358,6 +358,78 @@ BOOST_AUTO_TEST_CASE(fork_child_writes_its_own_file_that_names_its_parent) {
   }
 }
 
+// The sampler's periods in force in a file (sampler.period_ms), with the
+// time each began, and the number of cpu.process_ns samples after each.
+struct Periods {
+  std::vector<std::pair<int64_t, double>> set;  // (ts, ms)
+  std::vector<size_t> samples;                 // cpu.process_ns samples under each
+  std::vector<size_t> idle;                    // cpu.idle samples under each
+  int64_t step_ns = -1;
+};
+
+Periods periods(const std::string& file) {
+  Periods p;
+  reader::TraceReader r(file);
+  reader::Event e;
+  while (r.next(e)) {
+    if (e.kind == uint8_t(Kind::kStep) && p.step_ns < 0) p.step_ns = e.ts_ns;
+    if (e.kind != uint8_t(Kind::kCounter)) continue;
+    const std::string_view n = r.string(e.name_id);
+    if (n == "sampler.period_ms") {
+      p.set.emplace_back(e.ts_ns, e.number());
+      p.samples.push_back(0);
+      p.idle.push_back(0);
+    } else if (n == "cpu.process_ns" && !p.samples.empty()) {
+      ++p.samples.back();
+    } else if (n == "cpu.idle" && !p.idle.empty()) {
+      ++p.idle.back();
+    }
+  }
+  return p;
+}
+
+BOOST_AUTO_TEST_CASE(a_forked_worker_samples_slowly_until_it_records_a_step) {
+  for (const bool slow : {true, false}) {
+    BOOST_TEST_CONTEXT("worker period " << (slow ? "default" : "0 (as the parent)")) {
+      TempDir d;
+      auto env = env_for(d);
+      if (!slow) env["STALLSCOPE_WORKER_SAMPLE_MS"] = "0";
+      auto r = run_probe({"fork-worker", "400"}, env);
+      BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+      auto files = trace_files(d.path());
+      BOOST_REQUIRE_EQUAL(files.size(), 2u);
+      for (const auto& f : files) {
+        const Periods p = periods(f);
+        BOOST_REQUIRE(!p.set.empty());
+        if (load(f).header.pid != uint32_t(r.value("child"))) {
+          BOOST_TEST(p.set.size() == 1u);  // the parent: 10 ms throughout
+          BOOST_TEST(p.set[0].second == 10.0);
+          BOOST_TEST(p.idle[0] >= 1u);
+          continue;
+        }
+        if (!slow) {
+          BOOST_TEST(p.set.size() == 1u);
+          BOOST_TEST(p.set[0].second == 10.0);
+          BOOST_TEST(p.samples[0] >= 20u);  // 800 ms at 10 ms
+          continue;
+        }
+        BOOST_REQUIRE(p.set.size() == 2u);
+        BOOST_TEST(p.set[0].second == 100.0);
+        BOOST_TEST(p.set[1].second == 10.0);
+        BOOST_REQUIRE(p.step_ns > 0);
+        BOOST_TEST(p.set[1].first > p.step_ns);
+        // 400 ms at 100 ms, then 400 ms at 10 ms (loose: a loaded machine
+        // delays ticks, never adds them).
+        BOOST_TEST(p.samples[0] <= 7u);
+        BOOST_TEST(p.samples[1] >= 12u);
+        // Idle CPUs are the parent's to report until the worker runs steps.
+        BOOST_TEST(p.idle[0] == 0u);
+        BOOST_TEST(p.idle[1] >= 1u);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(control_file_switches_capture_and_marks_the_window_end) {
   TempDir d;
   auto r = run_probe({"control", d / "control", "500"}, env_for(d));

@@ -78,13 +78,23 @@ void init_profiler(Comm* c) {
 
 }  // namespace
 
+// A destroyed communicator's address is the next one handed out, as a
+// real allocator often does: the shim must not take the new communicator
+// for the old one. (Kept here rather than left to malloc, whose reuse
+// depends on what other threads allocate and free.)
+static Comm* g_freed = nullptr;
+
 FAKE_EXPORT int ncclCommInitRank(Comm** comm, int nranks, ncclUniqueId, int rank) {
-  *comm = new Comm{nranks, rank, nullptr};
+  Comm* c = g_freed != nullptr ? g_freed : new Comm;
+  g_freed = nullptr;
+  *c = Comm{nranks, rank, nullptr};
+  *comm = c;
   init_profiler(*comm);
   return kSuccess;
 }
 FAKE_EXPORT int ncclCommDestroy(Comm* comm) {
-  delete comm;
+  delete g_freed;
+  g_freed = comm;
   return kSuccess;
 }
 FAKE_EXPORT int ncclCommAbort(Comm* comm) { return ncclCommDestroy(comm); }

@@ -62,7 +62,7 @@ int main() {
   const int err = errno;
   ok += ncclCommDestroy(b);
   ok += ncclCommDestroy(a);  // last freed: first reused
-  // A new communicator, usually at A's old address (malloc reuses it).
+  // A new communicator at A's old address (the fake reuses the last freed).
   ncclComm* c = nullptr;
   ok += ncclCommInitRank(&c, 8, id, 5);
   const int reused = c == a ? 1 : 0;

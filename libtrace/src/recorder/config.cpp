@@ -66,6 +66,7 @@ RecorderConfig load_config(const sys::EnvLookup& env) {
     cfg.disk_mode = c == 1 ? DiskMode::kRing : DiskMode::kStop;
   if (r.integer("STALLSCOPE_FLUSH_MS", 1, 60000, x)) cfg.flush_ms = int(x);
   if (r.integer("STALLSCOPE_SAMPLE_MS", 0, 60000, x)) cfg.sample_ms = int(x);
+  if (r.integer("STALLSCOPE_WORKER_SAMPLE_MS", 0, 60000, x)) cfg.worker_sample_ms = int(x);
   if (cfg.thread_buffer_bytes > cfg.buffer_bytes) {
     cfg.warnings.push_back("STALLSCOPE_THREAD_BUFFER_KB exceeds STALLSCOPE_BUFFER_MB; "
                            "one thread buffer uses the whole budget");

@@ -25,6 +25,10 @@ struct RecorderConfig {
   DiskMode disk_mode = DiskMode::kStop;   // STALLSCOPE_MAX_MODE=stop|ring
   int flush_ms = 100;                // STALLSCOPE_FLUSH_MS
   int sample_ms = 10;                // STALLSCOPE_SAMPLE_MS (0 = sampler off)
+  // STALLSCOPE_WORKER_SAMPLE_MS: the sampler's period in a process forked
+  // (without exec) from a sampling process, until it records a step; its
+  // parent's sampler already reads its CPU time every tick. 0 = sample_ms.
+  int worker_sample_ms = 100;
   bool quiet = false;                // STALLSCOPE_QUIET=1: no notes on stderr
   bool progress = false;             // STALLSCOPE_PROGRESS=on: step progress file (stallscope run)
   std::vector<std::string> warnings; // what was wrong, printed once at start

@@ -82,6 +82,8 @@ void write_events(Recorder& r, Pending& p) {
                                   static_cast<uint32_t>(p.payload.size()), false, events);
   account(r, p, res == FileWriter::Write::kOk);
   if (res == FileWriter::Write::kOk) progress_scan(r, p.payload.data(), p.payload.size());
+  if (r.progress.steps > 0 && !r.steps_seen.load(std::memory_order_relaxed))
+    r.steps_seen.store(true, std::memory_order_relaxed);  // the flusher loop acts on it
   if (res == FileWriter::Write::kFailed) stop_on_failure(r);
   p.payload.clear();
   p.counts.clear();
@@ -167,13 +169,16 @@ void flusher_main(Recorder* r) {
   using Clock = std::chrono::steady_clock;
   auto next_flush = Clock::now() + std::chrono::milliseconds(r->cfg.flush_ms);
   auto next_control = Clock::now();
+  const auto sample_every = std::chrono::milliseconds(r->cfg.worker_sample_ms);
+  auto next_sample = Clock::now() + sample_every;
   // The wake word as of the last flush: a wake during or after it changes
   // the word, so the wait below returns at once and the next pass flushes.
   uint32_t seen = r->wake_word.load(std::memory_order_acquire);
   while (!r->stop.load()) {
     const bool asked_before = r->flush_requested.load() > r->flush_done.load();
     if (!asked_before && !any_buffer_half_full(*r) && !r->stop.load()) {
-      const auto until = std::min(next_flush, next_control);
+      auto until = std::min(next_flush, next_control);
+      if (r->sample_in_flusher) until = std::min(until, next_sample);
       const int64_t ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
       futex_wait_ms(r->wake_word, seen, ms);
@@ -185,6 +190,19 @@ void flusher_main(Recorder* r) {
     if (now >= next_control) {
       poll_control(*r);
       next_control = now + std::chrono::milliseconds(kControlPollMs);
+    }
+    if (r->sample_in_flusher) {
+      if (r->steps_seen.load(std::memory_order_relaxed)) {
+        // A worker that runs steps (a trainer forked without exec): a sampler
+        // thread at the full period, with every counter.
+        r->sample_in_flusher.store(false);
+        r->sampler->set_machine_wide(true);
+        r->sampler->set_period_ms(r->cfg.sample_ms);
+        start_sampler_thread(*r);
+      } else if (now >= next_sample) {
+        r->sampler->sample_once();
+        next_sample = now + sample_every;
+      }
     }
     const uint64_t requested = r->flush_requested.load();
     const bool asked = requested > r->flush_done.load();

@@ -90,7 +90,7 @@ void progress_open(Recorder& r, const std::string& base) {
 }
 
 void progress_scan(Recorder& r, const uint8_t* payload, size_t bytes) {
-  if (!r.progress.on) return;
+  if (!r.progress.on && !r.sample_in_flusher) return;
   size_t off = 0;
   while (off + sizeof(format::TrackBlock) <= bytes) {
     format::TrackBlock blk;

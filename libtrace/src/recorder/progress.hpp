@@ -8,6 +8,9 @@
 //
 // `stallscope run` reads these small files to close the capture window after
 // step M+N, and to know that every rank's window-end record is on disk.
+// A forked worker's recorder scans too, with progress off, while its
+// flusher takes the samples (Recorder::sample_in_flusher): at its first step
+// the sampler gets its own thread at the full period.
 #pragma once
 
 #include <cstddef>

@@ -120,6 +120,7 @@ nlohmann::json metadata_json(const sys::ProcessFacts& facts, const sys::RankInfo
                  {"max_mode", cfg.disk_mode == DiskMode::kRing ? "ring" : "stop"},
                  {"flush_ms", cfg.flush_ms},
                  {"sample_ms", cfg.sample_ms},
+                 {"worker_sample_ms", cfg.worker_sample_ms},
                  {"capture_at_start", cfg.capture_at_start}};
   return m;
 }
@@ -166,20 +167,36 @@ bool open_trace_file(Recorder& r, const sys::EnvLookup& env) {
   return true;
 }
 
-void start_sampler(Recorder& r) {
+constexpr size_t kSamplerBufferBytes = 256u << 10;  // ~40 B per thread and tick
+
+// Builds the sampler. In a forked worker (see Recorder::sampled_by_parent)
+// it gets no thread of its own: the flusher, which wakes every 100 ms
+// anyway, takes its samples, until the worker records a step.
+void make_sampler(Recorder& r) {
   if (r.cfg.sample_ms <= 0) return;
   sys::SamplerOptions o;
   o.period_ms = r.cfg.sample_ms;
-  // Counter names are literals; intern each once (sampler thread only).
+  if (r.sampled_by_parent && r.cfg.worker_sample_ms > r.cfg.sample_ms) {
+    o.period_ms = r.cfg.worker_sample_ms;
+    o.machine_wide = false;  // the parent reports idle CPUs and the cgroup
+    r.sample_in_flusher = true;
+  }
+  // Counter names are literals; intern each once (under the sampler's tick
+  // lock: one tick at a time, whichever thread takes it).
   auto ids = std::make_shared<std::unordered_map<const char*, NameId>>();
   o.sink = [ids](const char* name, double value, uint64_t subject) {
+    // A few hundred bytes a tick, drained every flush: a small buffer (its
+    // pages are all touched when it is made).
+    thread_local bool registered = false;
+    if (!registered) {
+      registered = true;
+      register_current_thread(kSamplerBufferBytes);
+    }
     auto [it, fresh] = ids->try_emplace(name, 0);
     if (fresh) it->second = intern(name);
     record_counter(it->second, value, subject);
   };
   r.sampler = std::make_unique<sys::CpuSampler>(std::move(o));
-  SignalsBlocked blocked;  // the sampler thread starts with every signal blocked
-  r.sampler->start();
 }
 
 bool start_locked(Recorder& r) {
@@ -192,9 +209,10 @@ bool start_locked(Recorder& r) {
                                            64u << 10, format::TrackType::kProcess);
   if (r.flusher_buffer != nullptr) r.process_track = r.flusher_buffer->track_id();
   install_process_hooks();
+  make_sampler(r);
   start_flusher(r);
   r.state.store(State::kRunning, std::memory_order_release);
-  start_sampler(r);
+  if (r.sampler && !r.sample_in_flusher) start_sampler_thread(r);
   if (r.cfg.capture_at_start) {  // the first window opens now
     emit_internal(format::CoreRecord{static_cast<uint8_t>(format::Kind::kCapture),
                                      format::kBegin, 0, 0, ticks_now(), 0, 0});
@@ -208,6 +226,11 @@ bool start_locked(Recorder& r) {
 
 Recorder& recorder() { return *g_recorder; }
 
+void start_sampler_thread(Recorder& r) {
+  SignalsBlocked blocked;  // the sampler thread starts with every signal blocked
+  r.sampler->start();
+}
+
 void replace_recorder_after_fork() {
   // The parent's threads do not exist here; its recorder object (with
   // thread handles and mutex states of the parent) is abandoned, not
@@ -215,6 +238,7 @@ void replace_recorder_after_fork() {
   Recorder* old = g_recorder;
   Recorder* fresh = new Recorder();
   fresh->registry.adopt_names_after_fork(old->registry);
+  fresh->sampled_by_parent = old->sampler != nullptr;
   g_recorder = fresh;
   t_buf = nullptr;
   t_state = kUnregistered;
@@ -241,7 +265,7 @@ bool ensure_started() {
   return true;
 }
 
-ThreadBuffer* register_current_thread() {
+ThreadBuffer* register_current_thread(size_t bytes) {
   if (t_state == kNoBuffer) {  // counted without a lock: this is every event of the thread
     if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);
     return nullptr;
@@ -251,7 +275,8 @@ ThreadBuffer* register_current_thread() {
   Recorder& r = recorder();
   (void)&t_exit;  // arms the thread-exit hook
   const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  t_buf = r.registry.add_thread(tid, thread_name(), r.cfg.thread_buffer_bytes,
+  t_buf = r.registry.add_thread(tid, thread_name(),
+                                bytes != 0 ? round_buffer_size(bytes) : r.cfg.thread_buffer_bytes,
                                 format::TrackType::kThread, &t_track);
   t_state = t_buf != nullptr ? kBuffered : kNoBuffer;
   if (t_buf == nullptr) {

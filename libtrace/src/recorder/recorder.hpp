@@ -48,6 +48,16 @@ struct Recorder {
   std::atomic<bool> final_requested{false};
 
   std::unique_ptr<sys::CpuSampler> sampler;
+  // Forked (without exec) from a process whose sampler ran: that sampler
+  // reads this process's CPU time as a child's every tick. Here the
+  // flusher takes the samples (`sample_in_flusher`), every
+  // cfg.worker_sample_ms, without the machine-wide counters (idle CPUs,
+  // cgroup: the parent has them); at the first step recorded here
+  // (`steps_seen`) the sampler gets its own thread at cfg.sample_ms and all
+  // its counters.
+  bool sampled_by_parent = false;
+  std::atomic<bool> sample_in_flusher{false};
+  std::atomic<bool> steps_seen{false};
   ThreadBuffer* flusher_buffer = nullptr;  // the process track (capture marks)
   uint32_t process_track = 0;
   uint64_t disk_dropped = 0;
@@ -65,8 +75,10 @@ struct Recorder {
 Recorder& recorder();
 // Starts recording if not started yet; false if tracing is off or failed.
 bool ensure_started();
-// Registers the calling thread; returns its buffer or nullptr.
-ThreadBuffer* register_current_thread();
+// Registers the calling thread; returns its buffer or nullptr. `bytes`:
+// its buffer's size (0: STALLSCOPE_THREAD_BUFFER_KB); a thread that records
+// little (the sampler) asks for less, since every page is touched up front.
+ThreadBuffer* register_current_thread(size_t bytes = 0);
 // Writes a record on the recorder's own process track, even while capture
 // is off (capture marks, notes).
 void emit_internal(const format::CoreRecord& core);
@@ -77,6 +89,8 @@ bool emit_pieces(const format::CoreRecord& core, const ThreadBuffer::Piece* piec
 uint32_t current_track() noexcept;
 // Fork child: a fresh recorder that keeps the parent's interned names.
 void replace_recorder_after_fork();
+// Starts r.sampler's thread, every signal blocked in it.
+void start_sampler_thread(Recorder& r);
 
 // Flusher (flusher.cpp).
 void start_flusher(Recorder& r);

@@ -25,6 +25,13 @@ namespace {
 constexpr const char* kThreadName = "stallscope-samp";
 constexpr int kMaxPeriodMs = 60000;
 constexpr int kIdleWindowMs = 50;  // default /proc/stat window, see idle_every
+constexpr int kFaultWindowMs = 100;  // default major-fault interval, see fault_every
+
+int clamp_period(int ms) { return std::clamp(ms, 1, kMaxPeriodMs); }
+// Ticks in about `window_ms` at `period_ms` (at least one).
+int ticks_in(int window_ms, int period_ms) {
+  return std::max(1, (window_ms + period_ms / 2) / period_ms);
+}
 
 }  // namespace
 
@@ -33,6 +40,9 @@ struct CpuSampler::State {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;    // guarded by mu
+  bool period_changed = false;  // guarded by mu: the run loop restarts its wait
+  std::atomic<int> period_ms{10};
+  std::atomic<bool> machine_wide{true};
   pid_t owner_pid = 0;  // the process that started the thread
   // Sampling state, touched only under tick_mu.
   std::mutex tick_mu;
@@ -45,6 +55,9 @@ struct CpuSampler::State {
   CgroupCpu cgroup;
   OwnedFd cgroup_stat;
   int cgroup_every = 1;  // ticks per CFS period
+  int idle_every = 1;    // in force (SamplerOptions::idle_every, or auto)
+  int fault_every = 1;   // in force (SamplerOptions::fault_every, or auto)
+  int emitted_period_ms = 0;  // the last sampler.period_ms recorded
   char cgroup_text[2048];
   int64_t last_relist_ns = 0;
   uint64_t ticks = 0;
@@ -52,37 +65,54 @@ struct CpuSampler::State {
   std::atomic<uint64_t> samples{0}, own_cpu_ns{0}, errors{0}, n_threads{0}, n_children{0};
   std::atomic<int64_t> start_ns{0}, stop_ns{0};
 
-  void open(const SysPaths& p, int period_ms);
+  void open(const SysPaths& p);
+  void open_machine_wide(const SysPaths& p);
+  bool opened_wide = false;
+  void set_cadence(const SamplerOptions& o, int period);
   void relist(pid_t self);
-  void sample_process(const CounterSink& sink, bool read_idle);
+  void sample_process(const CounterSink& sink, bool read_idle, bool read_cgroup);
   bool every(int n) const { return ticks % static_cast<uint64_t>(n) == 0; }
   void sample_cgroup(const CounterSink& sink);
 };
 
 // Opened lazily on the first tick, so constructing a sampler does no I/O.
 // Each source that fails to open is simply absent.
-void CpuSampler::State::open(const SysPaths& p, int period_ms) {
+void CpuSampler::State::open(const SysPaths& p) {
   opened = true;
   threads.open(p.proc);
+}
+
+// The machine-wide sources, at the first tick that reads them.
+void CpuSampler::State::open_machine_wide(const SysPaths& p) {
+  opened_wide = true;
   idle.open(p.proc);
   cgroup = read_cgroup_cpu(p);
   const std::string stat_file = cgroup_cpu_stat_file(cgroup);
   if (!stat_file.empty()) cgroup_stat.open_at(AT_FDCWD, stat_file.c_str(), O_RDONLY);
+}
+
+// How many ticks apart the slower sources are read, at `period` ms.
+void CpuSampler::State::set_cadence(const SamplerOptions& o, int period) {
+  idle_every = o.idle_every > 0 ? o.idle_every : ticks_in(kIdleWindowMs, period);
+  fault_every = o.fault_every > 0 ? o.fault_every : ticks_in(kFaultWindowMs, period);
   // The kernel updates throttling counters once per CFS period (100 ms by
   // default): reading cpu.stat more often learns nothing.
   const int64_t cfs_period_us = cgroup.period_us > 0 ? cgroup.period_us : 100000;
-  cgroup_every = static_cast<int>(std::clamp<int64_t>(cfs_period_us / (period_ms * 1000), 1, 1000));
+  cgroup_every =
+      static_cast<int>(std::clamp<int64_t>(cfs_period_us / (int64_t{period} * 1000), 1, 1000));
 }
 
 void CpuSampler::State::relist(pid_t self) {
   threads.relist(self);
   children.relist(threads.dir_fd(), threads.ran_since_relist());
-  // The main thread's set (taskset or the program may change it).
-  if (affinity_reader.read(::getpid(), affinity)) idle.set_cpus(affinity);
-  idle.revalidate();
-  if (cgroup_stat.valid() && !cgroup_stat.still_ours()) {
-    cgroup_stat.forget();  // the program closed it; reopen a descriptor of our own
-    cgroup_stat.open_at(AT_FDCWD, cgroup_cpu_stat_file(cgroup).c_str(), O_RDONLY);
+  if (opened_wide) {
+    // The main thread's set (taskset or the program may change it).
+    if (affinity_reader.read(::getpid(), affinity)) idle.set_cpus(affinity);
+    idle.revalidate();
+    if (cgroup_stat.valid() && !cgroup_stat.still_ours()) {
+      cgroup_stat.forget();  // the program closed it; reopen a descriptor of our own
+      cgroup_stat.open_at(AT_FDCWD, cgroup_cpu_stat_file(cgroup).c_str(), O_RDONLY);
+    }
   }
   n_threads.store(threads.size(), std::memory_order_relaxed);
   n_children.store(children.size(), std::memory_order_relaxed);
@@ -97,14 +127,15 @@ void CpuSampler::State::sample_cgroup(const CounterSink& sink) {
   sink("cgroup.throttled_ns", static_cast<double>(cgroup.throttled_ns), 0);
 }
 
-void CpuSampler::State::sample_process(const CounterSink& sink, bool read_idle) {
+void CpuSampler::State::sample_process(const CounterSink& sink, bool read_idle,
+                                       bool read_cgroup) {
   uint64_t ns = 0;
   if (read_cpu_clock(CLOCK_PROCESS_CPUTIME_ID, ns))
     sink("cpu.process_ns", static_cast<double>(ns), 0);
   if (const auto idle_cpus = read_idle ? idle.sample() : std::nullopt) {
     sink("cpu.idle", *idle_cpus, 0);
   }
-  if (every(cgroup_every)) sample_cgroup(sink);
+  if (read_cgroup && every(cgroup_every)) sample_cgroup(sink);
   // Last, so that it includes this tick's own cost.
   if (read_cpu_clock(CLOCK_THREAD_CPUTIME_ID, ns)) {
     own_cpu_ns.store(ns, std::memory_order_relaxed);
@@ -113,13 +144,31 @@ void CpuSampler::State::sample_process(const CounterSink& sink, bool read_idle) 
 }
 
 CpuSampler::CpuSampler(SamplerOptions opts) : opts_(std::move(opts)), state_(new State) {
-  opts_.period_ms = std::clamp(opts_.period_ms, 1, kMaxPeriodMs);
+  opts_.period_ms = clamp_period(opts_.period_ms);
   opts_.relist_ms = std::max(opts_.relist_ms, 0);
-  opts_.fault_every = std::max(opts_.fault_every, 1);
-  if (opts_.idle_every <= 0)
-    opts_.idle_every = std::max(1, (kIdleWindowMs + opts_.period_ms / 2) / opts_.period_ms);
+  opts_.fault_every = std::max(opts_.fault_every, 0);
+  opts_.idle_every = std::max(opts_.idle_every, 0);
   if (!opts_.sink) opts_.sink = [](const char*, double, uint64_t) {};
+  state_->period_ms.store(opts_.period_ms, std::memory_order_relaxed);
+  state_->machine_wide.store(opts_.machine_wide, std::memory_order_relaxed);
 }
+
+void CpuSampler::set_machine_wide(bool on) {
+  state_->machine_wide.store(on, std::memory_order_relaxed);
+}
+
+void CpuSampler::set_period_ms(int ms) {
+  ms = clamp_period(ms);
+  if (state_->period_ms.exchange(ms, std::memory_order_relaxed) == ms) return;
+  if (thread_.joinable() && state_->owner_pid != ::getpid()) return;  // forked child, see stop()
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    state_->period_changed = true;
+  }
+  state_->cv.notify_all();
+}
+
+int CpuSampler::period_ms() const { return state_->period_ms.load(std::memory_order_relaxed); }
 
 CpuSampler::~CpuSampler() { stop(); }
 
@@ -128,6 +177,7 @@ void CpuSampler::start() {
   {
     std::lock_guard<std::mutex> lk(state_->mu);
     state_->stop = false;
+    state_->period_changed = false;  // the first tick comes at once anyway
   }
   state_->start_ns = mono_ns();
   state_->stop_ns = 0;
@@ -164,17 +214,21 @@ void CpuSampler::stop() {
 void CpuSampler::run() {
   State& s = *state_;
   pthread_setname_np(pthread_self(), kThreadName);
-  const auto period = std::chrono::milliseconds(opts_.period_ms);
   auto next = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lk(s.mu);
   while (!s.stop) {
     lk.unlock();
     sample_once();
     lk.lock();
+    const auto period = std::chrono::milliseconds(s.period_ms.load(std::memory_order_relaxed));
     next += period;
     const auto now = std::chrono::steady_clock::now();
     if (next <= now) next = now + period;  // overran (suspended?): skip, never burst
-    s.cv.wait_until(lk, next, [&s] { return s.stop; });
+    s.cv.wait_until(lk, next, [&s] { return s.stop || s.period_changed; });
+    if (s.period_changed) {  // sample at once, then every new period
+      s.period_changed = false;
+      next = std::chrono::steady_clock::now();
+    }
   }
 }
 
@@ -189,16 +243,29 @@ void CpuSampler::sample_once() {
 
 void CpuSampler::tick() {
   State& s = *state_;
-  if (!s.opened) s.open(opts_.paths, opts_.period_ms);
+  if (!s.opened) s.open(opts_.paths);
+  const int period = s.period_ms.load(std::memory_order_relaxed);
+  if (period != s.emitted_period_ms) {
+    s.set_cadence(opts_, period);
+    s.ticks = 0;  // the slower sources restart their count (and relist at once)
+    s.emitted_period_ms = period;
+    opts_.sink("sampler.period_ms", static_cast<double>(period), 0);
+  }
+  const bool wide = s.machine_wide.load(std::memory_order_relaxed);
+  const bool open_wide = wide && !s.opened_wide;
+  if (open_wide) {
+    s.open_machine_wide(opts_.paths);
+    s.set_cadence(opts_, period);  // cgroup_every needs the CFS period
+  }
   const pid_t self = ::gettid();
   const int64_t now = mono_ns();
-  if (s.ticks == 0 || now - s.last_relist_ns >= int64_t{opts_.relist_ms} * 1000000) {
+  if (s.ticks == 0 || open_wide || now - s.last_relist_ns >= int64_t{opts_.relist_ms} * 1000000) {
     s.relist(self);
     s.last_relist_ns = now;
   }
-  s.threads.sample(opts_.sink, self, s.every(opts_.fault_every));
+  s.threads.sample(opts_.sink, self, s.every(s.fault_every));
   s.children.sample(opts_.sink);
-  s.sample_process(opts_.sink, s.every(opts_.idle_every));
+  s.sample_process(opts_.sink, wide && s.every(s.idle_every), wide);
   ++s.ticks;
   s.samples.fetch_add(1, std::memory_order_relaxed);
 }

@@ -26,6 +26,9 @@
 //                                          cpu.cfs_period_us / cpu.max, 100 ms by default)
 //   cgroup.throttled_ns subject 0          cumulative; likewise
 //   sampler.cpu_ns      subject 0          cumulative CPU ns of the sampling thread; every tick
+//   sampler.period_ms   subject 0          the period in force; at the first tick and after
+//                                          each set_period_ms() (the analyzer spreads a
+//                                          cumulative counter's increase over one period)
 //
 // Cost. Per tick: one clock_gettime per thread and per child and of the
 // process; /proc/stat every ~50 ms, cpu.stat once per CFS period. Threads are
@@ -33,7 +36,7 @@
 // then come from the children files of the threads that ran since the last
 // listing (forking takes CPU). Reading every thread's stat file would cost
 // as much as all the rest, so major faults are read every `fault_every`
-// ticks (default 10: every 100 ms at 10 ms), and then only when the
+// ticks (default: about every 100 ms, every 10th tick at 10 ms), and then only when the
 // process's total in /proc/self/stat moved, and only for threads that ran.
 // Steady state allocates nothing. bench/sampler_bench.cpp measures it.
 //
@@ -68,12 +71,17 @@ struct SamplerOptions {
   SysPaths paths;
   CounterSink sink;      // empty: samples are taken and dropped
   int relist_ms = 500;   // how often threads and children are re-listed (0: every tick)
-  int fault_every = 10;  // major faults read every N ticks (1: every tick)
+  // Major faults read every N ticks (1: every tick). 0: auto, about every
+  // 100 ms (every 10th tick at 10 ms, every tick at 100 ms and more).
+  int fault_every = 0;
   // /proc/stat read every N ticks; cpu.idle then covers those N periods.
   // 0: auto, a window of about 50 ms (every 5th tick at 10 ms). /proc/stat
   // counts in 10 ms units, so a 10 ms window is mostly rounding, and reading
   // it costs as much as all thread clocks together (more with many CPUs).
   int idle_every = 0;
+  // false: cpu.idle and the cgroup counters are not read (they describe the
+  // machine and the cgroup, which a sampling parent already reports).
+  bool machine_wide = true;
 };
 
 struct SamplerStats {
@@ -98,6 +106,13 @@ class CpuSampler {
   // Stops and joins; returns promptly (≤ one period, normally at once). In a
   // child forked while the sampler ran, forgets the parent's thread instead.
   void stop();
+  // Changes the period (clamped like SamplerOptions::period_ms); the next
+  // tick comes one new period from now. Automatic fault_every / idle_every
+  // follow the new period. Thread-safe; cheap when the period is unchanged.
+  void set_period_ms(int ms);
+  int period_ms() const;
+  // Switches cpu.idle and the cgroup counters on or off from the next tick.
+  void set_machine_wide(bool on);
   // Takes one sample on the calling thread (tests). Safe while the thread
   // runs (ticks are serialized); the calling thread is not sampled as a thread.
   void sample_once();
