@@ -79,7 +79,10 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
     TierStats& t = stats_.tiers[std::min<uint8_t>(e.tier, 3)];
     ++t.reads;
     t.bytes += e.bytes;
-    if (e.cache == static_cast<uint8_t>(format::Cache::kHit)) t.hit_bytes += e.bytes; else t.miss_bytes += e.bytes;
+    if (e.cache != static_cast<uint8_t>(format::Cache::kUnknown)) {  // a partial hit went to storage
+      t.classified_bytes += e.bytes;
+      (e.cache == static_cast<uint8_t>(format::Cache::kHit) ? t.hit_bytes : t.miss_bytes) += e.bytes;
+    }
     if (e.bytes < kSmallRead) ++t.small_reads;
     t.busy_ns += std::max<int64_t>(0, e.end - std::max(e.start, t.cover_end));
     t.cover_end = std::max(t.cover_end, e.end);

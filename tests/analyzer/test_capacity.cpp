@@ -64,6 +64,36 @@ BOOST_AUTO_TEST_CASE(queue_depth_remedy_needs_a_recorded_queue_depth) {
   BOOST_TEST(find(shallow, "raise_queue_depth") != nullptr);
 }
 
+// The preload shim classifies one small read in N: the misses are scaled
+// up from the classified reads, never counted from unclassified ones.
+BOOST_AUTO_TEST_CASE(cache_misses_are_estimated_from_the_classified_reads) {
+  RankBuilder b = storage_bound(0);
+  // 8 reads of 4096 B: one a miss, one a hit, six unclassified.
+  size_t n = 0;
+  for (auto& e : b.t.events) {
+    if (e.kind != Kind::kStorageRead) continue;
+    e.cache = static_cast<uint8_t>(n == 0 ? stallscope::format::Cache::kMiss
+                                   : n == 1 ? stallscope::format::Cache::kHit
+                                            : stallscope::format::Cache::kUnknown);
+    ++n;
+  }
+  BOOST_REQUIRE(n == 8u);
+  const auto r = b.analyze();
+  const stallscope::analyzer::Stage* st = nullptr;
+  for (const auto& s : r.stages) if (s.name == "storage") st = &s;
+  BOOST_REQUIRE(st != nullptr);
+  auto number = [st](const std::string& name) {
+    for (const auto& x : st->numbers) if (x.name == name) return x.value;
+    return -1.0;
+  };
+  BOOST_TEST(number("cache_classified_bytes") == 8192.0);
+  BOOST_TEST(number("cache_miss_bytes") == 16384.0);  // half of 8 × 4096
+  // Nothing classified: no estimate.
+  const auto none = storage_bound(0).analyze();
+  for (const auto& s : none.stages)
+    for (const auto& x : s.numbers) BOOST_TEST(x.name != "cache_miss_bytes");
+}
+
 BOOST_AUTO_TEST_CASE(too_few_workers_on_idle_cpus_proposes_more_workers) {
   const auto r = preprocess_bound(4, 3).analyze();
   BOOST_TEST_MESSAGE(r.summary);
