@@ -71,7 +71,7 @@ void load_shim_config() noexcept {
   } else if (follow != nullptr && *follow != '\0' && std::strcmp(follow, "children") != 0) {
     shim_note("STALLSCOPE_FOLLOW must be 'none' or 'children'; using 'children'");
   }
-  g_config.classify_every = env_u32("STALLSCOPE_PRELOAD_CLASSIFY_EVERY", 64, 1, 1u << 20);
+  g_config.classify_every = env_u32("STALLSCOPE_PRELOAD_CLASSIFY_EVERY", 256, 1, 1u << 20);
   g_config.wait_min_ns = env_u32("STALLSCOPE_PRELOAD_WAIT_MIN_US", 20, 0, 1000000) * 1000u;
 }
 

@@ -15,7 +15,7 @@ namespace stallscope::preload {
 
 struct ShimConfig {
   bool follow_children = true;  // STALLSCOPE_FOLLOW=none|children
-  uint32_t classify_every = 64; // STALLSCOPE_PRELOAD_CLASSIFY_EVERY: 1 read in N
+  uint32_t classify_every = 256; // STALLSCOPE_PRELOAD_CLASSIFY_EVERY: 1 read in N
   uint32_t wait_min_ns = 20000; // blocking channel reads shorter are not waits
 };
 
