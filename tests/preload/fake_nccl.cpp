@@ -92,6 +92,12 @@ FAKE_EXPORT int ncclCommInitRank(Comm** comm, int nranks, ncclUniqueId, int rank
   init_profiler(*comm);
   return kSuccess;
 }
+// Half the parent's ranks; the key is the rank in the new communicator.
+FAKE_EXPORT int ncclCommSplit(Comm* comm, int color, int key, Comm** newcomm, void*) {
+  if (comm == nullptr) return kInvalidArgument;
+  *newcomm = color < 0 ? nullptr : new Comm{comm->nranks / 2, key, nullptr};
+  return kSuccess;
+}
 FAKE_EXPORT int ncclCommDestroy(Comm* comm) {
   delete g_freed;
   g_freed = comm;

@@ -4,7 +4,9 @@
 // reduce of 16 int32; on communicator B (rank 1 of 2) 3 broadcasts of 256
 // bytes and, in one group, a send and a recv of 1000 halves to peer 0; then
 // an all-reduce on a null communicator, which fails; after destroying both,
-// one all-reduce of one float on communicator C (rank 5 of 8). Prints the version,
+// one all-reduce of one float on communicator C (rank 5 of 8), and one on D,
+// split from C (rank 0 of 4). Each communicator is made from its own unique
+// id (A 1, B 2, C 3), as every rank of a job would. Prints the version,
 // the sum of the successful calls' results, the failing call's result and
 // errno after the last successful call and after the failing one, and
 // whether C got A's address.
@@ -20,6 +22,7 @@ struct ncclUniqueId {
 int ncclGetVersion(int* version);
 int ncclCommInitRank(ncclComm** comm, int nranks, ncclUniqueId id, int rank);
 int ncclCommDestroy(ncclComm* comm);
+int ncclCommSplit(ncclComm* comm, int color, int key, ncclComm** newcomm, void* config);
 int ncclGroupStart();
 int ncclGroupEnd();
 int ncclAllReduce(const void*, void*, size_t, int, int, ncclComm*, void*);
@@ -40,10 +43,13 @@ enum { kSum = 0 };
 int main() {
   int version = 0;
   ncclGetVersion(&version);
-  ncclUniqueId id{};
+  ncclUniqueId id_a{}, id_b{}, id_c{};
+  id_a.internal[0] = 1;
+  id_b.internal[0] = 2;
+  id_c.internal[0] = 3;
   ncclComm* a = nullptr;
   ncclComm* b = nullptr;
-  int ok = ncclCommInitRank(&a, 4, id, 2) + ncclCommInitRank(&b, 2, id, 1);
+  int ok = ncclCommInitRank(&a, 4, id_a, 2) + ncclCommInitRank(&b, 2, id_b, 1);
   char buf[16];
   void* s = buf;
   for (int i = 0; i < 10; ++i) ok += ncclAllReduce(s, buf, 1 << 20, kFloat32, kSum, a, nullptr);
@@ -64,9 +70,13 @@ int main() {
   ok += ncclCommDestroy(a);  // last freed: first reused
   // A new communicator at A's old address (the fake reuses the last freed).
   ncclComm* c = nullptr;
-  ok += ncclCommInitRank(&c, 8, id, 5);
+  ok += ncclCommInitRank(&c, 8, id_c, 5);
   const int reused = c == a ? 1 : 0;
   ok += ncclAllReduce(s, buf, 1, kFloat32, kSum, c, nullptr);
+  ncclComm* d = nullptr;
+  ok += ncclCommSplit(c, 0, 0, &d, nullptr);
+  ok += ncclAllReduce(s, buf, 2, kFloat32, kSum, d, nullptr);
+  ok += ncclCommDestroy(d);
   ok += ncclCommDestroy(c);
   std::printf("version %d\nok_results %d\nfailed_result %d\nerrno %d %d\nreused %d\n", version, ok,
               failed, errno_ok, err, reused);

@@ -66,18 +66,22 @@ BOOST_AUTO_TEST_CASE(records_each_successful_call_with_op_bytes_comm_and_sequenc
   BOOST_TEST(r.err.find("NCCL 2.18.5 calls interposed") != std::string::npos, r.err);
 
   const std::vector<Coll> all = collectives(dir / "run");
-  // 10 + 3 + send + recv + 3 + 1; not the failing call.
-  BOOST_TEST_REQUIRE(all.size() == 19u);
+  // 10 + 3 + send + recv + 3 + 1 + 1; not the failing call.
+  BOOST_TEST_REQUIRE(all.size() == 20u);
   std::map<uint64_t, std::vector<const Coll*>> by_comm;
   for (const Coll& c : all) by_comm[c.c.comm_id].push_back(&c);
   // C, at A's old address after A was destroyed, is a communicator of its
-  // own: a new id, a sequence from 0, its own rank and size.
-  BOOST_TEST_REQUIRE(by_comm.size() == 3u);
-  const Coll& last = all.back();
-  BOOST_TEST(by_comm[last.c.comm_id].size() == 1u);
-  BOOST_TEST(last.c.seq == 0u);
-  BOOST_TEST((last.c.rank == 5 && last.c.nranks == 8));
-  BOOST_TEST(last.c.bytes == 4u);
+  // own: a new id, a sequence from 0, its own rank and size. So is D.
+  BOOST_TEST_REQUIRE(by_comm.size() == 4u);
+  const Coll& on_c = all[18];
+  BOOST_TEST(by_comm[on_c.c.comm_id].size() == 1u);
+  BOOST_TEST(on_c.c.seq == 0u);
+  BOOST_TEST((on_c.c.rank == 5 && on_c.c.nranks == 8));
+  BOOST_TEST(on_c.c.bytes == 4u);
+  const Coll& on_d = all[19];
+  BOOST_TEST(on_d.c.comm_id != on_c.c.comm_id);
+  BOOST_TEST(on_d.c.seq == 0u);
+  BOOST_TEST((on_d.c.rank == 0 && on_d.c.nranks == 4));
   for (const auto& [id, calls] : by_comm) {
     for (size_t i = 0; i < calls.size(); ++i) BOOST_TEST(calls[i]->c.seq == i);
   }
@@ -116,6 +120,22 @@ BOOST_AUTO_TEST_CASE(records_each_successful_call_with_op_bytes_comm_and_sequenc
       BOOST_TEST(all[i].dur_ns >= 150000);
     }
   }
+}
+
+// Two processes of one job: every communicator has the same id in both
+// (from its unique id, or its parent's for a split), whatever address
+// NCCL gave it in each.
+BOOST_AUTO_TEST_CASE(communicator_ids_are_the_same_in_every_rank) {
+  std::vector<uint64_t> ids[2];
+  for (auto& v : ids) {
+    TempDir dir;
+    const RunResult r = run(caller(), {{"STALLSCOPE_OUT", dir / "run"}});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.out << r.err);
+    for (const Coll& c : collectives(dir / "run"))
+      if (std::find(v.begin(), v.end(), c.c.comm_id) == v.end()) v.push_back(c.c.comm_id);
+  }
+  BOOST_TEST(ids[0].size() == 4u);
+  BOOST_TEST(ids[0] == ids[1]);
 }
 
 BOOST_AUTO_TEST_CASE(program_output_and_status_are_the_same_without_the_shim) {
@@ -164,7 +184,7 @@ BOOST_AUTO_TEST_CASE(records_when_a_recent_nccl_has_another_plugin) {
                                      {"NCCL_PROFILER_PLUGIN", "/nonexistent/libother.so"}});
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.out << r.err);
   BOOST_TEST(r.err.find("NCCL 2.28.9 calls interposed") != std::string::npos, r.err);
-  BOOST_TEST(collectives(dir / "run").size() == 19u);
+  BOOST_TEST(collectives(dir / "run").size() == 20u);
 }
 #endif
 

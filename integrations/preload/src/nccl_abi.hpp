@@ -11,7 +11,13 @@
 
 extern "C" {
 struct ncclComm;
+struct ncclConfig;  // ncclConfig_t: passed through, never read
 struct CUstream_st;
+// What ncclGetUniqueId returns on one rank and the launcher hands to every
+// other: the same 128 bytes in each rank of a communicator.
+typedef struct {
+  char internal[128];
+} ncclUniqueId;
 typedef struct ncclComm* ncclComm_t;
 typedef struct CUstream_st* cudaStream_t;
 // Enums in nccl.h, int-sized in its C ABI.
@@ -35,6 +41,11 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig* config);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig* config);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 // Looked up, never wrapped.

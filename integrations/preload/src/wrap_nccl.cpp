@@ -5,6 +5,15 @@
 // enqueue, not the device-side transfer (docs/gpu.md). Once the plugin says
 // it is loaded (stallscope_preload_nccl_plugin_v1), every wrapper only
 // passes through, so no call is recorded twice.
+//
+// A communicator's id is the same in every rank, so that the analyzer can
+// match one collective across ranks by (id, sequence number): a hash of the
+// ncclUniqueId it was created from (ncclCommInitRank, …Config), or, for
+// ncclCommSplit, of its parent's id, the color and how many splits of that
+// parent came before (every rank splits collectively, in the same order).
+// A communicator the shim did not see created (ncclCommInitAll, or created
+// before the shim was loaded) gets an id from its handle: one per process,
+// so its collectives are not matched across ranks.
 #include <cerrno>
 #include <cstdio>
 
@@ -33,6 +42,9 @@ STALLSCOPE_REAL(ncclAllGather, &unavailable);
 STALLSCOPE_REAL(ncclReduceScatter, &unavailable);
 STALLSCOPE_REAL(ncclSend, &unavailable);
 STALLSCOPE_REAL(ncclRecv, &unavailable);
+STALLSCOPE_REAL(ncclCommInitRank, &unavailable);
+STALLSCOPE_REAL(ncclCommInitRankConfig, &unavailable);
+STALLSCOPE_REAL(ncclCommSplit, &unavailable);
 STALLSCOPE_REAL(ncclCommDestroy, &unavailable);
 STALLSCOPE_REAL(ncclCommAbort, &unavailable);
 STALLSCOPE_REAL(ncclCommCount, nullptr);
@@ -50,6 +62,8 @@ struct CommSlot {
   std::atomic<uint32_t> rank{0};
   std::atomic<uint32_t> nranks{0};  // 0 = not asked yet
   std::atomic<uint64_t> next_seq{0};
+  std::atomic<uint64_t> shared_id{0};  // the same in every rank; 0 = not seen created
+  std::atomic<uint32_t> splits{0};     // ncclCommSplit calls on this communicator
 };
 constexpr size_t kSlots = 1024;
 CommSlot g_comms[kSlots];
@@ -150,7 +164,9 @@ void record(stallscope::Ticks t0, stallscope::Ticks t1, const CallArgs& a) noexc
   c.dtype = size == 0 ? 0xff : static_cast<uint8_t>(a.type);
   c.bytes = static_cast<uint64_t>(a.count) * size;
   const uint32_t gen = s->generation.load(std::memory_order_relaxed);
-  c.comm_id = mix(reinterpret_cast<uintptr_t>(a.comm) + gen * 0x9e3779b97f4a7c15ull);
+  const uint64_t shared = s->shared_id.load(std::memory_order_acquire);
+  c.comm_id = shared != 0 ? shared
+                          : mix(reinterpret_cast<uintptr_t>(a.comm) + gen * 0x9e3779b97f4a7c15ull);
   c.seq = s->next_seq.fetch_add(1, std::memory_order_relaxed);
   c.peer = a.peer;
   comm_facts(*s, a.comm, c);
@@ -181,7 +197,31 @@ ncclResult_t forgetting(ncclComm_t comm, ncclResult_t r) noexcept {
   if (CommSlot* s = comm_slot(comm, false)) {
     s->nranks.store(0, std::memory_order_relaxed);
     s->next_seq.store(0, std::memory_order_relaxed);
+    s->shared_id.store(0, std::memory_order_relaxed);
+    s->splits.store(0, std::memory_order_relaxed);
     s->generation.fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+// FNV-1a over the unique id's bytes, then mixed; never 0.
+uint64_t id_of(const ncclUniqueId& u) noexcept {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char ch : u.internal) h = (h ^ static_cast<unsigned char>(ch)) * 0x100000001b3ull;
+  return mix(h) | 1;
+}
+
+// A communicator just created (or being created, nonblocking) with the id
+// every rank computes for it: a fresh slot state, whatever used the handle
+// before.
+ncclResult_t created(ncclComm_t* comm, uint64_t shared, ncclResult_t r) noexcept {
+  if ((r != pl::kNcclSuccess && r != pl::kNcclInProgress) || comm == nullptr || *comm == nullptr)
+    return r;
+  if (CommSlot* s = comm_slot(*comm, true)) {
+    s->nranks.store(0, std::memory_order_relaxed);
+    s->next_seq.store(0, std::memory_order_relaxed);
+    s->splits.store(0, std::memory_order_relaxed);
+    s->shared_id.store(shared, std::memory_order_release);
   }
   return r;
 }
@@ -243,6 +283,29 @@ EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t type, 
                              ncclComm_t comm, cudaStream_t stream) {
   return traced({CollOp::kRecv, count, type, peer, comm},
                 [&] { return real_ncclRecv.get()(recvbuff, count, type, peer, comm, stream); });
+}
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  const uint64_t shared = id_of(id);
+  return created(comm, shared, real_ncclCommInitRank.get()(comm, nranks, id, rank));
+}
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig* config) {
+  const uint64_t shared = id_of(id);
+  return created(comm, shared, real_ncclCommInitRankConfig.get()(comm, nranks, id, rank, config));
+}
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                  ncclConfig* config) {
+  // Every rank of the parent calls this, in the same order: the parent's
+  // id, its split count and the color name the new communicator alike.
+  uint64_t shared = 0;
+  if (CommSlot* p = comm_slot(comm, false)) {
+    const uint64_t parent = p->shared_id.load(std::memory_order_acquire);
+    const uint32_t nth = p->splits.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t c = static_cast<uint32_t>(color);
+    if (parent != 0) shared = mix(parent ^ mix(0x5b117ull + nth) ^ (c << 32)) | 1;
+  }
+  const ncclResult_t r = real_ncclCommSplit.get()(comm, color, key, newcomm, config);
+  return created(newcomm, shared, r);
 }
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return forgetting(comm, real_ncclCommDestroy.get()(comm));
