@@ -11,23 +11,28 @@ namespace stallscope::analyzer {
 
 namespace {
 
-// Per-part statistics over steady steps again, after parts moved.
+// Statistics of the two parts the straggler pass moves time between
+// (transfer → straggler wait), over steady steps, again. The other parts,
+// and the steady wall time the shares are taken of, did not change.
 void resummarize_parts(RankReport& r) {
-  std::array<std::vector<int64_t>, kPartCount> parts;
+  if (r.cross.waited_ns == 0) return;  // nothing moved in this rank
   int64_t total = 0;
-  for (auto& p : r.parts) p.total_ns = 0;
-  for (const auto& s : r.steps) {
-    if (s.warmup) continue;
-    total += s.wall();
-    for (size_t p = 0; p < kPartCount; ++p) {
-      parts[p].push_back(s.parts[p]);
+  for (const auto& s : r.steps)
+    if (!s.warmup) total += s.wall();
+  std::vector<int64_t> v;
+  v.reserve(r.steps.size());
+  for (const Part part : {Part::kCommTransfer, Part::kStragglerWait}) {
+    const size_t p = idx(part);
+    v.clear();
+    r.parts[p].total_ns = 0;
+    for (const auto& s : r.steps) {
+      if (s.warmup) continue;
+      v.push_back(s.parts[p]);
       r.parts[p].total_ns += s.parts[p];
     }
-  }
-  for (size_t p = 0; p < kPartCount; ++p) {
     r.parts[p].share =
         total > 0 ? static_cast<double>(r.parts[p].total_ns) / static_cast<double>(total) : 0;
-    p50_p90_ms(parts[p], r.parts[p].p50_ms, r.parts[p].p90_ms);
+    p50_p90_ms(v, r.parts[p].p50_ms, r.parts[p].p90_ms);
   }
 }
 

@@ -39,6 +39,7 @@ void TraceReader::Impl::reset_stream() {
   s.have_triple = false;
   cache_segments();
   s.next_chunk = first_chunk;
+  s.ahead_off = UINT64_MAX;
   s.size = s.pos = s.block_end = 0;
   s.unknown_kinds = s.unknown_exts = s.clamped_times = 0;
   s.done = !header_ok || (status == Status::kError && valid_end <= first_chunk);
@@ -150,12 +151,28 @@ bool TraceReader::Impl::load_next_events_chunk() {
     std::string why;
     // The index pass accepted this header; re-checking guards against a
     // file changed underneath us.
-    if (read_chunk_header(off, h, why) != ChunkRead::kOk)
+    ChunkRead r;
+    if (off == s.ahead_off) {
+      h = s.ahead;
+      r = check_chunk_header(off, h, why);
+    } else {
+      r = read_chunk_header(off, h, why);
+    }
+    if (r != ChunkRead::kOk)
       return fail(off, why.empty() ? "chunk changed since the file was opened" : why);
     add_triple(h.clock);
     s.next_chunk = off + sizeof h + h.payload_bytes;
     if (static_cast<format::ChunkType>(h.type) != format::ChunkType::kEvents) continue;
-    if (!read_payload(off, h, s.buf)) return false;
+    // The payload and, when there is one, the next chunk's header.
+    const size_t ahead = valid_end >= s.next_chunk + sizeof h ? sizeof h : 0;
+    s.buf.resize(h.payload_bytes + ahead);
+    if (!file.read_at(off + sizeof h, s.buf.data(), s.buf.size()))
+      return fail(off, "read error in a chunk payload");
+    if (!payload_intact(off, h, s.buf.data())) return false;
+    if (ahead != 0) {
+      std::memcpy(&s.ahead, s.buf.data() + h.payload_bytes, sizeof h);
+      s.ahead_off = s.next_chunk;
+    }
     s.payload_off = off + sizeof h;
     s.size = h.payload_bytes;
     s.pos = s.block_end = 0;

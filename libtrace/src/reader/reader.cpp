@@ -117,6 +117,11 @@ ChunkRead TraceReader::Impl::read_chunk_header(uint64_t off, format::ChunkHeader
     why = "read error in a chunk header";
     return ChunkRead::kBad;
   }
+  return check_chunk_header(off, h, why);
+}
+
+ChunkRead TraceReader::Impl::check_chunk_header(uint64_t off, const format::ChunkHeader& h,
+                                                std::string& why) {
   // A recorder killed mid-write may leave a zero-filled tail: that is a cut,
   // not corruption.
   if (all_zero(&h, sizeof h)) return ChunkRead::kCut;
@@ -138,7 +143,12 @@ bool TraceReader::Impl::read_payload(uint64_t off, const format::ChunkHeader& h,
   out.resize(h.payload_bytes);  // bounded: checked against kMaxChunkPayload and the file size
   if (!file.read_at(off + sizeof h, out.data(), out.size()))
     return fail(off, "read error in a chunk payload");
-  const uint32_t crc = stallscope::detail::checksum(out.data(), out.size());
+  return payload_intact(off, h, out.data());
+}
+
+bool TraceReader::Impl::payload_intact(uint64_t off, const format::ChunkHeader& h,
+                                       const uint8_t* payload) {
+  const uint32_t crc = stallscope::detail::checksum(payload, h.payload_bytes);
   if (crc != h.payload_crc32)
     return fail(off, "chunk checksum mismatch (stored " + hex32(h.payload_crc32) + ", computed " +
                          hex32(crc) + ")");

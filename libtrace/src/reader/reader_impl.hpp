@@ -57,6 +57,10 @@ enum class ChunkRead : uint8_t { kOk, kEof, kCut, kBad };
 // Event streaming state: one chunk payload in memory, a cursor into it.
 struct Stream {
   uint64_t next_chunk = 0;   // file offset of the next chunk header
+  // The header of the chunk at ahead_off, read with the previous payload
+  // (one read instead of two per chunk); ahead_off = UINT64_MAX: none.
+  uint64_t ahead_off = UINT64_MAX;
+  format::ChunkHeader ahead{};
   std::vector<uint8_t> buf;  // current events payload (capacity reused)
   uint64_t payload_off = 0;  // file offset of buf[0]
   size_t size = 0;           // bytes of buf in use
@@ -122,7 +126,11 @@ struct TraceReader::Impl {
   void finish_index();
   bool index_one(uint64_t off, const format::ChunkHeader& h);
   ChunkRead read_chunk_header(uint64_t off, format::ChunkHeader& h, std::string& why);
+  // The checks of read_chunk_header on a header already read from `off`.
+  ChunkRead check_chunk_header(uint64_t off, const format::ChunkHeader& h, std::string& why);
   bool read_payload(uint64_t off, const format::ChunkHeader& h, std::vector<uint8_t>& out);
+  // Checks the payload's CRC against the header's; false (and fail()) if not.
+  bool payload_intact(uint64_t off, const format::ChunkHeader& h, const uint8_t* payload);
   bool fail(uint64_t offset, std::string_view what);
   void warn(std::string message);
 
