@@ -6,7 +6,7 @@
 // RSS and CPU time (wait4) are its own. Files are written to /tmp (warm in the
 // page cache when analyzed) and deleted afterwards.
 //
-//   build/bench/multirank_bench [--ranks 256] [--steps 2000] [--kernels 32] [--threads 2]
+//   build/bench/multirank_bench [--ranks 256] [--steps 2000] [--kernels 32] [--threads 2] [--keep DIR]
 //
 // A step holds a data wait, a storage read, --kernels compute kernels, the
 // all-reduce and the update kernel (37 events by default, fewer than most
@@ -115,7 +115,12 @@ int main(int argc, char** argv) {
   s.kernels_per_step = flag(argc, argv, "--kernels", 32);
   s.straggler = static_cast<int64_t>(s.ranks / 3);
   const size_t threads = flag(argc, argv, "--threads", 2);
-  const std::string dir = "/tmp/stallscope-multirank-bench-" + std::to_string(getpid());
+  // --keep DIR: write the traces there and leave them (to analyze them again).
+  std::string keep;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--keep") == 0) keep = argv[i + 1];
+  const std::string dir =
+      keep.empty() ? "/tmp/stallscope-multirank-bench-" + std::to_string(getpid()) : keep;
   std::filesystem::create_directories(dir);
   std::fflush(stdout);  // children inherit the buffer
   const auto g0 = std::chrono::steady_clock::now();
@@ -128,7 +133,7 @@ int main(int argc, char** argv) {
   const Outcome idle = in_child([] { return Outcome{}; });
   const Outcome seq = analyze(dir, 1);
   const Outcome par = analyze(dir, threads);
-  std::filesystem::remove_all(dir);
+  if (keep.empty()) std::filesystem::remove_all(dir);
   const double per_rank_kb = (seq.max_rss_mb - idle.max_rss_mb) * 1024.0 / double(s.ranks);
   std::printf("sequential: %.2f s wall, %.2f s CPU, peak RSS %.1f MB (idle child %.1f MB)\n",
               seq.wall_s, seq.cpu_s, seq.max_rss_mb, idle.max_rss_mb);

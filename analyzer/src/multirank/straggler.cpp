@@ -26,35 +26,64 @@ struct Arrival {
 
 bool comm_part(size_t p) { return p == idx(Part::kStragglerWait) || p == idx(Part::kCommTransfer); }
 
+// Median of each part over `group` (the ranks' steps of one index).
+PartNs median_parts(const std::vector<const PartNs*>& group, std::vector<int64_t>& v) {
+  PartNs m{};
+  for (size_t p = 0; p < kPartCount; ++p) {
+    v.clear();
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const PartNs* parts : group) {
+      const int64_t x = (*parts)[p];
+      v.push_back(x);
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+    if (lo == hi) {  // a part every rank has the same of (often none at all)
+      m[p] = lo;
+      continue;
+    }
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    m[p] = v[v.size() / 2];
+  }
+  return m;
+}
+
+// True when every rank has the same step indices in the same order (the
+// usual case): the steps of one index are then at one position.
+bool same_step_indices(const std::vector<RankReport>& ranks) {
+  for (const auto& r : ranks) {
+    if (r.steps.size() != ranks.front().steps.size()) return false;
+    for (size_t k = 0; k < r.steps.size(); ++k)
+      if (r.steps[k].index != ranks.front().steps[k].index) return false;
+  }
+  return true;
+}
+
 // Median of each part over the ranks' steps with the same index.
 std::unordered_map<uint64_t, PartNs> step_medians(const std::vector<RankReport>& ranks) {
+  std::unordered_map<uint64_t, PartNs> out;
+  std::vector<int64_t> v;
+  std::vector<const PartNs*> group;
+  if (same_step_indices(ranks)) {
+    const size_t n = ranks.front().steps.size();
+    out.reserve(n);
+    for (size_t k = 0; k < n; ++k) {
+      group.clear();
+      for (const auto& r : ranks) group.push_back(&r.steps[k].parts);
+      out[ranks.front().steps[k].index] = median_parts(group, v);
+    }
+    return out;
+  }
   std::vector<std::pair<uint64_t, const PartNs*>> all;
   for (const auto& r : ranks)
     for (const auto& s : r.steps) all.emplace_back(s.index, &s.parts);
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::unordered_map<uint64_t, PartNs> out;
-  std::vector<int64_t> v;
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 0; i < all.size();) {
     size_t j = i;
-    while (j < all.size() && all[j].first == all[i].first) ++j;
-    PartNs m{};
-    for (size_t p = 0; p < kPartCount; ++p) {
-      v.clear();
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      for (size_t k = i; k < j; ++k) {
-        const int64_t x = (*all[k].second)[p];
-        v.push_back(x);
-        lo = std::min(lo, x);
-        hi = std::max(hi, x);
-      }
-      if (lo == hi) {  // a part every rank has the same of (often none at all)
-        m[p] = lo;
-        continue;
-      }
-      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-      m[p] = v[v.size() / 2];
-    }
-    out[all[i].first] = m;
+    group.clear();
+    for (; j < all.size() && all[j].first == all[i].first; ++j) group.push_back(all[j].second);
+    out[all[i].first] = median_parts(group, v);
     i = j;
   }
   return out;
@@ -98,18 +127,77 @@ struct Tally {
   std::vector<int64_t> spreads, others_spread;
 };
 
+// Every rank's arrivals in the common time base, sorted by (comm, seq, t,
+// rank). Sequence numbers count up from 0 on each communicator, so each
+// (comm, seq) group gets its place by counting, and only each group — one
+// instance's arrivals — is sorted by time. Sparse sequence numbers fall
+// back to one full sort.
 std::vector<Arrival> arrivals(const std::vector<RankReport>& ranks,
                               const std::vector<RankClock>& clocks) {
-  std::vector<Arrival> v;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    for (size_t i = 0; i < ranks[r].collectives.size(); ++i) {
-      const auto& c = ranks[r].collectives[i];
-      v.push_back({c.comm_id, c.seq, clocks[r].to_common(c.arrival_ns), static_cast<uint32_t>(r),
-                   static_cast<uint32_t>(i)});
+  auto by_time = [](const Arrival& a, const Arrival& b) {
+    return std::tie(a.t, a.rank) < std::tie(b.t, b.rank);
+  };
+  auto arrival = [&](size_t r, size_t i) {
+    const auto& c = ranks[r].collectives[i];
+    return Arrival{c.comm_id, c.seq, clocks[r].to_common(c.arrival_ns), static_cast<uint32_t>(r),
+                   static_cast<uint32_t>(i)};
+  };
+  struct Range {
+    uint64_t comm, lo, hi;
+    size_t base = 0;
+  };
+  std::vector<Range> comms;
+  std::unordered_map<uint64_t, size_t> at;
+  size_t n = 0;
+  for (const auto& rk : ranks)
+    for (const auto& c : rk.collectives) {
+      auto [it, fresh] = at.try_emplace(c.comm_id, comms.size());
+      if (fresh) comms.push_back({c.comm_id, c.seq, c.seq});
+      Range& g = comms[it->second];
+      g.lo = std::min(g.lo, c.seq);
+      g.hi = std::max(g.hi, c.seq);
+      ++n;
     }
-  std::sort(v.begin(), v.end(), [](const Arrival& a, const Arrival& b) {
-    return std::tie(a.comm, a.seq, a.t, a.rank) < std::tie(b.comm, b.seq, b.t, b.rank);
-  });
+  std::vector<size_t> order(comms.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return comms[a].comm < comms[b].comm; });
+  size_t slots = 0;
+  bool dense = true;
+  for (const size_t i : order) {
+    comms[i].base = slots;
+    slots += comms[i].hi - comms[i].lo + 1;
+    if (slots > 2 * n + 1024) dense = false;  // counting would cost more than sorting
+    if (!dense) break;
+  }
+  std::vector<Arrival> v;
+  v.reserve(n);
+  if (!dense) {
+    for (size_t r = 0; r < ranks.size(); ++r)
+      for (size_t i = 0; i < ranks[r].collectives.size(); ++i) v.push_back(arrival(r, i));
+    std::sort(v.begin(), v.end(), [&](const Arrival& a, const Arrival& b) {
+      return std::tie(a.comm, a.seq) != std::tie(b.comm, b.seq)
+                 ? std::tie(a.comm, a.seq) < std::tie(b.comm, b.seq)
+                 : by_time(a, b);
+    });
+    return v;
+  }
+  auto slot = [&](const CollectiveInstance& c) {
+    const Range& g = comms[at.find(c.comm_id)->second];
+    return g.base + (c.seq - g.lo);
+  };
+  std::vector<uint32_t> start(slots + 1, 0);
+  for (const auto& rk : ranks)
+    for (const auto& c : rk.collectives) ++start[slot(c) + 1];
+  for (size_t k = 0; k < slots; ++k) start[k + 1] += start[k];
+  std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+  v.resize(n);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    for (size_t i = 0; i < ranks[r].collectives.size(); ++i)
+      v[fill[slot(ranks[r].collectives[i])]++] = arrival(r, i);
+  for (size_t k = 0; k < slots; ++k)
+    if (start[k + 1] - start[k] > 1)
+      std::sort(v.begin() + start[k], v.begin() + start[k + 1], by_time);
   return v;
 }
 
