@@ -63,6 +63,7 @@ Progress::Progress(std::function<void(uint64_t, uint64_t)> fn,
 
 void Progress::tick(const reader::TraceReader& r, uint64_t offset) const {
   if (!fn_) return;
+  std::lock_guard lock(mu_);
   uint64_t& at = at_[&r];
   if (offset > at) {
     done_ += offset - at;
@@ -72,6 +73,14 @@ void Progress::tick(const reader::TraceReader& r, uint64_t offset) const {
     last_report_ = done_;
     fn_(done_, total_);
   }
+}
+
+void Progress::finish() const {
+  if (!fn_) return;
+  std::lock_guard lock(mu_);
+  if (last_report_ >= total_ && total_ > 0) return;  // already said
+  done_ = last_report_ = total_;
+  fn_(total_, total_);
 }
 
 }  // namespace stallscope::analyzer

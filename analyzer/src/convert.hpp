@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -116,16 +117,22 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
   return v;
 }
 
+// Bytes read so far over all files, reported to `fn` every few MiB. Safe to
+// tick from several threads (ranks analyzed in parallel): the count is
+// under a lock, taken only when there is someone to tell.
 class Progress {
  public:
   Progress(std::function<void(uint64_t, uint64_t)> fn,
            const std::vector<std::unique_ptr<reader::TraceReader>>& readers);
   // `r` has reached byte `offset`.
   void tick(const reader::TraceReader& r, uint64_t offset) const;
+  // Everything is read: reports (total, total) once, if nothing did yet.
+  void finish() const;
 
  private:
   std::function<void(uint64_t, uint64_t)> fn_;
   uint64_t total_ = 0;
+  mutable std::mutex mu_;
   mutable uint64_t done_ = 0, last_report_ = 0;
   mutable std::unordered_map<const reader::TraceReader*, uint64_t> at_;
 };

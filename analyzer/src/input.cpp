@@ -188,18 +188,18 @@ std::map<std::string, std::vector<GpuLink>> gpus_per_host(const std::vector<Rank
 }
 
 // Each rank on its own engine, readers and trace: nothing is shared but the
-// output slots (Progress is not thread-safe, so none is shown).
+// output slots and the progress count.
 void analyze_groups_parallel(std::vector<RankGroup>& groups, const AnalyzeOptions& opt,
+                             const Progress& progress,
                              const std::map<std::string, int>& per_host,
                              const std::map<std::string, std::vector<GpuLink>>& gpus,
                              std::vector<RankReport>& out) {
   const size_t at = out.size();
   out.resize(at + groups.size());
-  const Progress quiet({}, {});
   tbb::task_arena arena(opt.rank_threads == 0 ? tbb::task_arena::automatic : static_cast<int>(opt.rank_threads));
   arena.execute([&] {
     tbb::parallel_for(size_t{0}, groups.size(), [&](size_t i) {
-      out[at + i] = analyze_group(groups[i], opt, quiet, per_host.at(groups[i].host),
+      out[at + i] = analyze_group(groups[i], opt, progress, per_host.at(groups[i].host),
                                   gpus.at(groups[i].host));
     });
   });
@@ -235,8 +235,9 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
     for (auto& g : groups)
       rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host], gpus.at(g.host)));
   } else {
-    analyze_groups_parallel(groups, opt, per_host, gpus, rep.ranks);
+    analyze_groups_parallel(groups, opt, progress, per_host, gpus, rep.ranks);
   }
+  progress.finish();
   analyze_cross_rank(rep, {});
   return rep;
 }

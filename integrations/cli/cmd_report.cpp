@@ -1,4 +1,5 @@
-// `stallscope report PATH... [--json] [--html OUT.html] [--color] [--step-pattern RE] [--lag S]`:
+// `stallscope report PATH... [--json] [--html OUT.html] [--color] [--step-pattern RE] [--lag S]
+// [--jobs N]`:
 // where each step's time goes and what to change (docs/report-guide.md).
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct ReportOptions {
   bool color = false, no_color = false;
   std::string step_pattern;
   double lag_s = 0;  // 0: adaptive
+  size_t jobs = 0;   // ranks analyzed at once (0: one per core)
 };
 
 void show_progress(uint64_t done, uint64_t total) {
@@ -56,6 +58,7 @@ int run_report(const ReportOptions& in) {
     opt.lag_ns = static_cast<int64_t>(in.lag_s * 1e9);
     opt.adaptive_lag = false;
   }
+  opt.rank_threads = in.jobs;
   if (::isatty(2)) opt.progress = show_progress;
   analyzer::Report rep;
   try {
@@ -105,6 +108,11 @@ Command add_report_command(CLI::App& parent) {
             return {};
           },
           "SECONDS in [0.001, 3600]"));
+  sub->add_option("-j,--jobs", opt->jobs,
+                  "Ranks analyzed at once (default 0: one per core); the report is the same, "
+                  "memory grows with it")
+      ->type_name("N")
+      ->check(CLI::Range(0, 4096));
   sub->footer("Exit status: 0 reported, 1 no readable input (or an unwritable --html), 2 usage error.");
   return {sub, [opt] { return run_report(*opt); }};
 }

@@ -29,8 +29,10 @@ int run_scaling(ScalingArgs& in) {
     return kExitUsage;
   }
   std::vector<analyzer::Report> reports;
+  analyzer::AnalyzeOptions opt;
+  opt.rank_threads = in.jobs;
   for (const auto& run : in.runs) {
-    reports.push_back(analyzer::analyze_paths({run}, {}));
+    reports.push_back(analyzer::analyze_paths({run}, opt));
     for (const auto& e : reports.back().errors) std::cerr << "stallscope scaling: " << e << "\n";
     if (reports.back().ranks.empty()) return kExitInput;
   }
@@ -66,6 +68,9 @@ Command add_scaling_command(CLI::App& parent) {
   sub->add_option("--out", opt->out, "Where launched runs go (default stallscope-scaling)");
   sub->add_flag("--json", opt->json, "Print JSON (schema stallscope.scaling)");
   sub->add_option("--html", opt->html, "Also write the HTML page (efficiency plot) here");
+  sub->add_option("-j,--jobs", opt->jobs, "Ranks analyzed at once (default 0: one per core)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 4096));
   return {sub, [opt] { return run_scaling(*opt); }};
 }
 

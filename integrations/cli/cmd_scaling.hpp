@@ -15,6 +15,7 @@ struct ScalingArgs {
   std::string out = "stallscope-scaling";
   bool json = false;
   std::string html;
+  size_t jobs = 0;  // ranks analyzed at once (0: one per core)
 };
 
 // Runs `launch` once per rank count into <out>/ranks-<n> (STALLSCOPE_OUT),

@@ -74,6 +74,9 @@ BOOST_AUTO_TEST_CASE(parallel_mode_gives_the_same_report) {
   stallscope::testing::SynthFiles(s).write_all(dir.path());
   an::AnalyzeOptions seq, par;
   par.rank_threads = 4;
+  // Progress from the rank threads: one call at a time, rising to the total.
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  par.progress = [&calls](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
   const an::Report a = an::analyze_paths({dir.path()}, seq);
   const an::Report b = an::analyze_paths({dir.path()}, par);
   BOOST_TEST_REQUIRE(a.ranks.size() == b.ranks.size());
@@ -86,6 +89,9 @@ BOOST_AUTO_TEST_CASE(parallel_mode_gives_the_same_report) {
   BOOST_TEST_REQUIRE(b.cross.stragglers.size() == 1u);
   BOOST_TEST(b.cross.stragglers[0].rank == 5);
   BOOST_TEST(a.cross.summary == b.cross.summary);
+  BOOST_TEST_REQUIRE(!calls.empty());
+  for (size_t i = 1; i < calls.size(); ++i) BOOST_TEST(calls[i].first >= calls[i - 1].first);
+  BOOST_TEST(calls.back().first == calls.back().second);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -58,9 +58,10 @@ struct AnalyzeOptions {
   size_t max_outliers = 10;
   size_t max_remedies = 5;
   // Ranks analyzed at once on oneTBB threads (0 = all cores). Memory grows
-  // with it (one window per rank in flight); progress is not reported when > 1.
+  // with it (one window per rank in flight). The report is the same.
   size_t rank_threads = 1;
-  // Called now and then with (bytes read, bytes total); empty = silent.
+  // Called now and then with (bytes read, bytes total), one call at a time
+  // (from the analyzing threads); empty = silent.
   std::function<void(uint64_t, uint64_t)> progress;
 };
 
