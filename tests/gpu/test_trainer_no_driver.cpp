@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(device_auto_falls_back_to_emulated_and_traces_every_step) {
   attach::TempDir t;
   const std::string ds = make_dataset(t.path(), 200, 16);
   const int code =
-      train(t.path(), {"--data", ds, "--steps", "12", "--compute-ms", "8", "--device", "auto"});
+      train(t.path(), {"--data", ds, "--steps", "12", "--compute-ms", "30", "--device", "auto"});
   const std::string log = attach::slurp(t.path() + "/trainer.log");
   BOOST_TEST_REQUIRE(code == 0, log);
   BOOST_TEST(log.find("--device auto: no CUDA driver: ") != std::string::npos, log);
@@ -48,7 +48,8 @@ BOOST_AUTO_TEST_CASE(device_auto_falls_back_to_emulated_and_traces_every_step) {
   BOOST_TEST_REQUIRE(r.is_object(), attach::slurp(t.path() + "/report.log"));
   BOOST_TEST(r["steps"]["total"].get<int>() == 12);
   BOOST_TEST(r["step_source"]["kind"].get<std::string>() == "step_events");
-  // 8 ms of emulated compute per step dominates a small cached dataset.
+  // 30 ms of emulated compute per step dominates a small cached dataset,
+  // even when other tests share the cores (8 ms once lost to the loader).
   BOOST_TEST(r["cause"].get<std::string>().find("compute-bound") != std::string::npos,
              r["cause"].dump());
 }
