@@ -128,6 +128,7 @@ void RateSeries::add_cumulative(int64_t t, double total, int64_t period_ns) {
   if (!have_) {
     have_ = true;
     first_total_ = total;
+    first_t_ = t;
   } else if (t > last_t_ && total >= last_total_) {
     const int64_t a = std::max(last_t_, t - period_ns);
     push({a, t, (total - last_total_) / static_cast<double>(t - a)});

@@ -97,6 +97,7 @@ class RateSeries {
   void drop_before(int64_t t);
   bool empty() const noexcept { return segs_.empty(); }
   double first_total() const noexcept { return first_total_; }
+  int64_t first_t() const noexcept { return first_t_; }  // time of the first sample
   double last_total() const noexcept { return last_total_; }
   bool has_samples() const noexcept { return have_; }
 
@@ -110,6 +111,7 @@ class RateSeries {
   bool have_ = false;
   int64_t last_t_ = 0;
   double last_total_ = 0, first_total_ = 0;
+  int64_t first_t_ = 0;
 };
 
 }  // namespace stallscope::analyzer

@@ -56,6 +56,7 @@ class RankEngine {
 
   void route_device(const Ev& e);
   void route_trainer(const Ev& e);
+  void route_enqueue(const Ev& e);
   void route_data(const Ev& e, std::span<const uint64_t> ids);
   void on_counter(const Ev& e);
   CounterKind counter_kind(uint32_t name);
@@ -66,8 +67,8 @@ class RankEngine {
   DataSplit split_by_lineage(const Ivs& piece, const WaitRec& w, bool* ok);
   DataSplit split_inferred(const Ivs& piece);
   int64_t trainer_cpu(const Ivs& set) const;
-  double producer_cpu(const Ivs& set) const;
-  bool read_as_child(uint32_t proc) const;
+  double producer_cpu(const Ivs& set);
+  const RateSeries* read_as_child(uint32_t proc) const;
   TrainerChans* trainer_chans();
   void add_warnings(RankReport& r) const;
   void snapshot(const StepInputs& in, const StepResult& r);
@@ -88,6 +89,7 @@ class RankEngine {
     std::vector<ChainSeg> chain;               // split_by_lineage
     Ivs storage, pre, pre_only, x;
     Ivs inf_x, inf_rest, inf_rest2;            // split_inferred
+    Ivs producer_early;                        // producer_cpu
   } split_;
   std::vector<size_t> prod_cuts_;
   void take_producers(int64_t a, int64_t b);

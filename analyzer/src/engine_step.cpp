@@ -22,35 +22,47 @@ int64_t RankEngine::trainer_cpu(const Ivs& set) const {
   return std::llround(it->second.integrate(set));
 }
 
-// True when the parent process of `proc` is in this rank's trace and its
-// sampler read `proc`'s CPU time as a child's.
-bool RankEngine::read_as_child(uint32_t proc) const {
-  if (proc >= trace_.procs.size()) return false;
+// The parent's reading of `proc`'s CPU time as a child's, when the parent is
+// in this rank's trace and its sampler found `proc`; else nullptr.
+const RateSeries* RankEngine::read_as_child(uint32_t proc) const {
+  if (proc >= trace_.procs.size()) return nullptr;
   const ProcessDesc& p = trace_.procs[proc];
   for (uint32_t q = 0; q < trace_.procs.size(); ++q) {
-    if (q != proc && trace_.procs[q].pid == p.ppid && trace_.procs[q].host == p.host &&
-        child_cpu_.count({q, p.pid}) != 0)
-      return true;
+    if (q == proc || trace_.procs[q].pid != p.ppid || trace_.procs[q].host != p.host) continue;
+    const auto it = child_cpu_.find({q, p.pid});
+    if (it != child_cpu_.end() && it->second.has_samples()) return &it->second;
   }
-  return false;
+  return nullptr;
 }
 
-double RankEngine::producer_cpu(const Ivs& set) const {
+double RankEngine::producer_cpu(const Ivs& set) {
   // A forked worker's CPU time is read twice: by its own sampler, thread by
   // thread, and by its parent's, as a child. Counted once: from the parent
-  // (every tick; a worker's own sampler runs slower), except for the
-  // trainer's process, whose threads are told apart.
-  const bool trainer_is_child = read_as_child(trainer_proc_);
+  // (every tick; a worker's own samples come every 100 ms) from the
+  // parent's first reading on, from the worker's threads before it. The
+  // trainer's own process is the exception: its threads are told apart.
+  const RateSeries* trainer_as_child = read_as_child(trainer_proc_);
   double sum = 0;
+  Ivs& early = split_.producer_early;
   for (const auto& [key, s] : thread_cpu_) {
-    if (key.first == trainer_proc_ ? key.second == trainer_tid_ : read_as_child(key.first))
+    if (key.first == trainer_proc_) {
+      if (key.second != trainer_tid_) sum += s.integrate(set);
       continue;
-    sum += s.integrate(set);
+    }
+    const RateSeries* parent = read_as_child(key.first);
+    if (parent == nullptr) {
+      sum += s.integrate(set);
+      continue;
+    }
+    early.clear();  // the part of `set` before the parent's first reading
+    for (const Iv& x : set) {
+      if (x.a >= parent->first_t()) break;
+      early.push_back({x.a, std::min(x.b, parent->first_t())});
+    }
+    if (!early.empty()) sum += s.integrate(early);
   }
   for (const auto& [key, s] : child_cpu_) {
-    if (trainer_is_child && key.second == trace_.procs[trainer_proc_].pid &&
-        trace_.procs[key.first].pid == trace_.procs[trainer_proc_].ppid)
-      continue;
+    if (&s == trainer_as_child) continue;
     sum += s.integrate(set);
   }
   return sum;

@@ -126,16 +126,18 @@ BOOST_AUTO_TEST_CASE(inferred_split_uses_producer_cpu_samples) {
 }
 
 // A forked worker (pid 200) is read twice: by its own sampler (thread 201)
-// and by its parent's, as a child. Its CPU time counts once.
+// and by its parent's, as a child. Its CPU time counts once: the parent's
+// reading from its first sample on, the worker's own before it (a parent
+// finds a new child only at its next listing).
 BOOST_AUTO_TEST_CASE(inferred_split_counts_a_forked_workers_cpu_once) {
-  for (const bool parent_reads_it : {true, false}) {
-    BOOST_TEST_CONTEXT("parent reads the worker: " << parent_reads_it) {
+  for (const int parent_from : {10, 30, -1}) {  // first parent reading at 10 ms, 30 ms, never
+    BOOST_TEST_CONTEXT("parent reads the worker from " << parent_from) {
       RankBuilder b;
       b.step(0, 0, 100).wait(0, 50).kernel(50, 100);
       const uint32_t w = b.proc(200, 100);
       for (int t = 10; t <= 40; t += 10) {
         b.counter("cpu.thread_ns", t, (t - 10) * 1e6, 201, w);
-        if (parent_reads_it) b.counter("cpu.child_ns", t, (t - 10) * 1e6, 200);
+        if (parent_from >= 0 && t >= parent_from) b.counter("cpu.child_ns", t, (t - 10) * 1e6, 200);
       }
       const auto r = b.analyze();
       BOOST_TEST(part_ms(r, 0, Part::kDataPreprocess) == 30.0);

@@ -216,9 +216,11 @@ int mode_fork(long count) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
 }
 
-// A forked worker that idles `idle_ms`, records one step, idles again.
+// The parent records, waits 100 ms, forks; the child (a worker) idles
+// `idle_ms`, records one step, idles again.
 int mode_fork_worker(long idle_ms) {
   spans(name("parent"), 10);
+  sleep_ms(100);  // the parent's sampler has listed its threads and children
   pid_t child = fork();
   if (child == 0) {
     spans(name("child"), 10);

@@ -388,6 +388,29 @@ Periods periods(const std::string& file) {
   return p;
 }
 
+// Time of the first cpu.child_ns sample of `child` in `file`, or -1.
+int64_t first_child_sample(const std::string& file, uint64_t child) {
+  reader::TraceReader r(file);
+  reader::Event e;
+  while (r.next(e))
+    if (e.kind == uint8_t(Kind::kCounter) && e.corr == child &&
+        r.string(e.name_id) == "cpu.child_ns")
+      return e.ts_ns;
+  return -1;
+}
+
+// The child's first event: just after the fork.
+int64_t fork_ns(const std::vector<std::string>& files, uint32_t child) {
+  for (const auto& f : files) {
+    Loaded l = load(f);
+    if (l.header.pid != child) continue;
+    int64_t t = INT64_MAX;
+    for (const auto& e : l.events) t = std::min(t, e.ts_ns);
+    return t;
+  }
+  return -1;
+}
+
 BOOST_AUTO_TEST_CASE(a_forked_worker_samples_slowly_until_it_records_a_step) {
   for (const bool slow : {true, false}) {
     BOOST_TEST_CONTEXT("worker period " << (slow ? "default" : "0 (as the parent)")) {
@@ -405,6 +428,11 @@ BOOST_AUTO_TEST_CASE(a_forked_worker_samples_slowly_until_it_records_a_step) {
           BOOST_TEST(p.set.size() == 1u);  // the parent: 10 ms throughout
           BOOST_TEST(p.set[0].second == 10.0);
           BOOST_TEST(p.idle[0] >= 1u);
+          // It reads the child's CPU time from the tick after the fork, not
+          // from its next regular listing (500 ms).
+          const int64_t first = first_child_sample(f, uint64_t(r.value("child")));
+          BOOST_REQUIRE(first > 0);
+          BOOST_TEST(first - fork_ns(files, uint32_t(r.value("child"))) < 200'000'000);
           continue;
         }
         if (!slow) {

@@ -60,7 +60,12 @@ void install_signal_handlers() {
 
 // fork: the child must not inherit a registry mid-update.
 void before_fork() { recorder().registry.mutex().lock(); }
-void after_fork_parent() { recorder().registry.mutex().unlock(); }
+void after_fork_parent() {
+  Recorder& r = recorder();
+  r.registry.mutex().unlock();
+  // The new child (a data worker, most likely) is sampled from the next tick.
+  if (sys::CpuSampler* s = r.live_sampler.load(std::memory_order_acquire)) s->request_relist();
+}
 void after_fork_child() {
   // Single-threaded: the parent's registry lock is held by this thread in
   // the abandoned object; the child's recorder starts fresh and lazily.

@@ -197,6 +197,7 @@ void make_sampler(Recorder& r) {
     record_counter(it->second, value, subject);
   };
   r.sampler = std::make_unique<sys::CpuSampler>(std::move(o));
+  r.live_sampler.store(r.sampler.get(), std::memory_order_release);
 }
 
 bool start_locked(Recorder& r) {

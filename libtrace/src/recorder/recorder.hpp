@@ -48,6 +48,7 @@ struct Recorder {
   std::atomic<bool> final_requested{false};
 
   std::unique_ptr<sys::CpuSampler> sampler;
+  std::atomic<sys::CpuSampler*> live_sampler{nullptr};  // sampler, for the fork handler
   // Forked (without exec) from a process whose sampler ran: that sampler
   // reads this process's CPU time as a child's every tick. Here the
   // flusher takes the samples (`sample_in_flusher`), every

@@ -43,6 +43,7 @@ struct CpuSampler::State {
   bool period_changed = false;  // guarded by mu: the run loop restarts its wait
   std::atomic<int> period_ms{10};
   std::atomic<bool> machine_wide{true};
+  std::atomic<bool> relist_requested{false};
   pid_t owner_pid = 0;  // the process that started the thread
   // Sampling state, touched only under tick_mu.
   std::mutex tick_mu;
@@ -153,6 +154,10 @@ CpuSampler::CpuSampler(SamplerOptions opts) : opts_(std::move(opts)), state_(new
   state_->machine_wide.store(opts_.machine_wide, std::memory_order_relaxed);
 }
 
+void CpuSampler::request_relist() noexcept {
+  state_->relist_requested.store(true, std::memory_order_relaxed);
+}
+
 void CpuSampler::set_machine_wide(bool on) {
   state_->machine_wide.store(on, std::memory_order_relaxed);
 }
@@ -259,7 +264,9 @@ void CpuSampler::tick() {
   }
   const pid_t self = ::gettid();
   const int64_t now = mono_ns();
-  if (s.ticks == 0 || open_wide || now - s.last_relist_ns >= int64_t{opts_.relist_ms} * 1000000) {
+  const bool asked = s.relist_requested.exchange(false, std::memory_order_relaxed);
+  if (s.ticks == 0 || open_wide || asked ||
+      now - s.last_relist_ns >= int64_t{opts_.relist_ms} * 1000000) {
     s.relist(self);
     s.last_relist_ns = now;
   }

@@ -40,8 +40,10 @@
 // process's total in /proc/self/stat moved, and only for threads that ran.
 // Steady state allocates nothing. bench/sampler_bench.cpp measures it.
 //
-// Limits. Threads and children are discovered at re-listing: a thread or a
-// child that lives shorter than `relist_ms` may be missed; a child's CPU time
+// Limits. Threads and children are discovered at re-listing (every
+// `relist_ms`, and at the next tick after request_relist(), which the
+// recorder calls when the process forks): a thread or a child that lives
+// shorter than that may be missed; a child's CPU time
 // is known while it runs (after it is reaped its time moves to the
 // process's RUSAGE_CHILDREN, which this sampler does not read). /proc/stat
 // counts in 10 ms units, so even a 50 ms cpu.idle is coarse (±0.2 CPU per
@@ -113,6 +115,10 @@ class CpuSampler {
   int period_ms() const;
   // Switches cpu.idle and the cgroup counters on or off from the next tick.
   void set_machine_wide(bool on);
+  // Threads and children are listed again at the next tick (the process
+  // just forked: its new child is sampled from then on, not from the next
+  // regular listing). Async-signal-safe: one atomic store.
+  void request_relist() noexcept;
   // Takes one sample on the calling thread (tests). Safe while the thread
   // runs (ticks are serialized); the calling thread is not sampled as a thread.
   void sample_once();
