@@ -23,6 +23,10 @@ RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
 
 void RankEngine::route_device(const Ev& e) {
   if (e.phase != format::kComplete) return;
+  if (e.kind == Kind::kCollective && e.enqueued && !e.emulated) {
+    route_enqueue(e);
+    return;
+  }
   device_seen_ = true;
   switch (e.kind) {
     case Kind::kKernel: compute_.add(e.start, e.end); ++stats_.kernels; break;
@@ -46,6 +50,15 @@ RankEngine::TrainerChans* RankEngine::trainer_chans() {
   if (!finder_.decided()) return nullptr;
   auto it = chans_.find(finder_.trainer_track());
   return it == chans_.end() ? nullptr : &it->second;
+}
+
+// A collective's host-side call (an NCCL call returning once the work is
+// enqueued): the calling thread's host time, like a kernel launch. The
+// transfer is the device's (an NCCL kernel), or not recorded at all.
+void RankEngine::route_enqueue(const Ev& e) {
+  ++cuda_api_;  // a GPU job: without device activity, it was not recorded
+  if (finder_.decided() && e.track != finder_.trainer_track()) return;
+  chans_[e.track].api.add(e.start, e.end);
 }
 
 void RankEngine::route_trainer(const Ev& e) {

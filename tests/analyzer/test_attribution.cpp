@@ -104,4 +104,31 @@ BOOST_AUTO_TEST_CASE(emulated_device_work_counts_as_device_busy) {
   BOOST_TEST(part_ms(b.analyze(), 0, Part::kCompute) == 100.0);
 }
 
+// An NCCL call recorded on the trainer thread (kCollEnqueued) is the time
+// the trainer spent enqueuing the collective: host launch time, not
+// transfer. A host-side collective without the flag (a blocking call, or an
+// older trace) stays communication.
+BOOST_AUTO_TEST_CASE(an_enqueued_collective_on_the_trainer_is_launch_time_not_transfer) {
+  for (const bool enqueued : {true, false}) {
+    BOOST_TEST_CONTEXT("enqueued " << enqueued) {
+      RankBuilder b;
+      b.step(0, 0, 100).kernel(0, 40).kernel(60, 100);
+      b.add(Kind::kCollective, b.trainer, 40, 50);
+      b.t.events.back().enqueued = enqueued;
+      b.t.events.back().sample_id = 7;  // communicator
+      b.t.events.back().batch_id = 1;   // sequence number
+      const auto r = b.analyze();
+      BOOST_TEST(part_ms(r, 0, Part::kHostLaunch) == (enqueued ? 10.0 : 0.0));
+      BOOST_TEST(part_ms(r, 0, Part::kCommTransfer) == (enqueued ? 0.0 : 10.0));
+      BOOST_TEST(part_ms(r, 0, Part::kCompute) == 80.0);
+    }
+  }
+  // NCCL calls and nothing from the device: GPU activity was not recorded.
+  RankBuilder b;
+  b.t.tracks[b.device].type = stallscope::format::TrackType::kThread;
+  b.step(0, 0, 100).add(Kind::kCollective, b.trainer, 40, 50);
+  b.t.events.back().enqueued = true;
+  BOOST_TEST(b.analyze().compute_basis == "gpu_not_recorded");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -178,6 +178,7 @@ BOOST_AUTO_TEST_CASE(every_declared_plugin_version_records_collectives) {
   BOOST_TEST(ev[0].collective.rank == 2u);
   BOOST_TEST(ev[0].collective.nranks == 4u);
   BOOST_TEST(ev[0].collective.seq == 0u);
+  for (const auto& e : ev) BOOST_TEST((e.collective.flags & stallscope::format::kCollEnqueued) != 0u);
   BOOST_TEST(ev[1].collective.bytes == 20u);
   BOOST_TEST(ev[1].collective.peer == 3);
   BOOST_TEST(ev[1].collective.seq == 1u);

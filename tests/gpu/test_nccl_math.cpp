@@ -83,6 +83,7 @@ BOOST_AUTO_TEST_CASE(calls_get_op_bytes_communicator_and_a_per_communicator_sequ
   BOOST_TEST(a.rank == 3u);
   BOOST_TEST(a.nranks == 8u);
   BOOST_TEST(a.seq == 0u);
+  BOOST_TEST(a.enqueued);  // the plugin's span ends when NCCL has enqueued the work
   BOOST_TEST(static_cast<int>(b.op) == static_cast<int>(CollOp::kSend));
   BOOST_TEST(b.bytes == 20u);
   BOOST_TEST(b.peer == 5);

@@ -115,8 +115,10 @@ BOOST_AUTO_TEST_CASE(records_each_successful_call_with_op_bytes_comm_and_sequenc
       BOOST_TEST(all[i].c.bytes == want[i].bytes);
       BOOST_TEST(all[i].dtype() == want[i].dtype);
       BOOST_TEST(all[i].c.peer == want[i].peer);
-      // A host-side span of the call (the fake sleeps 200 µs in each).
+      // A host-side span of the call (the fake sleeps 200 µs in each),
+      // flagged as the enqueue it is.
       BOOST_TEST((all[i].track == format::TrackType::kThread));
+      BOOST_TEST((all[i].c.flags & format::kCollEnqueued) != 0u);
       BOOST_TEST(all[i].dur_ns >= 150000);
     }
   }

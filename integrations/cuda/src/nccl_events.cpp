@@ -17,6 +17,7 @@ Collective nccl_collective(NcclComm& comm, std::string_view func, uint64_t count
   c.rank = comm.rank;
   c.nranks = comm.nranks;
   c.peer = peer;
+  c.enqueued = true;  // NCCL stops the event once the work is enqueued
   return c;
 }
 

@@ -169,6 +169,7 @@ void record(stallscope::Ticks t0, stallscope::Ticks t1, const CallArgs& a) noexc
                           : mix(reinterpret_cast<uintptr_t>(a.comm) + gen * 0x9e3779b97f4a7c15ull);
   c.seq = s->next_seq.fetch_add(1, std::memory_order_relaxed);
   c.peer = a.peer;
+  c.enqueued = true;  // the call returns once the work is queued on the stream
   comm_facts(*s, a.comm, c);
   stallscope::record_collective(t0, t1, c);
 }

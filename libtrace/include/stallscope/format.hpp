@@ -254,9 +254,12 @@ struct CollectiveExt {  // 48 bytes
   uint32_t rank;        // rank within the communicator
   uint32_t nranks;
   int32_t peer;         // p2p peer, -1 otherwise
-  uint32_t reserved;
+  uint32_t flags;       // kCollEnqueued; 0 in traces written before it existed
 };
 static_assert(sizeof(CollectiveExt) == 48);
+// CollectiveExt::flags: the span is the host-side call that enqueued the
+// collective (an NCCL call returning): its end is not the transfer's end.
+inline constexpr uint32_t kCollEnqueued = 1;
 
 enum class ApiDomain : uint8_t {
   kUnknown = 0, kCudaRuntime = 1, kCudaDriver = 2, kNccl = 3, kMpi = 4 };

@@ -181,6 +181,9 @@ struct Collective {
   int32_t peer = -1;
   uint64_t corr = 0;
   bool emulated = false;
+  // The span is the host-side call that enqueued the collective (NCCL):
+  // the analyzer counts it as the trainer's host time, not as transfer.
+  bool enqueued = false;
 };
 STALLSCOPE_API bool record_collective(Ticks start, Ticks end, const Collective& c) noexcept;
 

@@ -187,6 +187,7 @@ void ChromeWriter::collective_args(const format::CollectiveExt& x) {
   akey("rank").num(uint64_t{x.rank});
   akey("nranks").num(uint64_t{x.nranks});
   akey("peer").num(int64_t{x.peer});
+  if (x.flags & format::kCollEnqueued) akey("enqueued").raw("true");
 }
 
 JsonOut& ChromeWriter::akey(std::string_view k) {
