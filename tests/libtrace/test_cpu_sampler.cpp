@@ -89,6 +89,13 @@ struct Collect {
     }
     return out;
   }
+  // Options of a sampler at `period_ms` that collects into this.
+  SamplerOptions options(int period_ms) {
+    SamplerOptions o;
+    o.sink = sink();
+    o.period_ms = period_ms;
+    return o;
+  }
   std::set<uint64_t> subjects(const std::string& name) {
     std::lock_guard<std::mutex> lk(mu);
     std::set<uint64_t> out;
@@ -298,10 +305,7 @@ BOOST_AUTO_TEST_CASE(forked_child_cpu_shows_in_child_ns) {
 
 BOOST_AUTO_TEST_CASE(running_sampler_emits_every_tick_within_bounds) {
   Collect c;
-  SamplerOptions o;
-  o.sink = c.sink();
-  o.period_ms = 10;
-  CpuSampler s(std::move(o));
+  CpuSampler s(c.options(10));
   Worker busy([] { burn_cpu(CLOCK_THREAD_CPUTIME_ID, 150'000'000); });
   s.start();
   s.start();  // idempotent
@@ -353,10 +357,7 @@ BOOST_AUTO_TEST_CASE(steady_state_ticks_do_not_allocate,
 // fault and /proc/stat cadences follow it.
 BOOST_AUTO_TEST_CASE(set_period_takes_effect_at_once) {
   Collect c;
-  SamplerOptions o;
-  o.sink = c.sink();
-  o.period_ms = 2000;
-  CpuSampler s(std::move(o));
+  CpuSampler s(c.options(2000));
   s.start();
   std::this_thread::sleep_for(100ms);  // the first tick only
   BOOST_TEST(s.stats().samples == 1u);
