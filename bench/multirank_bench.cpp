@@ -14,7 +14,9 @@
 //
 // events/s = trace events of all ranks ÷ wall time of the analysis (merge,
 // per-rank attribution, clock alignment, straggler attribution); memory per
-// rank = (peak RSS − RSS of an idle child) ÷ ranks. Ends with RESULT lines
+// rank = (peak RSS − RSS of an idle child) ÷ ranks, also for the same run at
+// half the steps: the difference per step is how memory grows with run
+// length (the target: constant). Ends with RESULT lines
 // ("RESULT <name> <value> <unit> target <op> <value> PASS|MISS").
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -134,19 +136,35 @@ int main(int argc, char** argv) {
   const Outcome seq = analyze(dir, 1);
   const Outcome par = analyze(dir, threads);
   if (keep.empty()) std::filesystem::remove_all(dir);
+  // The same run at half the length, analyzed the same way: how memory per
+  // rank grows with run length.
+  stallscope::testing::SynthFilesSpec half_spec = s;
+  half_spec.steps = s.steps / 2;
+  const std::string half_dir = dir + "-half";
+  std::filesystem::create_directories(half_dir);
+  stallscope::testing::SynthFiles(half_spec).write_all(half_dir);
+  const Outcome half = analyze(half_dir, 1);
+  std::filesystem::remove_all(half_dir);
   const double per_rank_kb = (seq.max_rss_mb - idle.max_rss_mb) * 1024.0 / double(s.ranks);
+  const double half_kb = (half.max_rss_mb - idle.max_rss_mb) * 1024.0 / double(s.ranks);
+  const double growth_b_per_step =
+      (per_rank_kb - half_kb) * 1024.0 / double(s.steps - half_spec.steps);
   std::printf("sequential: %.2f s wall, %.2f s CPU, peak RSS %.1f MB (idle child %.1f MB)\n",
               seq.wall_s, seq.cpu_s, seq.max_rss_mb, idle.max_rss_mb);
   std::printf("parallel (%zu threads): %.2f s wall, %.2f s CPU, peak RSS %.1f MB; speed-up %.2fx\n",
               threads, par.wall_s, par.cpu_s, par.max_rss_mb, seq.wall_s / par.wall_s);
-  std::printf("memory per rank: %.0f KB for %zu steps (%.0f B per step)\n", per_rank_kb, s.steps,
-              per_rank_kb * 1024.0 / double(s.steps));
+  std::printf("memory per rank: %.0f KB for %zu steps (%.0f B per step); %.0f KB for %zu steps: "
+              "grows %.0f B per step of run length\n",
+              per_rank_kb, s.steps, per_rank_kb * 1024.0 / double(s.steps), half_kb,
+              half_spec.steps, growth_b_per_step);
   bool ok = true;
   ok &= result("multirank_events_per_s", seq.events / seq.wall_s, "events/s", ">=", 20e6);
   ok &= result("multirank_events_per_cpu_s", seq.events / seq.cpu_s, "events/s", ">=", 20e6);
   ok &= result("multirank_parallel_events_per_s", par.events / par.wall_s, "events/s", ">=", 20e6);
   ok &= result("multirank_parallel_speedup", seq.wall_s / par.wall_s, "x", ">=", 1.2);
   ok &= result("multirank_mem_per_rank", per_rank_kb, "KB", "<=", 48 + 0.6 * double(s.steps));
+  // Constant in run length, allowing for the RSS measurement's noise.
+  ok &= result("multirank_mem_growth_per_step", growth_b_per_step, "B/step", "<=", 16);
   ok &=
       result("multirank_straggler_found",
              seq.straggler == s.straggler && par.straggler == s.straggler ? 1 : 0, "bool", "==", 1);
