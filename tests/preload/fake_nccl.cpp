@@ -84,13 +84,22 @@ void init_profiler(Comm* c) {
 // depends on what other threads allocate and free.)
 static Comm* g_freed = nullptr;
 
-FAKE_EXPORT int ncclCommInitRank(Comm** comm, int nranks, ncclUniqueId, int rank) {
+// Both entry points create through this, not through each other: a call
+// between exported functions would reach the shim's wrapper a second time.
+static int init_rank(Comm** comm, int nranks, int rank) {
   Comm* c = g_freed != nullptr ? g_freed : new Comm;
   g_freed = nullptr;
   *c = Comm{nranks, rank, nullptr};
   *comm = c;
   init_profiler(*comm);
   return kSuccess;
+}
+
+FAKE_EXPORT int ncclCommInitRank(Comm** comm, int nranks, ncclUniqueId, int rank) {
+  return init_rank(comm, nranks, rank);
+}
+FAKE_EXPORT int ncclCommInitRankConfig(Comm** comm, int nranks, ncclUniqueId, int rank, void*) {
+  return init_rank(comm, nranks, rank);
 }
 // Half the parent's ranks; the key is the rank in the new communicator.
 FAKE_EXPORT int ncclCommSplit(Comm* comm, int color, int key, Comm** newcomm, void*) {

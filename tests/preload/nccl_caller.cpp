@@ -6,7 +6,8 @@
 // an all-reduce on a null communicator, which fails; after destroying both,
 // one all-reduce of one float on communicator C (rank 5 of 8), and one on D,
 // split from C (rank 0 of 4). Each communicator is made from its own unique
-// id (A 1, B 2, C 3), as every rank of a job would. Prints the version,
+// id (A 1, B 2, C 3), as every rank of a job would; B with
+// ncclCommInitRankConfig, the others with ncclCommInitRank. Prints the version,
 // the sum of the successful calls' results, the failing call's result and
 // errno after the last successful call and after the failing one, and
 // whether C got A's address.
@@ -21,6 +22,7 @@ struct ncclUniqueId {
 };
 int ncclGetVersion(int* version);
 int ncclCommInitRank(ncclComm** comm, int nranks, ncclUniqueId id, int rank);
+int ncclCommInitRankConfig(ncclComm** comm, int nranks, ncclUniqueId id, int rank, void* config);
 int ncclCommDestroy(ncclComm* comm);
 int ncclCommSplit(ncclComm* comm, int color, int key, ncclComm** newcomm, void* config);
 int ncclGroupStart();
@@ -49,7 +51,7 @@ int main() {
   id_c.internal[0] = 3;
   ncclComm* a = nullptr;
   ncclComm* b = nullptr;
-  int ok = ncclCommInitRank(&a, 4, id_a, 2) + ncclCommInitRank(&b, 2, id_b, 1);
+  int ok = ncclCommInitRank(&a, 4, id_a, 2) + ncclCommInitRankConfig(&b, 2, id_b, 1, nullptr);
   char buf[16];
   void* s = buf;
   for (int i = 0; i < 10; ++i) ok += ncclAllReduce(s, buf, 1 << 20, kFloat32, kSum, a, nullptr);
