@@ -47,7 +47,9 @@ BOOST_AUTO_TEST_SUITE(preload_process)
 BOOST_AUTO_TEST_CASE(reused_descriptor_never_keeps_a_stale_path) {
   TempDir dir;
   const std::string a = make_file(dir, "a"), b = make_file(dir, "b");
-  const RunResult r = lifecycle(dir, {"reuse", a, b});
+  // No sampler: its listing opens files of its own now and then, and one
+  // could take the number the program expects back.
+  const RunResult r = lifecycle(dir, {"reuse", a, b}, {{"STALLSCOPE_SAMPLE_MS", "0"}});
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
   BOOST_TEST(r.value("SAME1") == 1);  // the cases really reuse the number
   BOOST_TEST(r.value("SAME3") == 1);

@@ -191,7 +191,7 @@ void flusher_main(Recorder* r) {
       poll_control(*r);
       next_control = now + std::chrono::milliseconds(kControlPollMs);
     }
-    if (r->sample_in_flusher) {
+    if (r->sample_in_flusher && !r->stop.load()) {  // never a new thread while closing
       if (r->steps_seen.load(std::memory_order_relaxed)) {
         // A worker that runs steps (a trainer forked without exec): a sampler
         // thread at the full period, with every counter.
@@ -291,6 +291,8 @@ void close_recorder() {
   r.stop.store(true);
   wake_flusher();
   if (r.flusher.joinable() && r.flusher.get_id() != std::this_thread::get_id()) r.flusher.join();
+  // A forked worker's flusher may have started the sampler thread meanwhile.
+  if (r.sampler) r.sampler->stop();
   if (r.state.load() == State::kRunning) flush_now(r, true);
 }
 
