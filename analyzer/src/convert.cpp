@@ -76,9 +76,9 @@ void Progress::tick(const reader::TraceReader& r, uint64_t offset) const {
 }
 
 void Progress::finish() const {
-  if (!fn_) return;
+  if (!fn_ || total_ == 0) return;  // nothing was read: nothing to say
   std::lock_guard lock(mu_);
-  if (last_report_ >= total_ && total_ > 0) return;  // already said
+  if (last_report_ >= total_) return;  // already said
   done_ = last_report_ = total_;
   fn_(total_, total_);
 }

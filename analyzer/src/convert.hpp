@@ -128,7 +128,8 @@ class Progress {
            const std::vector<std::unique_ptr<reader::TraceReader>>& readers);
   // `r` has reached byte `offset`.
   void tick(const reader::TraceReader& r, uint64_t offset) const;
-  // Everything is read: reports (total, total) once, if nothing did yet.
+  // Everything is read: reports (total, total) once, unless a tick already
+  // did or there were no bytes at all.
   void finish() const;
 
  private:
