@@ -4,7 +4,9 @@
 // buffer from stallscope's request callback with kernel records stamped by
 // the registered timestamp callback, one zero-timestamp record and one
 // record of an unknown kind, then hands it back through the complete
-// callback with dropped records to report.
+// callback with dropped records to report. fake_cupti_emit_device() and
+// fake_cupti_emit_work() deliver one buffer with one device record, or one
+// kernel, memcpy or memset record on a given device.
 #include <cupti.h>
 
 #include <cstring>
@@ -27,7 +29,24 @@ struct State {
   int unsubscribes = 0;
 };
 State g;
-constexpr size_t kSlot = sizeof(CUpti_ActivityKernel10);
+constexpr size_t kSlot = sizeof(CUpti_ActivityKernel10);  // every record's room
+static_assert(sizeof(CUpti_ActivityDevice5) <= kSlot && sizeof(CUpti_ActivityMemcpy6) <= kSlot &&
+              sizeof(CUpti_ActivityMemset4) <= kSlot);
+
+// Requests a buffer, lets `fill` write one record into its first slot and
+// completes it; 0, or -1 before attach, -2 when no buffer came.
+template <typename Fill>
+int deliver_one(Fill fill) {
+  if (g.request == nullptr || g.complete == nullptr || g.timestamp == nullptr) return -1;
+  uint8_t* buf = nullptr;
+  size_t size = 0, max = 0;
+  g.request(&buf, &size, &max);
+  if (buf == nullptr || size < kSlot) return -2;
+  std::memset(buf, 0, kSlot);
+  fill(buf);
+  g.complete(nullptr, 0, buf, size, kSlot);
+  return 0;
+}
 
 }  // namespace
 
@@ -131,4 +150,47 @@ FAKE_EXPORT int fake_cupti_emit(int kernels, size_t dropped) {
   g.dropped = dropped;
   g.complete(nullptr, 0, buf, size, need);
   return 0;
+}
+
+// Delivers a device record: ordinal `id`, the 16 bytes of `uuid`, `name`,
+// MIG mode `mig`.
+FAKE_EXPORT int fake_cupti_emit_device(uint32_t id, const unsigned char* uuid, const char* name,
+                                       int mig) {
+  return deliver_one([&](uint8_t* slot) {
+    auto* d = reinterpret_cast<CUpti_ActivityDevice5*>(slot);
+    d->kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    d->id = id;
+    std::memcpy(d->uuid.bytes, uuid, sizeof d->uuid.bytes);
+    d->name = name;
+    d->isMigEnabled = mig ? 1 : 0;
+    d->isCudaVisible = 1;
+  });
+}
+
+// Delivers one record of `kind` (CONCURRENT_KERNEL "fake_device_kernel",
+// MEMCPY host to device, MEMSET) that ran on `device`.
+FAKE_EXPORT int fake_cupti_emit_work(int kind, uint32_t device) {
+  return deliver_one([&](uint8_t* slot) {
+    const uint64_t start = g.timestamp();
+    if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(slot);
+      m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+      m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+      m->bytes = 4096;
+      m->start = start, m->end = start + 1000;
+      m->deviceId = device;
+    } else if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(slot);
+      m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      m->bytes = 4096;
+      m->start = start, m->end = start + 1000;
+      m->deviceId = device;
+    } else {
+      auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(slot);
+      k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k->name = "fake_device_kernel";
+      k->start = start, k->end = start + 1000;
+      k->deviceId = device;
+    }
+  });
 }

@@ -1,6 +1,8 @@
 // The CUPTI record converter over synthetic records of every handled kind,
-// zero timestamps, unknown kinds and both clocks.
+// zero timestamps, unknown kinds and both clocks; device records' identity
+// and its "cuda.device" JSON.
 #define BOOST_TEST_MODULE cupti_convert
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -269,6 +271,54 @@ BOOST_AUTO_TEST_CASE(external_correlation_links_cupti_and_external_ids) {
   BOOST_TEST(ev.core.corr == 41u);
   BOOST_TEST(ev.core.value == 0xabcdefu);
   BOOST_TEST(ev.ext_bytes == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(device_record_gives_ordinal_uuid_as_nvidia_smi_prints_it_name_and_mig) {
+  CUpti_ActivityDevice5 d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = 5;
+  const unsigned char bytes[16] = {0x00, 0x1f, 0x80, 0xff, 0xab, 0xcd, 0x0e, 0xf0,
+                                   0x12, 0x34, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x7f};
+  std::memcpy(d.uuid.bytes, bytes, 16);
+  d.name = "NVIDIA H200";
+  d.isMigEnabled = 1;
+  const sc::DeviceIdentity id = sc::device_identity(d);
+  BOOST_TEST(id.id == 5u);
+  BOOST_TEST(id.uuid == "GPU-001f80ff-abcd-0ef0-1234-9abcdef0017f");  // bytes past 0x7f unsigned
+  BOOST_TEST(id.name == "NVIDIA H200");
+  BOOST_TEST(id.mig);
+  d.isMigEnabled = 0;
+  d.name = nullptr;
+  BOOST_TEST(!sc::device_identity(d).mig);
+  BOOST_TEST(sc::device_identity(d).name == "");
+}
+
+BOOST_AUTO_TEST_CASE(device_records_make_no_event_and_name_no_work_device) {
+  FakeNames names;
+  sc::GpuEvent ev;
+  CUpti_ActivityDevice5 d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = 1;
+  BOOST_TEST(static_cast<int>(convert(d, &ev, names)) ==
+             static_cast<int>(sc::Converted::kNotRecorded));
+  BOOST_TEST(sc::work_device(reinterpret_cast<const CUpti_Activity&>(d)) == -1);
+  const auto k = kernel("gemm", 1000, 1500);  // deviceId 2
+  BOOST_TEST(sc::work_device(reinterpret_cast<const CUpti_Activity&>(k)) == 2);
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.deviceId = 7;
+  BOOST_TEST(sc::work_device(reinterpret_cast<const CUpti_Activity&>(m)) == 7);
+  CUpti_ActivityMemset4 s{};
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.deviceId = 3;
+  BOOST_TEST(sc::work_device(reinterpret_cast<const CUpti_Activity&>(s)) == 3);
+}
+
+BOOST_AUTO_TEST_CASE(device_json_escapes_the_name) {
+  sc::DeviceIdentity d{1, "GPU-00000000-0000-0000-0000-000000000001", "A \"B\"\\\n\xc3", true};
+  BOOST_TEST(sc::device_json(d) == R"({"id":1,"uuid":"GPU-00000000-0000-0000-0000-000000000001",)"
+                                   R"("name":"A \"B\"\\\u000a\u00c3","mig":true})");
+  BOOST_TEST(sc::unknown_device_json(4) == R"({"id":4,"uuid":"","name":""})");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

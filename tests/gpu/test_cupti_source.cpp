@@ -3,8 +3,9 @@
 // cupti_interpose.cpp) linked ahead of it as the preload shim would be:
 // subscription as "stallscope", the timestamp callback registered before
 // any kind and answering CLOCK_MONOTONIC, records converted, zero-time and
-// unknown records counted, drops recorded, capture off/on, and the
-// hand-over when another library subscribes.
+// unknown records counted, drops recorded, capture off/on, each device
+// that ran work attached once as "cuda.device", and the hand-over when
+// another library subscribes.
 #define BOOST_TEST_MODULE cupti_source
 #include <cupti.h>
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 #include <string>
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 #include "libtrace/probe_runner.hpp"
 #include "stallscope/reader.hpp"
@@ -29,6 +31,8 @@ int fake_cupti_unsubscribes();
 const char* fake_cupti_order();
 int fake_cupti_enabled(int kind);
 int fake_cupti_emit(int kernels, size_t dropped);
+int fake_cupti_emit_device(uint32_t id, const unsigned char* uuid, const char* name, int mig);
+int fake_cupti_emit_work(int kind, uint32_t device);
 }
 
 namespace rd = stallscope::reader;
@@ -44,6 +48,11 @@ int64_t now_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
+
+constexpr unsigned char kUuid0[16] = {0x3f, 0xa2, 0x9c, 0x01, 0x8e, 0x4b, 0x7d, 0x10,
+                                      0xc5, 0x6e, 0xf0, 0x0d, 0xba, 0x11, 0x22, 0x99};
+constexpr unsigned char kUuid1[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr unsigned char kUuid3[16] = {0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x03};
 
 template <typename F>
 F sym(void* lib, const char* name) {
@@ -99,15 +108,27 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
                 CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
                 CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
     BOOST_TEST(fake_cupti_enabled(k) == 1, "kind " << k);
+  BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) == 1);
 
   const int64_t t0 = now_ns();
   BOOST_TEST(fake_cupti_emit(3, 5) == 0);
   const int64_t t1 = now_ns();
 
+  // Devices: 0 named, then runs kernels; 1 named, runs nothing; 3 runs a
+  // copy, named later (while capture is off); 2 runs a memset, never named.
+  BOOST_TEST(fake_cupti_emit_device(0, kUuid0, "NVIDIA H200", 0) == 0);
+  BOOST_TEST(fake_cupti_emit_work(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0) == 0);
+  BOOST_TEST(fake_cupti_emit_work(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0) == 0);
+  BOOST_TEST(fake_cupti_emit_device(1, kUuid1, "NVIDIA H200", 0) == 0);
+  BOOST_TEST(fake_cupti_emit_work(CUPTI_ACTIVITY_KIND_MEMCPY, 3) == 0);
+  BOOST_TEST(fake_cupti_emit_work(CUPTI_ACTIVITY_KIND_MEMSET, 2) == 0);
+
   auto capture = sym<void (*)(int)>(lib, "stallscope_cuda_capture_v1");
   capture(0);
   BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0);
-  BOOST_TEST(std::string(fake_cupti_order()).back() == 'F');  // flushed after disabling
+  BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) == 1);  // never off with capture
+  BOOST_TEST(std::string(fake_cupti_order()).back() == 'F');        // flushed after disabling
+  BOOST_TEST(fake_cupti_emit_device(3, kUuid3, "NVIDIA \"H200\" MIG\n", 1) == 0);
   capture(1);
   BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1);
   BOOST_TEST(sym<int (*)()>(lib, "stallscope_cuda_flush_v1")() == 0);
@@ -120,6 +141,7 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST(fake_cupti_subscribers() == 1);
   BOOST_TEST(std::string(fake_cupti_subscriber()) == "plain");
   BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0);
+  BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) == 0);
   stallscope_shutdown();
 
   std::string err;
@@ -127,10 +149,12 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST_REQUIRE(files.size() == 1u, err);
   rd::TraceReader r(files[0]);
   rd::Event e;
-  int kernels = 0, handed = 0;
+  int kernels = 0, device_kernels = 0, handed = 0;
   std::map<std::string, double> counters;
   while (r.next(e)) {
-    if (e.kind_enum() == fmt::Kind::kKernel) {
+    if (e.kind_enum() == fmt::Kind::kKernel && r.string(e.name_id) == "fake_device_kernel") {
+      ++device_kernels;
+    } else if (e.kind_enum() == fmt::Kind::kKernel) {
       ++kernels;
       BOOST_TEST(r.string(e.name_id) == "fake_kernel");
       BOOST_TEST(e.ts_ns >= t0);  // stamped by our callback: CLOCK_MONOTONIC
@@ -146,10 +170,32 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
     }
   }
   BOOST_TEST(kernels == 3);
+  BOOST_TEST(device_kernels == 2);
   BOOST_TEST(counters["cupti.dropped_records"] == 5.0);
   BOOST_TEST(counters["cupti.zero_timestamp_records"] == 1.0);
   BOOST_TEST(counters["cupti.unknown_kind_records"] == 1.0);
   BOOST_TEST(handed == 1);
+
+  // One "cuda.device" per device that ran work, whatever the order of its
+  // record and its work; the unnamed one from the hand-over, when no device
+  // record can come any more.
+  std::map<uint32_t, std::string> devices;
+  int attached = 0;
+  for (const auto& a : r.attachments()) {
+    if (a.name != "cuda.device") continue;
+    ++attached;
+    devices[nlohmann::json::parse(a.data).at("id").get<uint32_t>()] = a.data;
+  }
+  BOOST_TEST(attached == 3);
+  BOOST_TEST_REQUIRE(devices.size() == 3u);
+  BOOST_TEST(devices.count(1) == 0u);  // named, ran nothing
+  BOOST_TEST(devices[0] == R"({"id":0,"uuid":"GPU-3fa29c01-8e4b-7d10-c56e-f00dba112299",)"
+                           R"("name":"NVIDIA H200","mig":false})");
+  const auto d3 = nlohmann::json::parse(devices[3]);
+  BOOST_TEST(d3.at("uuid").get<std::string>() == "GPU-ff000000-0000-0000-0000-000000000003");
+  BOOST_TEST(d3.at("name").get<std::string>() == "NVIDIA \"H200\" MIG\n");
+  BOOST_TEST(d3.at("mig").get<bool>());
+  BOOST_TEST(devices[2] == R"({"id":2,"uuid":"","name":""})");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,8 @@
 // CUPTI on a real device (label gpu; exits 77 where no driver or device):
 // pageable and pinned copies with their memory kinds, a memset, a kernel
 // after its launch call, a device synchronize, all stamped with
-// CLOCK_MONOTONIC; then a hand-over stops recording and is marked.
+// CLOCK_MONOTONIC; the device they ran on attached once as "cuda.device";
+// then a hand-over stops recording and is marked.
 #define BOOST_TEST_NO_MAIN
 #define BOOST_TEST_ALTERNATIVE_INIT_API
 #include <cuda_runtime_api.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 #include "gpu/ptx_spin.hpp"
 #include "libtrace/probe_runner.hpp"
@@ -132,6 +134,21 @@ BOOST_AUTO_TEST_CASE(copies_kernels_and_syncs_arrive_in_order_on_the_monotonic_c
   bool launched_before = false;
   for (auto [corr, ts] : launches) launched_before |= corr == kernel_corr && ts <= kernel_ts;
   BOOST_TEST(launched_before, "no launch call with the kernel's correlation id before it");
+
+  // Device 0 ran the work. Its uuid is empty when CUPTI sent no device
+  // record: main() initialized CUDA before stallscope enabled the kind.
+  std::vector<nlohmann::json> devices;
+  for (const auto& a : r.attachments())
+    if (a.name == "cuda.device") devices.push_back(nlohmann::json::parse(a.data));
+  BOOST_TEST_REQUIRE(devices.size() == 1u);
+  BOOST_TEST_MESSAGE("cuda.device: " << devices[0].dump());
+  BOOST_TEST(devices[0].at("id").get<int>() == 0);
+  const std::string uuid = devices[0].at("uuid");
+  if (!uuid.empty()) {  // a device record came: NVML's form, and a name
+    BOOST_TEST(uuid.size() == 40u, uuid);
+    BOOST_TEST(uuid.rfind("GPU-", 0) == 0u, uuid);
+    BOOST_TEST(!devices[0].at("name").get<std::string>().empty());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,7 @@
 // A fake NVML for the topology tests, loaded through STALLSCOPE_NVML_LIB:
-// the four GPUs of two_socket_4gpu.xml, each with a Gen5 x16 maximum link
-// and four NVLink links. By default links 0-1 join the GPUs of one switch
+// the four GPUs of two_socket_4gpu.xml, each with a Gen5 x16 maximum link,
+// the UUID "GPU-00000000-0000-0000-0000-00000000000<index>" and four NVLink
+// links. By default links 0-1 join the GPUs of one switch
 // (0-1, 2-3) and links 2-3 are down; FAKE_NVML_NVSWITCH=1 makes all four
 // links active towards NVSwitches instead.
 #include <cstdint>
@@ -61,6 +62,11 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t*
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t, char* name, unsigned n) {
   std::snprintf(name, n, "NVIDIA H100 80GB HBM3");
+  return 0;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* uuid, unsigned n) {
+  if (n < 41) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::snprintf(uuid, n, "GPU-00000000-0000-0000-0000-%012x", index_of(d));
   return 0;
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* p) {

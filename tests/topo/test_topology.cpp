@@ -117,6 +117,9 @@ BOOST_AUTO_TEST_CASE(fake_nvml_adds_names_max_pcie_and_nvlink) {
   BOOST_TEST(g0.name == "NVIDIA H100 80GB HBM3");
   BOOST_TEST(g0.gpu_index == 0);
   BOOST_TEST(g2.gpu_index == 2);
+  BOOST_TEST(g0.uuid == "GPU-00000000-0000-0000-0000-000000000000");
+  BOOST_TEST(g2.uuid == "GPU-00000000-0000-0000-0000-000000000002");
+  BOOST_TEST(by_bus(t, "0000:14:00.0").uuid.empty());  // a NIC: no NVML, no uuid
   BOOST_TEST(g0.pcie_max_gen == 5);
   BOOST_TEST(g0.pcie_max_width == 16);
   BOOST_TEST_REQUIRE(g0.nvlinks.size() == 4u);
@@ -126,6 +129,10 @@ BOOST_AUTO_TEST_CASE(fake_nvml_adds_names_max_pcie_and_nvlink) {
   BOOST_TEST(tp::relation(t, g0, g1) == "NV2");
   BOOST_TEST(tp::relation(t, g0, g2) == "SYS");
   BOOST_TEST(t.of_kind(tp::DeviceKind::kGpu).size() == 4u);  // matched, not added
+}
+
+BOOST_AUTO_TEST_CASE(gpus_without_nvml_have_no_uuid) {
+  for (const auto* g : load(false).of_kind(tp::DeviceKind::kGpu)) BOOST_TEST(g->uuid.empty());
 }
 
 BOOST_AUTO_TEST_CASE(nvswitch_links_join_every_gpu_pair) {
@@ -163,11 +170,15 @@ BOOST_AUTO_TEST_CASE(text_and_json_carry_the_matrix_and_devices) {
   const std::string text = tp::format_text(t);
   BOOST_TEST(text.find("GPU0   X      NV2    SYS    SYS    PIX") != std::string::npos, text);
   BOOST_TEST(text.find("PCIe Gen5 x16 max (63.0 GB/s per direction)") != std::string::npos);
+  BOOST_TEST(text.find("NVIDIA H100 80GB HBM3  GPU-00000000-0000-0000-0000-000000000003  NUMA 1") !=
+                 std::string::npos,
+             text);
   BOOST_TEST(text.find("Legend:") != std::string::npos);
   const auto j = nlohmann::json::parse(tp::to_json(t));
   BOOST_TEST(j["devices"].size() == 8u);
   BOOST_TEST(j["numa"].size() == 2u);
   BOOST_TEST(j["devices"][0]["kind"] == "gpu");
+  BOOST_TEST(j["devices"][0]["uuid"] == "GPU-00000000-0000-0000-0000-000000000000");
   BOOST_TEST(j["devices"][0]["pcie_max_gbps"].get<double>() == 63.015385,
              boost::test_tools::tolerance(1e-5));
 }
@@ -178,6 +189,9 @@ BOOST_AUTO_TEST_CASE(json_round_trip_keeps_relations_and_nvml_facts) {
   const auto back = tp::from_json(tp::to_json(t), "round-trip", &err);
   BOOST_TEST_REQUIRE(back.has_value(), err);
   BOOST_TEST(tp::format_text(*back) == tp::format_text(t));
+  for (const char* bus : {"0000:12:00.0", "0000:93:00.0"})
+    BOOST_TEST(by_bus(*back, bus).uuid == by_bus(t, bus).uuid);
+  BOOST_TEST(by_bus(*back, "0000:93:00.0").uuid == "GPU-00000000-0000-0000-0000-000000000003");
   BOOST_TEST(!tp::from_json("{\"devices\": 3}", "bad.json", &err).has_value());
   BOOST_TEST(err.find("bad.json: not a stallscope topology") == 0u, err);
   BOOST_TEST(!tp::from_json("{\"devices\": [], \"numa\": [1]}", "x", &err).has_value());

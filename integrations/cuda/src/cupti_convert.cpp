@@ -3,6 +3,7 @@
 
 #include "nccl_math.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 namespace stallscope::cuda {
@@ -157,7 +158,77 @@ Converted external(const CUpti_ActivityExternalCorrelation& e, NameResolver& nam
   return Converted::kEvent;
 }
 
+// A JSON string: printable ASCII as is, every other byte as \u00XX
+// (device names are ASCII; the result is valid JSON whatever the bytes).
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", c);
+      out += esc;
+    }
+  }
+  out += '"';
+}
+
 }  // namespace
+
+std::string gpu_uuid(const CUuuid& uuid) {
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
+    s += hex;
+  }
+  return s;
+}
+
+DeviceIdentity device_identity(const CUpti_ActivityDevice5& record) {
+  DeviceIdentity d;
+  d.id = record.id;
+  d.uuid = gpu_uuid(record.uuid);
+  // Copied, never freed: CUPTI before 13.0 shares the name between records
+  // ("should not be modified"); 13.0's header leaves it to the client.
+  // Keeping one short string per device is the safe side of both.
+  d.name = record.name ? record.name : "";
+  d.mig = record.isMigEnabled != 0;
+  return d;
+}
+
+std::string device_json(const DeviceIdentity& device) {
+  std::string j = "{\"id\":" + std::to_string(device.id) + ",\"uuid\":";
+  append_json_string(j, device.uuid);
+  j += ",\"name\":";
+  append_json_string(j, device.name);
+  j += device.mig ? ",\"mig\":true}" : ",\"mig\":false}";
+  return j;
+}
+
+std::string unknown_device_json(uint32_t id) {
+  return "{\"id\":" + std::to_string(id) + ",\"uuid\":\"\",\"name\":\"\"}";
+}
+
+int64_t work_device(const CUpti_Activity& record) noexcept {
+  switch (record.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return reinterpret_cast<const CUpti_ActivityKernel10&>(record).deviceId;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return reinterpret_cast<const CUpti_ActivityMemcpy6&>(record).deviceId;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return reinterpret_cast<const CUpti_ActivityMemset4&>(record).deviceId;
+    default:
+      return -1;
+  }
+}
 
 format::MemKind mem_kind(uint32_t k) noexcept {
   switch (k) {
@@ -210,6 +281,8 @@ Converted convert_record(const CUpti_Activity& rec, const CuptiClock& clock, Nam
                  rec.kind == CUPTI_ACTIVITY_KIND_DRIVER, clock, names, out);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
       return external(reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(rec), names, out);
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      return Converted::kNotRecorded;  // no event: the source keeps its device_identity
     default:
       return Converted::kUnknownKind;
   }

@@ -10,6 +10,7 @@
 #include <cupti_activity.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <stallscope/format.hpp>
@@ -53,7 +54,8 @@ enum class Converted : uint8_t {
   kEvent,        // *out holds an event to record
   kZeroTime,     // a timestamp was 0 or end < start: counted, not trusted
   kNotRecorded,  // a handled kind with nothing to record (host-to-host copy,
-                 // stream-wait-event, which blocks no host thread)
+                 // stream-wait-event, which blocks no host thread; device
+                 // records, read by device_identity instead)
   kUnknownKind,  // a kind this converter does not handle: counted
 };
 
@@ -68,5 +70,31 @@ Converted convert_record(const CUpti_Activity& rec, const CuptiClock& clock, Nam
 format::CollOp nccl_kernel_op(std::string_view name, bool* is_nccl) noexcept;
 
 format::MemKind mem_kind(uint32_t cupti_memory_kind) noexcept;
+
+// Which GPU a CUDA device ordinal is, from CUPTI's device record
+// (CUPTI_ACTIVITY_KIND_DEVICE); stored in the trace as "cuda.device".
+struct DeviceIdentity {
+  uint32_t id = 0;   // CUDA device ordinal: the deviceId of kernel, copy and memset records
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as NVML and nvidia-smi print it
+  std::string name;  // "NVIDIA H200"
+  bool mig = false;  // MIG mode on (uuid still names the whole GPU)
+};
+
+// The identity in a device record. Reads only fields CUpti_ActivityDevice4
+// (CUDA 11.6) already had at the same offsets. Throws std::bad_alloc.
+DeviceIdentity device_identity(const CUpti_ActivityDevice5& record);
+
+// "GPU-" and the 16 bytes as 8-4-4-4-12 lowercase hex digits.
+std::string gpu_uuid(const CUuuid& uuid);
+
+// The "cuda.device" attachment's JSON: {"id", "uuid", "name", "mig"}, or,
+// for a device that ran work without a device record, {"id", "uuid": "",
+// "name": ""}. Throws std::bad_alloc.
+std::string device_json(const DeviceIdentity& device);
+std::string unknown_device_json(uint32_t id);
+
+// The device ordinal a kernel, memcpy or memset record ran on; -1 for
+// records of other kinds.
+int64_t work_device(const CUpti_Activity& record) noexcept;
 
 }  // namespace stallscope::cuda

@@ -1,6 +1,7 @@
 // The CUPTI activity source: subscribes as "stallscope", stamps records
 // with CLOCK_MONOTONIC through CUPTI's timestamp callback, converts each
-// completed buffer (cupti_convert.hpp) into trace events, reads drops
+// completed buffer (cupti_convert.hpp) into trace events, attaches which
+// GPU each device that ran work is (cupti_devices.hpp), reads drops
 // outside its own locks, and hands CUPTI over to another tool on request.
 #include <dlfcn.h>
 
@@ -18,6 +19,7 @@
 #include "cupti_api.hpp"
 #include "cupti_buffers.hpp"
 #include "cupti_convert.hpp"
+#include "cupti_devices.hpp"
 #include "gpu_source.hpp"
 
 namespace stallscope::cuda {
@@ -30,6 +32,12 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                          CUPTI_ACTIVITY_KIND_RUNTIME,
                                          CUPTI_ACTIVITY_KIND_DRIVER,
                                          CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+// Device records are not in kKinds, which capture switches off and on:
+// they describe hardware, not a time window, and CUPTI makes them when
+// CUDA initializes (NVIDIA's samples enable the kind before cuInit for that
+// reason), so a device initialized while capture was off would never be
+// named. Enabled once at attach, disabled only at hand-over.
+constexpr CUpti_ActivityKind kDeviceKind = CUPTI_ACTIVITY_KIND_DEVICE;
 
 // After a hand-over the timestamp callback cannot be unregistered; it then
 // answers CUPTI's default clock, so the next tool sees what it expects.
@@ -86,7 +94,10 @@ class CuptiSource final : public GpuSource {
   int subscribe() noexcept;
   void set_clock() noexcept;
   void enable_kinds(bool on) noexcept;
+  void enable_kind(CUpti_ActivityKind kind, bool on) noexcept;
   void convert_buffer(uint8_t* buffer, size_t valid) noexcept;
+  void attach_devices(DeviceLog::Batch& batch) noexcept;
+  void finish_devices() noexcept;
   void count_drops(CUcontext ctx, uint32_t stream) noexcept;
   void record_untrusted() noexcept;
 
@@ -98,6 +109,7 @@ class CuptiSource final : public GpuSource {
   CuptiClock clock_;
   CuptiBuffers buffers_;
   Names names_{api_};
+  DeviceLog devices_;
   std::atomic<uint64_t> zero_time_{0}, unknown_{0}, dropped_{0}, events_{0};
 };
 
@@ -139,13 +151,15 @@ void CuptiSource::set_clock() noexcept {
   note("CUPTI timestamp callback unavailable: GPU times converted from CLOCK_REALTIME");
 }
 
+void CuptiSource::enable_kind(CUpti_ActivityKind k, bool on) noexcept {
+  const CUptiResult rc = on ? api_.enable(k) : api_.disable(k);
+  if (rc != CUPTI_SUCCESS && rc != CUPTI_ERROR_NOT_COMPATIBLE)
+    note("CUPTI activity kind %d not %s (CUPTI error %d)", static_cast<int>(k),
+         on ? "enabled" : "disabled", static_cast<int>(rc));
+}
+
 void CuptiSource::enable_kinds(bool on) noexcept {
-  for (CUpti_ActivityKind k : kKinds) {
-    const CUptiResult rc = on ? api_.enable(k) : api_.disable(k);
-    if (rc != CUPTI_SUCCESS && rc != CUPTI_ERROR_NOT_COMPATIBLE)
-      note("CUPTI activity kind %d not %s (CUPTI error %d)", static_cast<int>(k),
-           on ? "enabled" : "disabled", static_cast<int>(rc));
-  }
+  for (CUpti_ActivityKind k : kKinds) enable_kind(k, on);
 }
 
 int CuptiSource::attach() noexcept {
@@ -177,9 +191,13 @@ int CuptiSource::attach() noexcept {
     api_.unsubscribe(sub_);
     return state_ = kFailed, -EIO;
   }
+  enable_kind(kDeviceKind, true);
   enable_kinds(true);
   state_ = kActive;
-  std::atexit([] { g_source.flush(); });  // runs before the recorder's own exit flush
+  std::atexit([] {  // runs before the recorder's own exit flush
+    g_source.flush();
+    g_source.finish_devices();
+  });
   return 0;
 }
 
@@ -221,7 +239,9 @@ bool CuptiSource::hand_over(std::string_view api, std::string_view who) noexcept
   api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   record_untrusted();
   enable_kinds(false);
+  enable_kind(kDeviceKind, false);
   api_.unsubscribe(sub_);
+  finish_devices();  // no device record reaches stallscope any more
   g_ts_realtime.store(true);
   state_ = kHandedOver;
   try {
@@ -245,7 +265,16 @@ void CuptiSource::convert_buffer(uint8_t* buffer, size_t valid) noexcept {
   if (!named) stallscope_thread_name_set("cupti"), named = true;
   CUpti_Activity* rec = nullptr;
   GpuEvent ev;
+  DeviceLog::Batch devices;
   while (api_.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    devices.add_work(work_device(*rec));
+    if (rec->kind == kDeviceKind) {  // a few per process
+      try {
+        devices.identities.push_back(
+            device_identity(*reinterpret_cast<const CUpti_ActivityDevice5*>(rec)));
+      } catch (...) {
+      }
+    }
     switch (convert_record(*rec, clock_, names_, &ev)) {
       case Converted::kEvent:
         if (ev.core.ts == 0) ev.core.ts = static_cast<uint64_t>(mono_ns());
@@ -261,6 +290,24 @@ void CuptiSource::convert_buffer(uint8_t* buffer, size_t valid) noexcept {
       case Converted::kNotRecorded:
         break;
     }
+  }
+  attach_devices(devices);
+}
+
+// After the buffer's loop, outside every lock of ours: a device's
+// attachment is decided once under DeviceLog's lock, written here.
+void CuptiSource::attach_devices(DeviceLog::Batch& batch) noexcept {
+  if (batch.empty()) return;
+  try {
+    for (const std::string& json : devices_.merge(batch)) stallscope::attach("cuda.device", json);
+  } catch (...) {
+  }
+}
+
+void CuptiSource::finish_devices() noexcept {
+  try {
+    for (const std::string& json : devices_.finish()) stallscope::attach("cuda.device", json);
+  } catch (...) {
   }
 }
 

@@ -20,6 +20,7 @@ struct Nvml {
   decltype(&nvmlDeviceGetCount_v2) count = nullptr;
   decltype(&nvmlDeviceGetHandleByIndex_v2) by_index = nullptr;
   decltype(&nvmlDeviceGetName) name = nullptr;
+  decltype(&nvmlDeviceGetUUID) uuid = nullptr;  // optional
   decltype(&nvmlDeviceGetPciInfo_v3) pci = nullptr;
   decltype(&nvmlDeviceGetMaxPcieLinkGeneration) max_gen = nullptr;
   decltype(&nvmlDeviceGetMaxPcieLinkWidth) max_width = nullptr;
@@ -47,6 +48,7 @@ bool load(Nvml& n, std::string* why) {
   void* h = n.handle;
   bind(h, "nvmlDeviceGetNvLinkRemoteDeviceType", &n.link_type);
   bind(h, "nvmlSystemGetDriverVersion", &n.driver_version);
+  bind(h, "nvmlDeviceGetUUID", &n.uuid);
   if (!(bind(h, "nvmlInit_v2", &n.init) && bind(h, "nvmlShutdown", &n.shutdown) &&
         bind(h, "nvmlErrorString", &n.error_string) && bind(h, "nvmlDeviceGetCount_v2", &n.count) &&
         bind(h, "nvmlDeviceGetHandleByIndex_v2", &n.by_index) &&
@@ -98,6 +100,8 @@ void read_gpu(const Nvml& n, unsigned index, Topology& t) {
   gpu.gpu_index = static_cast<int>(index);
   char name[96] = {};
   if (n.name(dev, name, sizeof name) == kNvmlSuccess) gpu.name = name;
+  char uuid[kNvmlUuidBufferSize] = {};
+  if (n.uuid && n.uuid(dev, uuid, sizeof uuid) == kNvmlSuccess) gpu.uuid = uuid;
   unsigned gen = 0, width = 0;
   if (n.max_gen(dev, &gen) == kNvmlSuccess) gpu.pcie_max_gen = static_cast<int>(gen);
   if (n.max_width(dev, &width) == kNvmlSuccess) gpu.pcie_max_width = static_cast<int>(width);

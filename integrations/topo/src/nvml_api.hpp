@@ -9,7 +9,8 @@ extern "C" {
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef int nvmlReturn_t;  // nvmlReturn_enum; NVML_SUCCESS = 0
 inline constexpr nvmlReturn_t kNvmlSuccess = 0;
-inline constexpr unsigned kNvmlMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
+inline constexpr unsigned kNvmlMaxLinks = 18;        // NVML_NVLINK_MAX_LINKS
+inline constexpr unsigned kNvmlUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
 typedef enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
 
@@ -37,6 +38,7 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length);
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* gen);
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* width);

@@ -62,7 +62,8 @@ void matrix(std::ostringstream& o, const Topology& t) {
 
 void device_line(std::ostringstream& o, const PciDevice& d, const std::string& name) {
   o << "  " << name << "  " << (d.bus_id.empty() ? "-" : d.bus_id) << "  "
-    << (d.os_names.empty() ? "" : join(d.os_names) + "  ") << d.name << "  NUMA "
+    << (d.os_names.empty() ? "" : join(d.os_names) + "  ") << d.name
+    << (d.uuid.empty() ? "" : "  " + d.uuid) << "  NUMA "
     << (d.numa >= 0 ? std::to_string(d.numa) : "?");
   if (d.pcie_max_gen > 0)
     o << "  PCIe Gen" << d.pcie_max_gen << " x" << d.pcie_max_width << " max ("

@@ -24,6 +24,7 @@ json device_json(const PciDevice& d) {
           {"cpus", d.cpus},
           {"link_gbps", d.link_gbps},
           {"gpu_index", d.gpu_index},
+          {"uuid", d.uuid},
           {"pcie_max_gen", d.pcie_max_gen},
           {"pcie_max_width", d.pcie_max_width},
           {"pcie_max_gbps", pcie_gbps(d.pcie_max_gen, d.pcie_max_width)},
@@ -44,6 +45,7 @@ PciDevice device_of(const json& j) {
   d.cpus = j.value("cpus", "");
   d.link_gbps = j.value("link_gbps", 0.0);
   d.gpu_index = j.value("gpu_index", -1);
+  d.uuid = j.value("uuid", "");
   d.pcie_max_gen = j.value("pcie_max_gen", 0);
   d.pcie_max_width = j.value("pcie_max_width", 0);
   for (const auto& l : j.value("nvlinks", json::array()))

@@ -1,8 +1,8 @@
 // stallscope topology — the machine a trace was recorded on: CPUs, NUMA
 // nodes, the PCI tree with its GPUs, NICs and storage devices (from hwloc),
-// and, where an NVIDIA driver is present, what NVML adds (GPU names,
-// NVLink links and their state, each GPU's maximum PCIe generation and
-// width). Captured at record time and stored in the trace as the
+// and, where an NVIDIA driver is present, what NVML adds (GPU names and
+// UUIDs, NVLink links and their state, each GPU's maximum PCIe generation
+// and width). Captured at record time and stored in the trace as the
 // attachment "topology" (JSON, with the hwloc XML beside it as
 // "topology.hwloc.xml"), since reports are often made on another machine.
 //
@@ -45,6 +45,7 @@ struct PciDevice {
   std::string cpus;      // local CPUs
   // GPUs, from NVML where present:
   int gpu_index = -1;
+  std::string uuid;  // NVML's "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", empty unknown
   int pcie_max_gen = 0, pcie_max_width = 0;
   std::vector<NvLink> nvlinks;
   // Path from the machine root down: the objects' hwloc gp indexes and
@@ -73,7 +74,7 @@ std::optional<Topology> parse_hwloc_xml(std::string_view xml, std::string_view o
 // hwloc XML (may be null). Adds NVML facts when a driver is present.
 std::optional<Topology> discover(std::string* error, std::string* xml = nullptr);
 
-// Adds NVML facts (GPU names, NVLink, max PCIe) to the GPUs of `t`:
+// Adds NVML facts (GPU names and UUIDs, NVLink, max PCIe) to the GPUs of `t`:
 // loads STALLSCOPE_NVML_LIB or libnvidia-ml.so.1. Sets t.nvml either way.
 void add_nvml(Topology& t);
 
