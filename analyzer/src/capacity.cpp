@@ -109,6 +109,32 @@ Stage h2d_stage(const RankReport& r, const RunStats& s) {
   return st;
 }
 
+// NCCL kernels joined to their calls (RunStats::coll_bw): their device time
+// against the wall, and the bus bandwidth they reached (docs/gpu.md).
+Stage comm_stage(const RankReport& r, const RunStats& s) {
+  Stage st{"comm"};
+  CollBandwidth all;
+  for (const auto& [key, b] : s.coll_bw) {
+    all.kernels += b.kernels;
+    all.large += b.large;
+    all.bus_bytes += b.bus_bytes;
+    all.large_bus_bytes += b.large_bus_bytes;
+    all.ns += b.ns;
+    all.large_ns += b.large_ns;
+  }
+  if (all.kernels == 0) return st;
+  st.measured = true;
+  st.utilization = ratio(double(all.ns) / 1e9, wall_s(s));
+  const double per_step_s = ratio(double(all.ns) / 1e9, double(std::max<size_t>(r.steps.size(), 1)));
+  st.capacity = ratio(batches_per_step(r, s), per_step_s);
+  st.numbers = {{"collective_kernels", double(all.kernels), ""},
+                {"bus_bandwidth", ratio(all.bus_bytes, double(all.ns) / 1e9), "B/s"},
+                {"large_collective_kernels", double(all.large), ""},
+                {"large_bus_bandwidth", ratio(all.large_bus_bytes, double(all.large_ns) / 1e9), "B/s"},
+                {"unjoined_collective_kernels", double(s.nccl_unjoined), ""}};
+  return st;
+}
+
 // CPU cores the rank's processes used on average (CPU ns per ns).
 double used_cores(const RunStats& s, const RankTrace& t) {
   double ns = 0;
@@ -193,7 +219,8 @@ const Stage* find_stage(const RankReport& r, const std::string& name) {
 void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
   r.cpu = cpu_budget(s, t);
   const double demand = demand_per_s(r) * batches_per_step(r, s);
-  r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), h2d_stage(r, s), cpu_stage(r)};
+  r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), h2d_stage(r, s), cpu_stage(r),
+              comm_stage(r, s)};
   for (auto& st : r.stages) st.demand = st.measured ? demand : 0;
   r.bottleneck = bottleneck_of(r);
   r.cause = cause_of(r);

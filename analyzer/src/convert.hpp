@@ -111,6 +111,8 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       v.sample_id =
           e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, comm_id));
       v.batch_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, seq));
+      v.worker = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::ExtHeader, aux)) & 0xff;
+      v.count = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, nranks));
       v.enqueued = (e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, flags)) &
                     format::kCollEnqueued) != 0;
       break;

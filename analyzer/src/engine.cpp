@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine.hpp"
+#include "stallscope/nccl_bus.hpp"
 
 namespace stallscope::analyzer {
 
@@ -32,7 +33,9 @@ void RankEngine::route_device(const Ev& e) {
     case Kind::kKernel: compute_.add(e.start, e.end); ++stats_.kernels; break;
     case Kind::kCollective:
       comm_.add(e.start, e.end);
-      collectives_.add(e, trace_.tracks[e.track].type);
+      // An NCCL kernel from CUPTI knows no communicator: its call tells.
+      if (e.sample_id == 0 && e.batch_id == 0 && !e.emulated) route_nccl_kernel(e);
+      else collectives_.add(e, trace_.tracks[e.track].type);
       break;
     case Kind::kH2D: {
       h2d_.add(e.start, e.end);
@@ -57,12 +60,45 @@ RankEngine::TrainerChans* RankEngine::trainer_chans() {
 // transfer is the device's (an NCCL kernel), or not recorded at all.
 void RankEngine::route_enqueue(const Ev& e) {
   ++cuda_api_;  // a GPU job: without device activity, it was not recorded
+  nccl_join_.add_call(e);
+  if (!nccl_join_.joined().empty()) {
+    for (const Ev& k : nccl_join_.joined()) add_device_collective(k);
+    nccl_join_.joined().clear();
+  }
   if (finder_.decided() && e.track != finder_.trainer_track()) return;
   chans_[e.track].api.add(e.start, e.end);
 }
 
+void RankEngine::route_nccl_kernel(Ev e) {
+  if (nccl_join_.join(e)) add_device_collective(e);
+}
+
+// A device-side collective with its call's identity: an instance for the
+// cross-rank pass, and its bus bandwidth.
+void RankEngine::add_device_collective(const Ev& e) {
+  collectives_.add(e, TrackType::kGpuStream);
+  const auto op = static_cast<format::CollOp>(e.worker);
+  if (e.bytes == 0 || e.count < 2 || e.dur() <= 0) return;  // one rank: nothing crosses a link
+  CollBandwidth& b = stats_.coll_bw[{static_cast<uint8_t>(op), e.count}];
+  const double bus = double(nccl::data_size(op, e.bytes, e.count)) * nccl::bus_factor(op, e.count);
+  ++b.kernels;
+  b.bus_bytes += bus;
+  b.ns += e.dur();
+  if (e.bytes >= kLargeCollective) {
+    ++b.large;
+    b.large_bus_bytes += bus;
+    b.large_ns += e.dur();
+    if (stats_.large_bus_bw.size() < RunStats::kMaxBusSamples)
+      stats_.large_bus_bw.push_back(static_cast<float>(bus / (double(e.dur()) / 1e9)));
+  }
+}
+
 void RankEngine::route_trainer(const Ev& e) {
   if (e.phase != format::kComplete) return;
+  if (!nccl_join_.joined().empty()) {  // kernels whose launch came just now
+    for (const Ev& k : nccl_join_.joined()) add_device_collective(k);
+    nccl_join_.joined().clear();
+  }
   if (e.kind == Kind::kApiCall) ++cuda_api_;
   if (finder_.decided() && e.track != finder_.trainer_track()) return;
   TrainerChans& c = chans_[e.track];

@@ -20,6 +20,7 @@
 #include "channels.hpp"
 #include "engine_collectives.hpp"
 #include "lineage.hpp"
+#include "nccl_join.hpp"
 #include "run_stats.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "step_finder.hpp"
@@ -58,6 +59,8 @@ class RankEngine {
   void route_trainer(const Ev& e);
   void route_enqueue(const Ev& e);
   void route_data(const Ev& e, std::span<const uint64_t> ids);
+  void route_nccl_kernel(Ev e);
+  void add_device_collective(const Ev& e);
   void on_counter(const Ev& e);
   CounterKind counter_kind(uint32_t name);
   void on_decided();
@@ -105,6 +108,7 @@ class RankEngine {
   std::vector<CounterKind> counter_kinds_;
   Lineage lineage_;
   CollectiveLog collectives_;  // for the cross-rank pass
+  NcclJoin nccl_join_;         // NCCL kernels (CUPTI) <- their calls
   RunStats stats_;
   Drops drops_;
   std::vector<StepResult> steps_;
@@ -135,7 +139,11 @@ inline void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
   switch (e.kind) {
     case Kind::kStep: case Kind::kRange: finder_.on_event(e); break;
     case Kind::kDataWait: finder_.on_event(e); route_trainer(e); break;
-    case Kind::kApiCall: case Kind::kSync: route_trainer(e); break;
+    case Kind::kApiCall:
+      nccl_join_.add_launch(e);
+      route_trainer(e);
+      break;
+    case Kind::kSync: route_trainer(e); break;
     case Kind::kStorageRead: case Kind::kPreprocess: case Kind::kBatchReady:
       route_data(e, ids);
       break;

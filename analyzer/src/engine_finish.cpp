@@ -36,8 +36,10 @@ RankReport RankEngine::finish() {
   r.steps = std::move(steps_);
   for (const auto& s : r.steps) r.split |= s.split;
   summarize_steps(r, opt_);
+  stats_.nccl_joined = nccl_join_.matched();
+  stats_.nccl_unjoined = nccl_join_.unmatched();
   build_capacity(r, stats_, trace_);
-  RemedyContext ctx{r, stats_, trace_.probes, mean_step_ms(r)};
+  RemedyContext ctx{r, stats_, trace_.probes, mean_step_ms(r), trace_.procs};
   r.remedies = propose_remedies(ctx, opt_.max_remedies);
   for (Timeline* t : {&typical_, &longest_})
     if (!t->lanes.empty()) r.timelines.push_back(std::move(*t));

@@ -138,11 +138,12 @@ void report_file(const Source& s, RankEngine& eng) {
 }
 
 RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress& progress,
-                         int ranks_on_host, const std::vector<GpuLink>& host_gpus) {
+                         int ranks_on_host, const HostTopology& host) {
   RankTrace meta;
   meta.rank = g.rank;
   meta.probes.ranks_on_node = ranks_on_host;
-  meta.probes.gpus = host_gpus;  // the host's topology, whichever process recorded it
+  meta.probes.gpus = host.gpus;  // the host's topology, whichever process recorded it
+  meta.probes.host_numa_nodes = host.numa_nodes;
   std::vector<Source> srcs;
   for (auto& r : g.readers) {
     meta.procs.push_back(process_of(*r));
@@ -179,11 +180,11 @@ void count_ranks_per_host(std::vector<RankGroup>& groups, std::map<std::string, 
 }
 
 // One process per host records the topology: every rank of the host uses it.
-std::map<std::string, std::vector<GpuLink>> gpus_per_host(const std::vector<RankGroup>& groups) {
-  std::map<std::string, std::vector<GpuLink>> out;
+std::map<std::string, HostTopology> topology_per_host(const std::vector<RankGroup>& groups) {
+  std::map<std::string, HostTopology> out;
   for (const auto& g : groups)
     for (const auto& r : g.readers)
-      if (out[g.host].empty()) out[g.host] = topology_gpus(*r);
+      if (out[g.host].empty()) out[g.host] = host_topology(*r);
   return out;
 }
 
@@ -192,7 +193,7 @@ std::map<std::string, std::vector<GpuLink>> gpus_per_host(const std::vector<Rank
 void analyze_groups_parallel(std::vector<RankGroup>& groups, const AnalyzeOptions& opt,
                              const Progress& progress,
                              const std::map<std::string, int>& per_host,
-                             const std::map<std::string, std::vector<GpuLink>>& gpus,
+                             const std::map<std::string, HostTopology>& gpus,
                              std::vector<RankReport>& out) {
   const size_t at = out.size();
   out.resize(at + groups.size());
@@ -230,7 +231,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
   auto groups = group_by_rank(std::move(readers));
   std::map<std::string, int> per_host;
   count_ranks_per_host(groups, per_host);
-  const auto gpus = gpus_per_host(groups);
+  const auto gpus = topology_per_host(groups);
   if (opt.rank_threads == 1 || groups.size() < 2) {
     for (auto& g : groups)
       rep.ranks.push_back(analyze_group(g, opt, progress, per_host[g.host], gpus.at(g.host)));

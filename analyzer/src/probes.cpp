@@ -98,6 +98,10 @@ GpuLink gpu_link(const json& d) {
   if (!g.from_max) g.gbps = std::max(0.0, num(d, "link_gbps", 0));
   g.numa = small_int(d, "numa", -1);
   g.cpus = str(d, "cpus");
+  g.uuid = str(d, "uuid");
+  if (auto l = d.find("nvlinks"); l != d.end() && l->is_array())
+    for (const auto& link : *l)
+      if (link.is_object() && link.value("active", false) == true) ++g.nvlinks_active;
   return g;
 }
 
@@ -108,9 +112,27 @@ void topology(const json& j, const std::string& origin, Probes& p) {
                          " topology-based remedies skipped");
     return;
   }
-  if (!p.gpus.empty()) return;
+  if (!p.gpus.empty() || p.host_numa_nodes > 0) return;
   for (const auto& d : j["devices"])
     if (d.is_object() && str(d, "kind") == "gpu") p.gpus.push_back(gpu_link(d));
+  if (auto n = j.find("numa"); n != j.end() && n->is_array())
+    p.host_numa_nodes = static_cast<int>(std::min<size_t>(n->size(), 1024));
+}
+
+// One "cuda.device" attachment: {"id", "uuid", "name"} of a device the
+// process ran work on.
+void cuda_device(const json& j, const std::string& origin, Probes& p) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_integer()) {
+    p.warnings.push_back(origin + ": attachment \"cuda.device\" has no integer \"id\"; ignored");
+    return;
+  }
+  RankDevice d;
+  d.id = small_int(j, "id", -1);
+  d.uuid = str(j, "uuid");
+  d.name = str(j, "name");
+  for (const auto& have : p.devices)
+    if (have.id == d.id && have.uuid == d.uuid) return;  // several processes, one device
+  p.devices.push_back(std::move(d));
 }
 
 void apply(const std::string& key, const json& j, Probes& p) {
@@ -134,6 +156,7 @@ ProcessDesc process_of(const reader::TraceReader& r) {
   const json m = json::parse(r.metadata_json(), nullptr, false);
   if (!m.is_object()) return d;
   d.affinity_cpus = static_cast<int64_t>(num(m, "affinity_count", 0));
+  d.affinity = str(m, "affinity");
   d.quota_cores = num(m, "cgroup_quota_cores", 0);
   d.online_cpus = static_cast<int64_t>(num(m, "online_cpus", 0));
   return d;
@@ -157,24 +180,39 @@ void merge_probes(const reader::TraceReader& r, Probes& p) {
                              " topology-based remedies skipped");
       else
         topology(j, r.path(), p);
+    } else if (a.name == "cuda.device") {
+      if (j.is_discarded())
+        p.warnings.push_back(r.path() + ": attachment \"cuda.device\" is not valid JSON; ignored");
+      else
+        cuda_device(j, r.path(), p);
     } else if (!j.is_discarded()) {
       apply(a.name, j, p);
     }
   }
 }
 
-std::vector<GpuLink> topology_gpus(const reader::TraceReader& r) {
+HostTopology host_topology(const reader::TraceReader& r) {
   Probes p;
   for (const auto& a : r.attachments()) {
     if (a.name != "topology") continue;
     const json j = json::parse(a.data, nullptr, false);
     if (!j.is_discarded()) topology(j, r.path(), p);
-    if (!p.gpus.empty()) break;
+    if (!p.gpus.empty() || p.host_numa_nodes > 0) break;
   }
-  return p.gpus;
+  return {std::move(p.gpus), p.host_numa_nodes};
+}
+
+const GpuLink* rank_gpu(const Probes& p) {
+  for (const auto& d : p.devices) {
+    if (d.uuid.empty()) continue;
+    for (const auto& g : p.gpus)
+      if (g.uuid == d.uuid) return &g;
+  }
+  return p.gpus.size() == 1 ? &p.gpus[0] : nullptr;
 }
 
 const GpuLink* h2d_link(const Probes& p) {
+  if (const GpuLink* mine = rank_gpu(p); mine != nullptr && mine->gbps > 0) return mine;
   const GpuLink* best = nullptr;
   for (const auto& g : p.gpus) {
     if (g.gbps <= 0) continue;

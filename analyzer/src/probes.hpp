@@ -16,12 +16,24 @@ ProcessDesc process_of(const reader::TraceReader& r);
 // warning in p.warnings naming the file and the attachment.
 void merge_probes(const reader::TraceReader& r, Probes& p);
 
-// The GPUs of r's "topology" attachment; empty when it has none or a
-// malformed one (merge_probes warns). One process per host records it, so
-// the other ranks of that host borrow it (input.cpp).
-std::vector<GpuLink> topology_gpus(const reader::TraceReader& r);
+// What r's "topology" attachment says of the host: its GPUs and how many
+// NUMA nodes it has; empty when it has none or a malformed one
+// (merge_probes warns). One process per host records it, so the other ranks
+// of that host borrow it (input.cpp).
+struct HostTopology {
+  std::vector<GpuLink> gpus;
+  int numa_nodes = 0;
+  bool empty() const { return gpus.empty() && numa_nodes == 0; }
+};
+HostTopology host_topology(const reader::TraceReader& r);
 
-// The GPU link H2D copies are judged against: among the host's GPUs with a
+// The host GPU this rank drives: the topology GPU whose UUID a "cuda.device"
+// attachment names (the first such device), else the host's only GPU;
+// nullptr when it cannot be told.
+const GpuLink* rank_gpu(const Probes& p);
+
+// The GPU link H2D copies are judged against: the rank's own GPU
+// (rank_gpu) when its link is known; else, among the host's GPUs with a
 // known link, those with a maximum generation and width first, then the
 // slowest (a bound that holds for every GPU). nullptr when none is known.
 const GpuLink* h2d_link(const Probes& p);

@@ -21,6 +21,7 @@ struct RemedyContext {
   const RunStats& s;
   const Probes& p;
   double step_ms = 0;  // mean steady step
+  std::span<const ProcessDesc> procs = {};  // the rank's processes (empty: not known)
   double ms(Part part) const { return mean_part_ms(r, part); }
   double share(Part part) const { return r.parts[idx(part)].share; }
   double data_ms() const {
@@ -62,6 +63,8 @@ STALLSCOPE_REMEDY(pinned_memory_rule);
 STALLSCOPE_REMEDY(overlap_copies_rule);
 STALLSCOPE_REMEDY(h2d_below_link_rule);
 STALLSCOPE_REMEDY(overlap_comm_rule);
+STALLSCOPE_REMEDY(collectives_below_link_rule);
+STALLSCOPE_REMEDY(numa_workers_rule);
 STALLSCOPE_REMEDY(avoid_sync_rule);
 STALLSCOPE_REMEDY(cuda_graphs_rule);
 STALLSCOPE_REMEDY(healthy_rule);

@@ -10,12 +10,13 @@
 namespace stallscope::analyzer {
 
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 14> kTable = {
-      &raise_prefetch_rule(), &raise_queue_depth_rule(), &direct_io_rule(),
-      &local_copy_rule(),     &pack_shards_rule(),       &more_workers_rule(),
-      &cache_decoded_rule(),  &pinned_memory_rule(),     &h2d_below_link_rule(),
-      &overlap_copies_rule(), &overlap_comm_rule(),      &avoid_sync_rule(),
-      &cuda_graphs_rule(),    &healthy_rule(),
+  static const std::array<const RemedyRule*, 16> kTable = {
+      &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
+      &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
+      &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),
+      &numa_workers_rule(),    &overlap_copies_rule(),    &overlap_comm_rule(),
+      &collectives_below_link_rule(), &avoid_sync_rule(), &cuda_graphs_rule(),
+      &healthy_rule(),
   };
   return kTable;
 }

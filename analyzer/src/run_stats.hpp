@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "channels.hpp"
 
@@ -22,6 +23,17 @@ struct TierStats {
   int64_t busy_ns = 0;     // union of reads in flight (arrival-order approximation)
   int64_t cover_end = 0;
   uint64_t small_reads = 0;  // < 256 KiB
+};
+
+// NCCL kernels of one (op, rank count) joined to their calls
+// (nccl_join.hpp): what bus bandwidth they reached (docs/gpu.md). Messages
+// of at least kLargeCollective bytes are counted apart: below that NCCL is
+// latency-bound and no link is expected to be full.
+inline constexpr uint64_t kLargeCollective = uint64_t{32} << 20;
+struct CollBandwidth {
+  uint64_t kernels = 0, large = 0;
+  double bus_bytes = 0, large_bus_bytes = 0;  // sums of S × bus factor
+  int64_t ns = 0, large_ns = 0;               // sums of device time
 };
 
 struct Cumulative {
@@ -55,6 +67,12 @@ struct RunStats {
   uint64_t h2d_bytes[2] = {0, 0};  // [pageable, pinned]
   int64_t h2d_ns[2] = {0, 0};
   uint64_t kernels = 0, launches = 0;
+  std::map<std::pair<uint8_t, uint32_t>, CollBandwidth> coll_bw;  // by (CollOp, nranks)
+  uint64_t nccl_joined = 0, nccl_unjoined = 0;  // NCCL kernels with / without their call
+  // Bus bandwidth (B/s) of each joined large collective on 2+ ranks (the
+  // first kMaxBusSamples): its best ones are those no rank waited in.
+  std::vector<float> large_bus_bw;
+  static constexpr size_t kMaxBusSamples = 4096;
   int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
   std::map<uint32_t, Cumulative> process_cpu;  // by proc
   std::map<std::pair<uint32_t, uint64_t>, Cumulative> child_cpu;  // (proc, child pid)

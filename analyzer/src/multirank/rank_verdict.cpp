@@ -46,6 +46,27 @@ void refresh_overlap_comm(RankReport& r) {
     r.remedies.erase(it);
 }
 
+// collectives_below_link keeps its bandwidths; only the exposed transfer
+// it would shorten changed.
+void refresh_below_link(RankReport& r) {
+  auto it = std::find_if(r.remedies.begin(), r.remedies.end(),
+                         [](const Remedy& m) { return m.id == "collectives_below_link"; });
+  if (it == r.remedies.end()) return;
+  const double step = mean_step_ms(r), transfer = mean_part_ms(r, Part::kCommTransfer);
+  double bw = 0, link = 0;
+  for (auto& n : it->inputs) {
+    if (n.name == "bus_bandwidth_p90") bw = n.value;
+    if (n.name == "link_bandwidth") link = n.value;
+    if (n.name == "exposed_transfer_ms") n.value = transfer;
+  }
+  if (transfer < 0.1 * step || link <= 0) {
+    r.remedies.erase(it);
+    return;
+  }
+  it->step_ms = step;
+  it->predicted_step_ms = std::clamp(step - transfer * (1 - bw / (0.8 * link)), 0.0, step);
+}
+
 }  // namespace
 
 void refresh_verdict(RankReport& r, const CrossRank& c) {
@@ -60,6 +81,7 @@ void refresh_verdict(RankReport& r, const CrossRank& c) {
   r.cause = cause_of(r, waits_for);
   if (r.summary.rfind(old, 0) == 0) r.summary = r.cause + r.summary.substr(old.size());
   refresh_overlap_comm(r);
+  refresh_below_link(r);
 }
 
 }  // namespace stallscope::analyzer::multirank

@@ -1,6 +1,8 @@
 // NCCL byte and bandwidth arithmetic (see nccl_math.hpp).
 #include "nccl_math.hpp"
 
+#include <stallscope/nccl_bus.hpp>
+
 namespace stallscope::cuda {
 namespace {
 
@@ -72,25 +74,11 @@ format::CollOp nccl_op_prefix(std::string_view text) noexcept {
 uint64_t nccl_call_bytes(uint64_t count, uint32_t type_size) noexcept { return count * type_size; }
 
 uint64_t nccl_data_size(format::CollOp op, uint64_t call_bytes, uint32_t nranks) noexcept {
-  using format::CollOp;
-  if (op == CollOp::kAllGather || op == CollOp::kReduceScatter)
-    return call_bytes * (nranks == 0 ? 1 : nranks);
-  return call_bytes;
+  return nccl::data_size(op, call_bytes, nranks);
 }
 
 double nccl_bus_factor(format::CollOp op, uint32_t nranks) noexcept {
-  using format::CollOp;
-  const double n = nranks == 0 ? 1.0 : static_cast<double>(nranks);
-  switch (op) {
-    case CollOp::kAllReduce:
-      return 2.0 * (n - 1.0) / n;
-    case CollOp::kAllGather:
-    case CollOp::kReduceScatter:
-    case CollOp::kAllToAll:
-      return (n - 1.0) / n;
-    default:
-      return 1.0;  // broadcast, reduce, send, recv
-  }
+  return nccl::bus_factor(op, nranks);
 }
 
 NcclBandwidth nccl_bandwidth(format::CollOp op, uint64_t call_bytes, uint32_t nranks,

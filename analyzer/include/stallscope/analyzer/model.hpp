@@ -30,6 +30,7 @@ struct ProcessDesc {
   std::string host;
   std::string file;           // the trace file it came from ("" in memory)
   int64_t affinity_cpus = 0;  // metadata affinity_count (0 = unknown)
+  std::string affinity;       // metadata affinity, a CPU list ("0-7,16") ("" = unknown)
   double quota_cores = 0;     // metadata cgroup_quota_cores (0 = none)
   int64_t online_cpus = 0;
 };
@@ -56,8 +57,8 @@ struct Ev {
   bool enqueued = false;              // collective: a host-side enqueue (kCollEnqueued)
   uint32_t track = 0;                 // index into RankTrace::tracks
   uint32_t name = 0;                  // index into RankTrace::names (0 = none)
-  uint32_t worker = 0;                // preprocess: WorkExt worker; collective: op
-  uint32_t count = 0;                 // preprocess: samples covered
+  uint32_t worker = 0;                // preprocess: WorkExt worker; collective: op (format::CollOp)
+  uint32_t count = 0;                 // preprocess: samples covered; collective: rank count
   int64_t start = 0, end = 0;         // ns; end == start for instants and begin/end marks
   uint64_t corr = 0;                  // step index, batch id, counter subject …
   uint64_t sample_id = 0;             // storage_read, preprocess; collective: communicator id
@@ -96,6 +97,15 @@ struct GpuLink {
   bool from_max = false;  // gbps from the maximum gen × width; false: hwloc's current link
   int numa = -1;          // local NUMA node (-1 unknown)
   std::string cpus;       // local CPUs, "0-7,16-23"
+  std::string uuid;       // NVML's "GPU-…" ("" unknown)
+  int nvlinks_active = 0; // active NVLink links (NVML), to GPUs or NVSwitches
+};
+// A CUDA device a process of the rank ran work on (attachment "cuda.device",
+// written by the CUPTI source).
+struct RankDevice {
+  int id = -1;       // CUDA ordinal in that process
+  std::string uuid;  // "GPU-…", "" when CUPTI gave none
+  std::string name;
 };
 struct Probes {
   std::vector<StorageProbePoint> storage;  // the loader's storage probe
@@ -108,6 +118,8 @@ struct Probes {
   int64_t ranks_on_node = 0;  // ranks sharing this host (0 = unknown: count input files)
   int64_t sample_period_ns = 0;
   std::vector<GpuLink> gpus;          // the host's GPUs (attachment "topology"), empty = none recorded
+  std::vector<RankDevice> devices;    // the GPUs this rank ran work on (attachments "cuda.device")
+  int host_numa_nodes = 0;            // NUMA nodes of the host (topology; 0 unknown)
   std::vector<std::string> warnings;  // malformed probe attachments, each naming file and attachment
 };
 

@@ -1,0 +1,137 @@
+#include "nccl_join.hpp"
+
+namespace stallscope::analyzer {
+
+// The launches seen before the first NCCL record become candidates.
+void NcclJoin::on_nccl() {
+  if (nccl_seen_) return;
+  nccl_seen_ = true;
+  for (size_t i = 0; i < ring_.size(); ++i) {
+    const RingEntry& r = ring_[(ring_at_ + i) % ring_.size()];
+    if (r.corr != 0 && launches_.try_emplace(r.corr, r.l).second) launch_order_.push_back(r.corr);
+  }
+  ring_ = {};
+}
+
+void NcclJoin::add_call(const Ev& e) {
+  if (e.sample_id == 0 && e.batch_id == 0) return;  // no identity to give
+  on_nccl();
+  auto& q = calls_[e.track];
+  if (q.size() >= kMaxCallsPerTrack) q.pop_front();
+  q.push_back({e.start, e.end, e.sample_id, e.batch_id, e.bytes, e.count, e.worker});
+  auto w = wait_call_.find(e.track);
+  if (w == wait_call_.end()) return;
+  // Kernels launched before this call's start were launched outside every
+  // call of the thread (calls arrive in time order): never joined.
+  auto& pending = w->second;
+  for (auto it = pending.begin(); it != pending.end();) {
+    if (it->first > e.end) {
+      ++it;
+      continue;
+    }
+    const Launch l{e.track, it->first};
+    Ev k = it->second;
+    it = pending.erase(it);
+    --waiting_n_;
+    settle(k, l, true);
+  }
+}
+
+void NcclJoin::add_launch(const Ev& e) {
+  if (e.corr == 0) return;
+  const Launch l{e.track, e.start};
+  if (!nccl_seen_) {
+    if (ring_.size() < kRing) {
+      ring_.push_back({e.corr, l});
+    } else {
+      ring_[ring_at_] = {e.corr, l};
+      ring_at_ = (ring_at_ + 1) % kRing;
+    }
+    return;
+  }
+  if (auto w = wait_launch_.find(e.corr); w != wait_launch_.end()) {
+    Ev k = w->second;
+    wait_launch_.erase(w);  // its FIFO entry is skipped when it comes up
+    --waiting_n_;
+    launches_[e.corr] = l;
+    launch_order_.push_back(e.corr);
+    settle(k, l, true);
+  } else if (launches_.try_emplace(e.corr, l).second) {
+    launch_order_.push_back(e.corr);
+  }
+  if (launch_order_.size() > kMaxLaunches) {
+    launches_.erase(launch_order_.front());
+    launch_order_.pop_front();
+  }
+}
+
+NcclJoin::Outcome NcclJoin::against_calls(Ev& e, const Launch& l) {
+  auto c = calls_.find(l.track);
+  if (c == calls_.end() || c->second.empty()) return Outcome::kNotYet;
+  const auto& q = c->second;
+  // One thread's calls do not overlap: the latest starting at or before the
+  // launch is the only candidate.
+  for (auto it = q.rbegin(); it != q.rend(); ++it) {
+    if (it->start > l.start) continue;
+    if (l.start > it->end) return it == q.rbegin() ? Outcome::kNotYet : Outcome::kNever;
+    e.sample_id = it->comm;
+    e.batch_id = it->seq;
+    e.bytes = it->bytes;
+    e.count = it->nranks;
+    if (e.worker == 0) e.worker = it->op;
+    return Outcome::kJoined;
+  }
+  return Outcome::kNever;  // launched before every call kept
+}
+
+void NcclJoin::settle(Ev& e, const Launch& l, bool late) {
+  switch (against_calls(e, l)) {
+    case Outcome::kJoined:
+      ++matched_;
+      launches_.erase(e.corr);  // one kernel per launch
+      if (late) late_.push_back(e);
+      return;
+    case Outcome::kNever:
+      ++unmatched_;
+      return;
+    case Outcome::kNotYet: {
+      auto& q = wait_call_[l.track];
+      if (q.size() >= kMaxWaiting) {
+        q.pop_front();
+        ++unmatched_;
+        --waiting_n_;
+      }
+      q.emplace_back(l.start, e);
+      ++waiting_n_;
+      return;
+    }
+  }
+}
+
+bool NcclJoin::join(Ev& e) {
+  on_nccl();
+  auto l = launches_.find(e.corr);
+  if (l != launches_.end()) {
+    const Launch launch = l->second;
+    const uint64_t before = matched_;
+    settle(e, launch, false);
+    return matched_ != before;
+  }
+  if (wait_launch_order_.size() >= kMaxWaiting) {
+    // The oldest may have been joined already (its entry is then stale).
+    if (wait_launch_.erase(wait_launch_order_.front()) != 0) {
+      ++unmatched_;
+      --waiting_n_;
+    }
+    wait_launch_order_.pop_front();
+  }
+  if (wait_launch_.try_emplace(e.corr, e).second) {
+    wait_launch_order_.push_back(e.corr);
+    ++waiting_n_;
+  } else {
+    ++unmatched_;  // two kernels with one correlation id: only the first can join
+  }
+  return false;
+}
+
+}  // namespace stallscope::analyzer
