@@ -140,7 +140,9 @@ inline void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
     case Kind::kStep: case Kind::kRange: finder_.on_event(e); break;
     case Kind::kDataWait: finder_.on_event(e); route_trainer(e); break;
     case Kind::kApiCall:
-      nccl_join_.add_launch(e);
+      // Complete calls only: instants (CUPTI's external correlation
+      // records) carry a correlation id but are no launch.
+      if (e.phase == format::kComplete) nccl_join_.add_launch(e);
       route_trainer(e);
       break;
     case Kind::kSync: route_trainer(e); break;

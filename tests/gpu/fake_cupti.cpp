@@ -6,12 +6,14 @@
 // record of an unknown kind, then hands it back through the complete
 // callback with dropped records to report. fake_cupti_emit_device() and
 // fake_cupti_emit_work() deliver one buffer with one device record, or one
-// kernel, memcpy or memset record on a given device.
+// kernel, memcpy or memset record on a given device. The external
+// correlation stack (CUSTOM0) logs pushes and pops for fake_cupti_external().
 #include <cupti.h>
 
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -27,6 +29,8 @@ struct State {
   CUpti_TimestampCallbackFunc timestamp = nullptr;
   size_t dropped = 0;
   int unsubscribes = 0;
+  std::string external;  // "+<id>" pushed, "-<id>" popped (CUSTOM0 only)
+  std::vector<uint64_t> stack;
 };
 State g;
 constexpr size_t kSlot = sizeof(CUpti_ActivityKernel10);  // every record's room
@@ -118,7 +122,26 @@ FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
   return CUPTI_SUCCESS;
 }
 
+FAKE_EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind k,
+                                                               uint64_t id) {
+  if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) return CUPTI_ERROR_INVALID_PARAMETER;
+  g.stack.push_back(id);
+  g.external += "+" + std::to_string(id);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k,
+                                                              uint64_t* last) {
+  if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || g.stack.empty())
+    return CUPTI_ERROR_QUEUE_EMPTY;
+  if (last) *last = g.stack.back();
+  g.external += "-" + std::to_string(g.stack.back());
+  g.stack.pop_back();
+  return CUPTI_SUCCESS;
+}
+
 // ---- test hooks
+FAKE_EXPORT const char* fake_cupti_external() { return g.external.c_str(); }
 FAKE_EXPORT const char* fake_cupti_subscriber() { return g.subscriber_name.c_str(); }
 FAKE_EXPORT int fake_cupti_subscribers() { return g.subscribers; }
 FAKE_EXPORT int fake_cupti_unsubscribes() { return g.unsubscribes; }

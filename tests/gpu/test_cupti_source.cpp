@@ -33,6 +33,7 @@ int fake_cupti_enabled(int kind);
 int fake_cupti_emit(int kernels, size_t dropped);
 int fake_cupti_emit_device(uint32_t id, const unsigned char* uuid, const char* name, int mig);
 int fake_cupti_emit_work(int kind, uint32_t device);
+const char* fake_cupti_external();
 }
 
 namespace rd = stallscope::reader;
@@ -133,6 +134,16 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1);
   BOOST_TEST(sym<int (*)()>(lib, "stallscope_cuda_flush_v1")() == 0);
 
+  // Step markers tag the step's CUDA calls (external id = index + 1); a
+  // begin without its end pops the stale id first.
+  stallscope_step_begin(4);
+  stallscope_step_end(4);
+  stallscope_step_begin(7);
+  stallscope_step_begin(8);
+  stallscope_step_end(8);
+  stallscope_step_begin(9);  // still pushed at the hand-over below
+  BOOST_TEST(std::string(fake_cupti_external()) == "+5-5+8-8+9-9+10");
+
   // Another library subscribes: the interposed entry point lets stallscope
   // step aside, then forwards to CUPTI, which accepts the new subscriber.
   CUpti_SubscriberHandle other = nullptr;
@@ -142,6 +153,11 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST(std::string(fake_cupti_subscriber()) == "plain");
   BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0);
   BOOST_TEST(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) == 0);
+  // What was pushed is popped; after the hand-over nothing is pushed.
+  stallscope_step_end(9);
+  stallscope_step_begin(10);
+  stallscope_step_end(10);
+  BOOST_TEST(std::string(fake_cupti_external()) == "+5-5+8-8+9-9+10-10");
   stallscope_shutdown();
 
   std::string err;

@@ -63,8 +63,10 @@ BOOST_AUTO_TEST_CASE(copies_kernels_and_syncs_arrive_in_order_on_the_monotonic_c
   cudaMemcpy(dev, pageable.data(), kBytes, cudaMemcpyHostToDevice);
   cudaMemcpy(dev, pinned, kBytes, cudaMemcpyHostToDevice);
   cudaMemset(dev, 0, kBytes);
+  stallscope_step_begin(41);  // the launch carries external id 42
   BOOST_TEST(stallscope::test::launch_spin(spin, 2'000'000, stallscope::test::sm_clock_khz(0),
                                            nullptr) == cudaSuccess);
+  stallscope_step_end(41);
   cudaDeviceSynchronize();
   cudaMemcpy(pageable.data(), dev, kBytes, cudaMemcpyDeviceToHost);
   BOOST_TEST(sym<int (*)()>(lib, "stallscope_cuda_flush_v1")() == 0);
@@ -87,6 +89,7 @@ BOOST_AUTO_TEST_CASE(copies_kernels_and_syncs_arrive_in_order_on_the_monotonic_c
   int64_t kernel_ts = 0;
   uint64_t kernel_corr = 0;
   std::vector<std::pair<uint64_t, int64_t>> launches;  // corr, ts of cudaLaunchKernel calls
+  std::vector<std::pair<uint64_t, uint64_t>> external;  // corr, external id
   while (r.next(e)) {
     const bool gpu = (e.flags & fmt::kTimesNs) != 0 && e.phase == fmt::kComplete;
     if (gpu) {
@@ -116,6 +119,8 @@ BOOST_AUTO_TEST_CASE(copies_kernels_and_syncs_arrive_in_order_on_the_monotonic_c
       case fmt::Kind::kApiCall:
         if (r.string(e.name_id).find("LaunchKernel") != std::string_view::npos)
           launches.emplace_back(e.corr, e.ts_ns);
+        if (r.string(e.name_id) == "cupti.external_correlation")
+          external.emplace_back(e.corr, e.value);
         break;
       case fmt::Kind::kMark:
         marks += r.string(e.name_id) == "GPU activity handed to test_gpu_cupti (cuptiSubscribe)";
@@ -134,6 +139,11 @@ BOOST_AUTO_TEST_CASE(copies_kernels_and_syncs_arrive_in_order_on_the_monotonic_c
   bool launched_before = false;
   for (auto [corr, ts] : launches) launched_before |= corr == kernel_corr && ts <= kernel_ts;
   BOOST_TEST(launched_before, "no launch call with the kernel's correlation id before it");
+  // The step's launch is tied to the step: external id 41 + 1 on its corr.
+  bool tagged = false;
+  for (auto [corr, id] : external) tagged |= corr == kernel_corr && id == 42;
+  BOOST_TEST(tagged, "no external correlation 42 on the kernel's launch (" << external.size()
+                                                                           << " records)");
 
   // Device 0 ran the work. Its uuid is empty when CUPTI sent no device
   // record: main() initialized CUDA before stallscope enabled the kind.

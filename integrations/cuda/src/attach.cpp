@@ -32,6 +32,8 @@ extern "C" int stallscope_cuda_attach_v1(void) {
     // Capture switches (stallscope_capture_set, the control file, `stallscope
     // ctl`) reach the GPU sources: "off" flushes CUPTI while capture is on.
     if (result == 0) stallscope_capture_hook_add(&stallscope_cuda_capture_v1);
+    // Step markers tag the CUDA calls each step makes (external correlation).
+    if (result == 0) stallscope_step_hook_add(&stallscope_cuda_step_v1);
 #ifdef STALLSCOPE_CUDA_HAVE_TOPO
     // The machine's topology, once per host and run: the first process to
     // initialize CUDA pays the hwloc scan (milliseconds), the others nothing.
@@ -50,6 +52,10 @@ extern "C" int stallscope_cuda_flush_v1(void) {
 
 extern "C" void stallscope_cuda_capture_v1(int on) {
   for (sc::GpuSource* s : sc::gpu_sources()) s->set_capture(on != 0);
+}
+
+extern "C" void stallscope_cuda_step_v1(uint64_t index, int begin) {
+  for (sc::GpuSource* s : sc::gpu_sources()) s->on_step(index, begin != 0);
 }
 
 extern "C" int stallscope_cuda_cupti_request_v1(const char* api, const char* who) {

@@ -44,6 +44,9 @@ int load_cupti(CuptiApi* api, std::string* why) noexcept {
     void* h = api->handle;
     bind(h, "cuptiSubscribe_v2", &api->subscribe_v2);
     bind(h, "cuptiActivityRegisterTimestampCallback", &api->register_timestamp);
+    if (!bind(h, "cuptiActivityPushExternalCorrelationId", &api->push_external) ||
+        !bind(h, "cuptiActivityPopExternalCorrelationId", &api->pop_external))
+      api->push_external = nullptr, api->pop_external = nullptr;
     const bool ok = bind(h, "cuptiSubscribe", &api->subscribe) &&
                     bind(h, "cuptiUnsubscribe", &api->unsubscribe) &&
                     bind(h, "cuptiActivityRegisterCallbacks", &api->register_callbacks) &&

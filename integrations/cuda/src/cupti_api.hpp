@@ -30,6 +30,9 @@ struct CuptiApi {
   CUptiResult (*dropped)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
   CUptiResult (*timestamp)(uint64_t*) = nullptr;
+  // External correlation (optional): tags the calling thread's CUDA calls.
+  CUptiResult (*push_external)(CUpti_ExternalCorrelationKind, uint64_t) = nullptr;
+  CUptiResult (*pop_external)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
 };
 
 // Loads the table. Returns 0, or -ENOENT with *why naming what was tried.

@@ -38,6 +38,8 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 // reason), so a device initialized while capture was off would never be
 // named. Enabled once at attach, disabled only at hand-over.
 constexpr CUpti_ActivityKind kDeviceKind = CUPTI_ACTIVITY_KIND_DEVICE;
+// The external correlation kind step indexes are pushed under.
+constexpr CUpti_ExternalCorrelationKind kStepCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 // After a hand-over the timestamp callback cannot be unregistered; it then
 // answers CUPTI's default clock, so the next tool sees what it expects.
@@ -84,6 +86,7 @@ class CuptiSource final : public GpuSource {
   int flush() noexcept override;
   void set_capture(bool on) noexcept override;
   bool hand_over(std::string_view api, std::string_view who) noexcept override;
+  void on_step(uint64_t index, bool begin) noexcept override;
 
   static void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records);
   static void CUPTIAPI on_complete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
@@ -103,6 +106,7 @@ class CuptiSource final : public GpuSource {
 
   CuptiApi api_;
   CuptiMode mode_ = CuptiMode::kYield;
+  bool step_ids_ = true;  // STALLSCOPE_CUPTI_STEP_IDS
   std::atomic<int> state_{kIdle};
   std::mutex control_;  // attach, capture, hand-over: never held while converting
   CUpti_SubscriberHandle sub_ = nullptr;
@@ -171,6 +175,9 @@ int CuptiSource::attach() noexcept {
     note("STALLSCOPE_CUPTI=off: GPU activity not recorded");
     return -ECANCELED;
   }
+  why.clear();
+  step_ids_ = parse_step_ids(std::getenv("STALLSCOPE_CUPTI_STEP_IDS"), &why);
+  if (!why.empty()) note("%s", why.c_str());
   const char* driver = std::getenv("STALLSCOPE_CUDA_DRIVER_LIB");
   if (driver == nullptr || *driver == '\0') driver = "libcuda.so.1";
   if (dlopen(driver, RTLD_NOW | RTLD_NOLOAD) == nullptr &&
@@ -226,6 +233,24 @@ void CuptiSource::set_capture(bool on) noexcept {
     enable_kinds(false);
     api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
+}
+
+// Tags the CUDA calls of a step: while the step runs, CUPTI writes an
+// external correlation record (kind CUSTOM0, id = step index + 1) for each
+// runtime or driver call this thread makes, linking the call's correlation
+// id, and so its kernels and copies, to the step that launched them. The
+// stack is CUPTI's and per thread: what was pushed is popped, even after a
+// hand-over, so another tool finds it balanced.
+void CuptiSource::on_step(uint64_t index, bool begin) noexcept {
+  static thread_local bool pushed = false;
+  if (api_.push_external == nullptr) return;
+  if (pushed) {
+    uint64_t last = 0;
+    api_.pop_external(kStepCorrelation, &last);
+    pushed = false;
+  }
+  if (begin && step_ids_ && state_.load(std::memory_order_acquire) == kActive)
+    pushed = api_.push_external(kStepCorrelation, index + 1) == CUPTI_SUCCESS;
 }
 
 bool CuptiSource::hand_over(std::string_view api, std::string_view who) noexcept {

@@ -2,6 +2,7 @@
 // Backends sit side by side behind this narrow interface (CUPTI today).
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -18,6 +19,9 @@ class GpuSource {
   // Another library asks for the process-wide facility this source holds:
   // true = let it have it (after stepping aside), false = refuse.
   virtual bool hand_over(std::string_view api, std::string_view who) noexcept = 0;
+  // A step marker on the calling thread (stallscope_step_hook_add): after
+  // the step's begin record, before its end record.
+  virtual void on_step(uint64_t /*index*/, bool /*begin*/) noexcept {}
 };
 
 // Every GPU source of this library, in start order.

@@ -96,6 +96,12 @@ STALLSCOPE_API int stallscope_capture_hook_add(void (*fn)(int on));
 /* Step markers on the calling thread (one training iteration). */
 STALLSCOPE_API void stallscope_step_begin(uint64_t index);
 STALLSCOPE_API void stallscope_step_end(uint64_t index);
+/* Registers fn to hear of step markers (a GPU source tags the CUDA calls a
+ * step makes): called on the marking thread with begin = 1 after a step's
+ * begin record, and begin = 0 before its end record, whether capture is on
+ * or not. At most 4 hooks; returns 0, or -ENOSPC / -EINVAL. fn must be
+ * cheap and must not mark steps itself. */
+STALLSCOPE_API int stallscope_step_hook_add(void (*fn)(uint64_t index, int begin));
 
 /* A user range on the calling thread; pops match pushes on the same thread. */
 STALLSCOPE_API void stallscope_range_push(const char* name);

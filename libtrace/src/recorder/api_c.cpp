@@ -108,14 +108,43 @@ void stallscope_capture_set(int on) {
 
 int stallscope_capture_enabled(void) { return enabled() ? 1 : 0; }
 
+namespace {
+
+// Step hooks: like the capture hooks, a fixed table read lock-free.
+constexpr int kMaxStepHooks = 4;
+std::atomic<void (*)(uint64_t, int)> g_step_hooks[kMaxStepHooks];
+std::atomic<bool> g_any_step_hook{false};
+
+void call_step_hooks(uint64_t index, int begin) {
+  if (!g_any_step_hook.load(std::memory_order_acquire)) return;
+  for (auto& h : g_step_hooks)
+    if (auto* fn = h.load(std::memory_order_acquire)) fn(index, begin);
+}
+
+}  // namespace
+
+int stallscope_step_hook_add(void (*fn)(uint64_t index, int begin)) {
+  if (fn == nullptr) return -EINVAL;
+  for (auto& h : g_step_hooks) {
+    void (*empty)(uint64_t, int) = nullptr;
+    if (h.compare_exchange_strong(empty, fn, std::memory_order_acq_rel)) {
+      g_any_step_hook.store(true, std::memory_order_release);
+      return 0;
+    }
+  }
+  return -ENOSPC;
+}
+
 void stallscope_step_begin(uint64_t index) {
   auto e = format::StepExt{{static_cast<uint8_t>(format::Ext::kStep), 0, sizeof(format::StepExt),
                             static_cast<uint32_t>(format::StepSource::kApi)},
                            index};
   emit_phase(format::Kind::kStep, kPhaseBegin, 0, index, &e, sizeof e);
+  call_step_hooks(index, 1);
 }
 
 void stallscope_step_end(uint64_t index) {
+  call_step_hooks(index, 0);
   emit_phase(format::Kind::kStep, kPhaseEnd, 0, index);
 }
 

@@ -16,6 +16,8 @@
 #ifndef STALLSCOPE_CUDA_ATTACH_H
 #define STALLSCOPE_CUDA_ATTACH_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +37,12 @@ STALLSCOPE_CUDA_API int stallscope_cuda_flush_v1(void);
 /* Capture off: GPU activity kinds disabled and a flush; on: enabled again.
  * CUPTI is never finalized before the process exits. */
 STALLSCOPE_CUDA_API void stallscope_cuda_capture_v1(int on);
+
+/* A step marker (registered with stallscope_step_hook_add at attach): from
+ * begin = 1 to begin = 0, the CUDA calls of the calling thread carry the
+ * external correlation id index + 1 (kind CUSTOM0). STALLSCOPE_CUPTI_STEP_IDS=0
+ * turns the tagging off. */
+STALLSCOPE_CUDA_API void stallscope_cuda_step_v1(uint64_t index, int begin);
 
 /* Called by the shim's CUPTI interposer before it forwards another
  * library's `api` call (cuptiSubscribe, cuptiSubscribe_v2,
