@@ -10,6 +10,7 @@
 // correlation stack (CUSTOM0) logs pushes and pops for fake_cupti_external().
 #include <cupti.h>
 
+#include <atomic>
 #include <cstring>
 #include <set>
 #include <string>
@@ -97,7 +98,14 @@ FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
   g.order += 'D';
   return CUPTI_SUCCESS;
 }
-FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+// A forced flush is logged in order; a default one (flag 0, the source's
+// background thread) only counted, from whichever thread makes it.
+std::atomic<int> g_default_flushes{0};
+FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  if (flag == 0) {
+    ++g_default_flushes;
+    return CUPTI_SUCCESS;
+  }
   g.order += 'F';
   return CUPTI_SUCCESS;
 }
@@ -142,6 +150,7 @@ FAKE_EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorr
 
 // ---- test hooks
 FAKE_EXPORT const char* fake_cupti_external() { return g.external.c_str(); }
+FAKE_EXPORT int fake_cupti_default_flushes() { return g_default_flushes.load(); }
 FAKE_EXPORT const char* fake_cupti_subscriber() { return g.subscriber_name.c_str(); }
 FAKE_EXPORT int fake_cupti_subscribers() { return g.subscribers; }
 FAKE_EXPORT int fake_cupti_unsubscribes() { return g.unsubscribes; }

@@ -12,8 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <thread>
 #include <map>
 #include <string>
 
@@ -34,6 +36,7 @@ int fake_cupti_emit(int kernels, size_t dropped);
 int fake_cupti_emit_device(uint32_t id, const unsigned char* uuid, const char* name, int mig);
 int fake_cupti_emit_work(int kind, uint32_t device);
 const char* fake_cupti_external();
+int fake_cupti_default_flushes();
 }
 
 namespace rd = stallscope::reader;
@@ -144,6 +147,13 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   stallscope_step_begin(9);  // still pushed at the hand-over below
   BOOST_TEST(std::string(fake_cupti_external()) == "+5-5+8-8+9-9+10");
 
+  // Completed buffers are delivered by a background thread (CUPTI's
+  // default flush), woken by step ends and at least every second.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (fake_cupti_default_flushes() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  BOOST_TEST(fake_cupti_default_flushes() > 0);
+
   // Another library subscribes: the interposed entry point lets stallscope
   // step aside, then forwards to CUPTI, which accepts the new subscriber.
   CUpti_SubscriberHandle other = nullptr;
@@ -158,6 +168,10 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   stallscope_step_begin(10);
   stallscope_step_end(10);
   BOOST_TEST(std::string(fake_cupti_external()) == "+5-5+8-8+9-9+10-10");
+  // After the hand-over the buffers are the other tool's: no more flushes.
+  const int flushes = fake_cupti_default_flushes();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  BOOST_TEST(fake_cupti_default_flushes() == flushes);
   stallscope_shutdown();
 
   std::string err;

@@ -4,13 +4,17 @@
 // GPU each device that ran work is (cupti_devices.hpp), reads drops
 // outside its own locks, and hands CUPTI over to another tool on request.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <stallscope/trace.hpp>
 
@@ -103,6 +107,9 @@ class CuptiSource final : public GpuSource {
   void finish_devices() noexcept;
   void count_drops(CUcontext ctx, uint32_t stream) noexcept;
   void record_untrusted() noexcept;
+  void start_flusher() noexcept;
+  void stop_flusher() noexcept;
+  void flusher_loop() noexcept;
 
   CuptiApi api_;
   CuptiMode mode_ = CuptiMode::kYield;
@@ -115,6 +122,17 @@ class CuptiSource final : public GpuSource {
   Names names_{api_};
   DeviceLog devices_;
   std::atomic<uint64_t> zero_time_{0}, unknown_{0}, dropped_{0}, events_{0};
+  // Regular delivery of completed buffers, off the trainer's threads: soon
+  // after a step ends (at most every kStepFlush) and every kIdleFlush.
+  static constexpr std::chrono::milliseconds kStepFlush{200}, kIdleFlush{1000};
+  // Never destroyed: a forked child holds a copy of a thread it does not
+  // have, and must neither join it nor let a destructor see it joinable.
+  std::thread* flusher_ = nullptr;
+  pid_t flusher_pid_ = 0;
+  std::mutex flush_mu_;
+  std::condition_variable flush_cv_;
+  bool flush_stop_ = false, step_ended_ = false;
+  std::atomic<int64_t> last_flush_ns_{0};
 };
 
 CuptiSource g_source;
@@ -201,7 +219,9 @@ int CuptiSource::attach() noexcept {
   enable_kind(kDeviceKind, true);
   enable_kinds(true);
   state_ = kActive;
+  start_flusher();
   std::atexit([] {  // runs before the recorder's own exit flush
+    g_source.stop_flusher();
     g_source.flush();
     g_source.finish_devices();
   });
@@ -214,6 +234,51 @@ int CuptiSource::flush() noexcept {
   const int rc = STALLSCOPE_CUPTI_CHECK(api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   record_untrusted();
   return rc == 0 ? 0 : -EIO;
+}
+
+void CuptiSource::start_flusher() noexcept {
+  try {
+    flusher_pid_ = ::getpid();
+    flusher_ = new std::thread([this] { flusher_loop(); });
+  } catch (...) {
+    note("no CUPTI flush thread (%s): GPU records arrive as buffers fill and at exit",
+         "thread creation failed");
+  }
+}
+
+void CuptiSource::stop_flusher() noexcept {
+  if (flusher_ == nullptr || ::getpid() != flusher_pid_) return;
+  {
+    std::lock_guard lock(flush_mu_);
+    flush_stop_ = true;
+  }
+  flush_cv_.notify_all();
+  if (flusher_->joinable()) flusher_->join();
+  delete flusher_;
+  flusher_ = nullptr;
+}
+
+// CUPTI's default flush (flag 0) delivers the buffers whose records are all
+// complete, full or not, and calls the completion callback on this thread:
+// the conversion never runs on the trainer's.
+void CuptiSource::flusher_loop() noexcept {
+  stallscope_thread_name_set("cupti-flush");
+  std::unique_lock lock(flush_mu_);
+  while (!flush_stop_) {
+    flush_cv_.wait_for(lock, kIdleFlush, [this] { return flush_stop_ || step_ended_; });
+    if (flush_stop_) break;
+    step_ended_ = false;
+    lock.unlock();
+    {
+      std::lock_guard control(control_);  // not after a hand-over: the buffers are another tool's
+      if (state_.load() == kActive) {
+        if (!clock_.monotonic) clock_.real_to_mono = mono_ns() - real_ns();
+        api_.flush_all(0);
+      }
+    }
+    last_flush_ns_.store(mono_ns(), std::memory_order_relaxed);
+    lock.lock();
+  }
 }
 
 // Records not converted are shown, never silently lost: running totals.
@@ -243,6 +308,16 @@ void CuptiSource::set_capture(bool on) noexcept {
 // hand-over, so another tool finds it balanced.
 void CuptiSource::on_step(uint64_t index, bool begin) noexcept {
   static thread_local bool pushed = false;
+  // A step ended: wake the flush thread, unless it flushed just now. Only
+  // in the process that has it, and never blocking (try_lock).
+  if (!begin && flusher_ != nullptr &&
+      mono_ns() - last_flush_ns_.load(std::memory_order_relaxed) >=
+          std::chrono::nanoseconds(kStepFlush).count() &&
+      ::getpid() == flusher_pid_ && flush_mu_.try_lock()) {
+    step_ended_ = true;
+    flush_mu_.unlock();
+    flush_cv_.notify_one();
+  }
   if (api_.push_external == nullptr) return;
   if (pushed) {
     uint64_t last = 0;
