@@ -35,6 +35,7 @@ void RankEngine::route_device(const Ev& e) {
       comm_.add(e.start, e.end);
       // An NCCL kernel from CUPTI knows no communicator: its call tells.
       if (e.sample_id == 0 && e.batch_id == 0 && !e.emulated) route_nccl_kernel(e);
+      else if (trace_.tracks[e.track].type == TrackType::kGpuStream) add_device_collective(e);
       else collectives_.add(e, trace_.tracks[e.track].type);
       break;
     case Kind::kH2D: {

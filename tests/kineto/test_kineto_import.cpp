@@ -174,6 +174,16 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
   BOOST_TEST(mean_ms(r, Part::kCommTransfer) == 30.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(r, Part::kStragglerWait) == 0.0);
   BOOST_TEST(mean_ms(r, Part::kHostCpu) == 10.0, boost::test_tools::tolerance(kTol));
+  // Bus bandwidth of the all-reduces (nccl-tests: 4 MiB / 50 ms × 2(n-1)/n).
+  const analyzer::Stage* comm = nullptr;
+  for (const auto& st : r.stages)
+    if (st.name == "comm") comm = &st;
+  BOOST_REQUIRE(comm != nullptr);
+  BOOST_TEST(comm->measured);
+  double busbw = 0;
+  for (const auto& n : comm->numbers)
+    if (n.name == "bus_bandwidth") busbw = n.value;
+  BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050 * 1.0, boost::test_tools::tolerance(1e-6));
 }
 
 BOOST_AUTO_TEST_CASE(sync_calls_are_blocking_syncs_by_name_and_by_cuda_sync_correlation) {
