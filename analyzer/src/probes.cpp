@@ -101,7 +101,9 @@ GpuLink gpu_link(const json& d) {
   g.uuid = str(d, "uuid");
   if (auto l = d.find("nvlinks"); l != d.end() && l->is_array())
     for (const auto& link : *l)
-      if (link.is_object() && link.value("active", false) == true) ++g.nvlinks_active;
+      if (auto a = link.is_object() ? link.find("active") : link.end();
+          link.is_object() && a != link.end() && a->is_boolean() && a->get<bool>())
+        ++g.nvlinks_active;
   return g;
 }
 

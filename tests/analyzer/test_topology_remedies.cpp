@@ -244,7 +244,8 @@ BOOST_AUTO_TEST_CASE(wrongly_typed_gpu_fields_never_crash_nor_invent_a_link) {
   TempDir dir;
   write_copy_run(dir.file("h1-r0-4242.sst"), 20, 200'000'000, true,
                  R"({"devices":[7,"x",{"kind":"gpu","pcie_max_gen":"five","pcie_max_width":1e300,
-                    "gpu_index":-1e300,"numa":null,"link_gbps":"fast","name":3},{"kind":5}]})");
+                    "gpu_index":-1e300,"numa":null,"link_gbps":"fast","name":3,"uuid":7,
+                    "nvlinks":[5,null,{"active":"yes"},{"active":1},{"active":true}]},{"kind":5}]})");
   const auto r = analyze(dir);
   BOOST_TEST(remedy(r, "h2d_below_link") == nullptr);
   BOOST_TEST(r.warnings.empty());
