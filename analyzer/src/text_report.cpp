@@ -60,12 +60,32 @@ void parts_table(std::ostream& o, const RankReport& r, const Style& s) {
   }
 }
 
+// The comm stage's bus bandwidth (docs/gpu.md): ", bus bandwidth 3.4 GB/s
+// (1.2 GB/s at 32 MiB and more) over 24 NCCL kernels".
+std::string comm_numbers(const Stage& st) {
+  double bus = 0, large_bus = 0, kernels = 0, large = 0, unjoined = 0;
+  for (const auto& n : st.numbers) {
+    if (n.name == "bus_bandwidth") bus = n.value;
+    if (n.name == "large_bus_bandwidth") large_bus = n.value;
+    if (n.name == "collective_kernels") kernels = n.value;
+    if (n.name == "large_collective_kernels") large = n.value;
+    if (n.name == "unjoined_collective_kernels") unjoined = n.value;
+  }
+  std::string out = f(", bus bandwidth %.1f GB/s", bus / 1e9);
+  if (large > 0) out += f(" (%.1f GB/s at 32 MiB and more)", large_bus / 1e9);
+  out += f(" over %.0f collective kernel(s)", kernels);
+  if (unjoined > 0) out += f("; %.0f NCCL kernel(s) not tied to their call", unjoined);
+  return out;
+}
+
 void stages(std::ostream& o, const RankReport& r) {
   for (const auto& st : r.stages) {
     if (!st.measured) continue;
     o << "stage " << st.name
       << f(": utilization %.0f %%, capacity %.1f/s vs demand %.1f/s", st.utilization * 100, st.capacity, st.demand)
-      << f(" (headroom %.2fx)\n", st.headroom());
+      << f(" (headroom %.2fx)", st.headroom());
+    if (st.name == "comm") o << comm_numbers(st);
+    o << "\n";
   }
   const CpuBudget& c = r.cpu;
   if (!c.known) return;

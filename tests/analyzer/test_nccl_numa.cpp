@@ -4,6 +4,7 @@
 // the GPU a rank drives ("cuda.device" attachments matched to the topology
 // by UUID) with the numa_workers remedy.
 #define BOOST_TEST_MODULE nccl_numa
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "nccl_join.hpp"
 #include "probes.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
+#include "stallscope/analyzer/render.hpp"
 
 using namespace stallscope::testing;
 namespace an = stallscope::analyzer;
@@ -424,6 +426,11 @@ BOOST_AUTO_TEST_CASE(slow_all_reduces_on_nvlink_are_flagged_on_every_rank) {
   }
   // Matched across ranks by (communicator, sequence) from the joined calls.
   BOOST_TEST(rep.cross.instances == 12u);
+  std::ostringstream text;
+  an::write_text(text, rep, {});
+  BOOST_TEST(text.str().find("bus bandwidth 3.4 GB/s (3.4 GB/s at 32 MiB and more) over 12 "
+                             "collective kernel(s)") != std::string::npos,
+             text.str());
 }
 
 BOOST_AUTO_TEST_CASE(fast_all_reduces_small_messages_or_pcie_bound_ones_are_not) {
