@@ -8,6 +8,11 @@ function(stallscope_add_test name)
   target_compile_definitions(${name} PRIVATE BOOST_TEST_DYN_LINK
     STALLSCOPE_TEST_BINARY_DIR="${CMAKE_BINARY_DIR}")
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  # Test code drives the libraries, which keep -O3; Boost.Test's templates
+  # make most of a test file's build time, and -O1 cuts it by a third.
+  if(CMAKE_BUILD_TYPE STREQUAL "Release")
+    target_compile_options(${name} PRIVATE -O1)
+  endif()
   add_test(NAME ${name} COMMAND ${name} --log_level=test_suite --report_level=short)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
