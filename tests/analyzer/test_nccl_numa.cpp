@@ -11,6 +11,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/rank_builder.hpp"
+#include "analyzer/report_lookup.hpp"
 #include "analyzer/trace_files.hpp"
 #include "nccl_join.hpp"
 #include "probes.hpp"
@@ -45,29 +46,6 @@ Ev kernel(uint32_t track, double a, double b, uint64_t corr) {
   Ev e = Ev::span(Kind::kCollective, track, ms(a), ms(b)).with_corr(corr);
   e.worker = static_cast<uint32_t>(CollOp::kAllReduce);
   return e;
-}
-
-const an::Stage* stage(const an::RankReport& r, const std::string& name) {
-  for (const auto& s : r.stages)
-    if (s.name == name) return &s;
-  return nullptr;
-}
-double number(const an::Stage& s, const std::string& name) {
-  for (const auto& n : s.numbers)
-    if (n.name == name) return n.value;
-  BOOST_FAIL("stage " + s.name + " has no number " + name);
-  return 0;
-}
-const an::Remedy* remedy(const an::RankReport& r, const std::string& id) {
-  for (const auto& m : r.remedies)
-    if (m.id == id) return &m;
-  return nullptr;
-}
-double input(const an::Remedy& m, const std::string& name) {
-  for (const auto& n : m.inputs)
-    if (n.name == name) return n.value;
-  BOOST_FAIL("remedy " + m.id + " has no input " + name);
-  return 0;
 }
 
 }  // namespace

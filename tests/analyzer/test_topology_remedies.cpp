@@ -11,6 +11,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "analyzer/report_lookup.hpp"
 #include "analyzer/schema_check.hpp"
 #include "analyzer/trace_files.hpp"
 #include "probes.hpp"
@@ -73,19 +74,6 @@ an::RankReport analyze(const TempDir& dir) {
   BOOST_REQUIRE(rep.errors.empty());
   BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
   return rep.ranks[0];
-}
-
-const an::Remedy* remedy(const an::RankReport& r, const std::string& id) {
-  for (const auto& m : r.remedies)
-    if (m.id == id) return &m;
-  return nullptr;
-}
-
-double input(const an::Remedy& m, const std::string& name) {
-  for (const auto& n : m.inputs)
-    if (n.name == name) return n.value;
-  BOOST_FAIL("remedy " + m.id + " has no input " + name);
-  return 0;
 }
 
 bool warned(const an::RankReport& r, const std::string& what) {
