@@ -75,7 +75,7 @@ format::MemKind mem_kind(uint32_t cupti_memory_kind) noexcept;
 // (CUPTI_ACTIVITY_KIND_DEVICE); stored in the trace as "cuda.device".
 struct DeviceIdentity {
   uint32_t id = 0;   // CUDA device ordinal: the deviceId of kernel, copy and memset records
-  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as NVML and nvidia-smi print it
+  std::string uuid;  // "GPU-" and 8-4-4-4-12 hex digits, as NVML and nvidia-smi print it
   std::string name;  // "NVIDIA H200"
   bool mig = false;  // MIG mode on (uuid still names the whole GPU)
 };

@@ -45,7 +45,7 @@ struct PciDevice {
   std::string cpus;      // local CPUs
   // GPUs, from NVML where present:
   int gpu_index = -1;
-  std::string uuid;  // NVML's "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", empty unknown
+  std::string uuid;  // NVML's "GPU-" and 8-4-4-4-12 hex digits, empty unknown
   int pcie_max_gen = 0, pcie_max_width = 0;
   std::vector<NvLink> nvlinks;
   // Path from the machine root down: the objects' hwloc gp indexes and
