@@ -57,6 +57,7 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
   v.emulated = (e.flags & format::kEmulated) != 0;
   v.tier = v.cache = v.src = v.dst = v.cache_method = 0;
   v.queue_depth = 0;
+  v.enqueued = v.join_only = false;
   v.track = track_of(e.track_id);
   v.name = v.worker = v.count = 0;
   v.start = e.ts_ns;
@@ -113,8 +114,12 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       v.batch_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, seq));
       v.worker = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::ExtHeader, aux)) & 0xff;
       v.count = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, nranks));
-      v.enqueued = (e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, flags)) &
-                    format::kCollEnqueued) != 0;
+      {
+        const auto flags =
+            e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, flags));
+        v.enqueued = (flags & format::kCollEnqueued) != 0;
+        v.join_only = v.enqueued && (flags & format::kCollJoinOnly) != 0;
+      }
       break;
     default: break;
   }

@@ -1,5 +1,8 @@
 #include "nccl_join.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 namespace stallscope::analyzer {
 
 // The launches seen before the first NCCL record become candidates.
@@ -15,17 +18,23 @@ void NcclJoin::on_nccl() {
 
 void NcclJoin::add_call(const Ev& e) {
   if (e.sample_id == 0 && e.batch_id == 0) return;  // no identity to give
+  if (e.join_only) shim_spans_ = true;
+  else if (shim_spans_) return;  // a profiler plugin's event: the shim's span serves
   on_nccl();
-  auto& q = calls_[e.track];
+  Calls& calls = calls_[e.track];
+  auto& q = calls.q;
   if (q.size() >= kMaxCallsPerTrack) q.pop_front();
-  q.push_back({e.start, e.end, e.sample_id, e.batch_id, e.bytes, e.count, e.worker});
+  auto at = q.end();
+  while (at != q.begin() && std::prev(at)->start > e.start) --at;
+  q.insert(at, {e.start, e.end, e.sample_id, e.batch_id, e.bytes, e.count, e.worker});
+  calls.max_end = std::max(calls.max_end, e.end);
   auto w = wait_call_.find(e.track);
   if (w == wait_call_.end()) return;
-  // Kernels launched before this call's start were launched outside every
-  // call of the thread (calls arrive in time order): never joined.
+  // Kernels launched before the latest call's end are settled now: a call
+  // holding their launch has arrived, or none will.
   auto& pending = w->second;
   for (auto it = pending.begin(); it != pending.end();) {
-    if (it->first > e.end) {
+    if (it->first > calls.max_end) {
       ++it;
       continue;
     }
@@ -67,13 +76,15 @@ void NcclJoin::add_launch(const Ev& e) {
 
 NcclJoin::Outcome NcclJoin::against_calls(Ev& e, const Launch& l) {
   auto c = calls_.find(l.track);
-  if (c == calls_.end() || c->second.empty()) return Outcome::kNotYet;
-  const auto& q = c->second;
-  // One thread's calls do not overlap: the latest starting at or before the
-  // launch is the only candidate.
+  if (c == calls_.end() || c->second.q.empty()) return Outcome::kNotYet;
+  const auto& q = c->second.q;
+  // The latest call starting at or before the launch is the candidate (a
+  // plugin's event nested in a call starts after the launch). A launch
+  // past every call's end may still get its call.
   for (auto it = q.rbegin(); it != q.rend(); ++it) {
     if (it->start > l.start) continue;
-    if (l.start > it->end) return it == q.rbegin() ? Outcome::kNotYet : Outcome::kNever;
+    if (l.start > it->end)
+      return l.start > c->second.max_end ? Outcome::kNotYet : Outcome::kNever;
     e.sample_id = it->comm;
     e.batch_id = it->seq;
     e.bytes = it->bytes;

@@ -25,7 +25,8 @@ namespace stallscope::analyzer {
 class NcclJoin {
  public:
   // A host-side NCCL call (a collective flagged enqueued, with its identity).
-  // One thread's calls arrive in time order (one thread buffer).
+  // One thread's calls arrive nearly in time order (one thread buffer; a
+  // profiler plugin's event, recorded inside the call, comes before it).
   void add_call(const Ev& e);
   // A CUDA API call with a correlation id: a launch candidate. Until NCCL is
   // seen in the rank only the latest few are kept, in a plain ring, so
@@ -67,6 +68,9 @@ class NcclJoin {
   void on_nccl();
 
   bool nccl_seen_ = false;
+  // The shim's join-only call spans were seen: the profiler plugin's own
+  // events (starting after the launch, nested in the call) are then left out.
+  bool shim_spans_ = false;
   static constexpr size_t kRing = 1024;
   struct RingEntry {
     uint64_t corr = 0;
@@ -76,7 +80,11 @@ class NcclJoin {
   size_t ring_at_ = 0;
   std::unordered_map<uint64_t, Launch> launches_;  // by correlation id
   std::deque<uint64_t> launch_order_;              // FIFO of launches_' keys
-  std::unordered_map<uint32_t, std::deque<Call>> calls_;  // by track, in time order
+  struct Calls {
+    std::deque<Call> q;     // sorted by start
+    int64_t max_end = INT64_MIN;
+  };
+  std::unordered_map<uint32_t, Calls> calls_;  // by track
   // Kernels waiting for their launch (by correlation id, FIFO for eviction)
   // or, launch known, for the call of the launching thread.
   std::unordered_map<uint64_t, Ev> wait_launch_;

@@ -100,6 +100,37 @@ BOOST_AUTO_TEST_CASE(a_launch_outside_every_call_of_its_thread_is_never_joined) 
   BOOST_TEST(j.matched() == 0u);
 }
 
+// With stallscope's NCCL profiler plugin active, the plugin's event starts
+// after the launch, nested in the shim's join-only span of the same call,
+// and is recorded before it: the shim's span gives the identity, and the
+// plugin's event settles nothing.
+BOOST_AUTO_TEST_CASE(the_shims_join_only_span_serves_beside_the_plugins_event) {
+  for (bool kernel_first : {true, false}) {
+    an::NcclJoin j;
+    Ev shim0 = call(0, 1, 2, 0);
+    shim0.join_only = true;
+    j.add_call(shim0);  // an earlier call: the shim's spans are in use
+    j.add_launch(launch(0, 10.2, 10.3, 99));
+    Ev k = kernel(1, 12, 20, 99);
+    bool joined = false;
+    if (kernel_first) joined = j.join(k);
+    Ev plugin = call(0, 10.5, 10.6, 7);  // NCCL's hash as communicator
+    plugin.sample_id = 0xAB;
+    j.add_call(plugin);
+    Ev shim = call(0, 10, 11, 7);
+    shim.join_only = true;
+    j.add_call(shim);
+    if (!kernel_first) joined = j.join(k);
+    for (const Ev& e : j.joined()) k = e, joined = true;
+    BOOST_TEST_CONTEXT("kernel first: " << kernel_first) {
+      BOOST_TEST(joined);
+      BOOST_TEST(k.sample_id == kComm);  // the shim's id, the same on every rank
+      BOOST_TEST(k.batch_id == 7u);
+      BOOST_TEST(j.unmatched() == 0u);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(launches_before_the_first_nccl_record_still_count) {
   an::NcclJoin j;
   for (uint64_t corr = 1; corr <= 5000; ++corr)  // a long CUDA-only prologue

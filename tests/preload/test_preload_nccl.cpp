@@ -3,7 +3,7 @@
 // is one `collective` event on the calling thread with its op, bytes,
 // communicator, rank, size and per-communicator sequence number; a failing
 // call is not recorded; when stallscope's NCCL profiler plugin is active the
-// wrappers record nothing; the program's output is the same with and
+// calls are flagged join-only; the program's output is the same with and
 // without the shim.
 #define BOOST_TEST_MODULE preload_nccl
 #include <algorithm>
@@ -150,31 +150,44 @@ BOOST_AUTO_TEST_CASE(program_output_and_status_are_the_same_without_the_shim) {
   BOOST_TEST(traced.out == plain.out);
 }
 
-BOOST_AUTO_TEST_CASE(records_nothing_once_the_profiler_plugin_announces_itself) {
+// Once the plugin records the collectives, the calls are kept only to tie
+// the NCCL kernels to them: every one flagged join-only, with its identity.
+bool all_join_only(const std::vector<Coll>& all) {
+  for (const Coll& c : all)
+    if ((c.c.flags & format::kCollJoinOnly) == 0 || (c.c.flags & format::kCollEnqueued) == 0)
+      return false;
+  return true;
+}
+
+BOOST_AUTO_TEST_CASE(calls_are_join_only_once_the_profiler_plugin_announces_itself) {
   TempDir dir;
   const RunResult r = run(caller(), {{"STALLSCOPE_OUT", dir / "run"},
                                      {"FAKE_NCCL_VERSION", "22809"},
                                      {"FAKE_NCCL_ANNOUNCE", "1"}});
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.out << r.err);
-  BOOST_TEST(r.err.find("NCCL profiler plugin v6 active: interposed NCCL calls not recorded") !=
-                 std::string::npos,
+  BOOST_TEST(r.err.find("NCCL profiler plugin v6 active: interposed NCCL calls kept only to tie "
+                        "NCCL kernels to their calls") != std::string::npos,
              r.err);
   BOOST_TEST(r.err.find("calls interposed") == std::string::npos, r.err);
-  BOOST_TEST(collectives(dir / "run").empty());
+  const std::vector<Coll> all = collectives(dir / "run");
+  BOOST_TEST(all.size() == 20u);
+  BOOST_TEST(all_join_only(all));
 }
 
 #ifdef STALLSCOPE_TEST_HAVE_CUDA_LIB
 // End to end: the shim sets NCCL_PROFILER_PLUGIN to libstallscope_cuda.so
 // next to it; the fake, reporting NCCL 2.28.9, loads it as NCCL does, and
 // the plugin tells the shim.
-BOOST_AUTO_TEST_CASE(records_nothing_when_nccl_loads_stallscopes_plugin) {
+BOOST_AUTO_TEST_CASE(calls_are_join_only_when_nccl_loads_stallscopes_plugin) {
   TempDir dir;
   const RunResult r =
       run(caller(), {{"STALLSCOPE_OUT", dir / "run"}, {"FAKE_NCCL_VERSION", "22809"}});
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.out << r.err);
   BOOST_TEST(r.err.find("NCCL profiler plugin v6 loaded") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("calls interposed") == std::string::npos, r.err);
-  BOOST_TEST(collectives(dir / "run").empty());
+  const std::vector<Coll> all = collectives(dir / "run");
+  BOOST_TEST(all.size() == 20u);  // the fake NCCL starts no plugin events
+  BOOST_TEST(all_join_only(all));
 }
 
 // The same NCCL version with the plugin named elsewhere: NCCL does not load
@@ -186,7 +199,9 @@ BOOST_AUTO_TEST_CASE(records_when_a_recent_nccl_has_another_plugin) {
                                      {"NCCL_PROFILER_PLUGIN", "/nonexistent/libother.so"}});
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.out << r.err);
   BOOST_TEST(r.err.find("NCCL 2.28.9 calls interposed") != std::string::npos, r.err);
-  BOOST_TEST(collectives(dir / "run").size() == 20u);
+  const std::vector<Coll> all = collectives(dir / "run");
+  BOOST_TEST(all.size() == 20u);
+  for (const Coll& c : all) BOOST_TEST((c.c.flags & format::kCollJoinOnly) == 0u);
 }
 #endif
 

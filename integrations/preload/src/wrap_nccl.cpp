@@ -3,8 +3,10 @@
 // than 2.26, or NCCL_PROFILER_PLUGIN unset). Each successful call becomes a
 // `collective` event on the calling thread spanning the call: the host-side
 // enqueue, not the device-side transfer (docs/gpu.md). Once the plugin says
-// it is loaded (stallscope_preload_nccl_plugin_v1), every wrapper only
-// passes through, so no call is recorded twice.
+// it is loaded (stallscope_preload_nccl_plugin_v1), the plugin records the
+// collectives and the calls are flagged join-only (format::kCollJoinOnly):
+// NCCL starts the plugin's events after it launched the kernel, so only the
+// call's span ties the kernel CUPTI records to its call.
 //
 // A communicator's id is the same in every rank, so that the analyzer can
 // match one collective across ranks by (id, sequence number): a hash of the
@@ -149,14 +151,15 @@ struct CallArgs {
   ncclComm_t comm;
 };
 
-void record(stallscope::Ticks t0, stallscope::Ticks t1, const CallArgs& a) noexcept {
+void record(stallscope::Ticks t0, stallscope::Ticks t1, const CallArgs& a,
+            bool join_only) noexcept {
   CommSlot* s = comm_slot(a.comm, true);
   if (s == nullptr) {
     static std::atomic<bool> said{false};
     say_once(said, "more than 1024 NCCL communicators: calls on later ones not recorded");
     return;
   }
-  say_interposed();
+  if (!join_only) say_interposed();
   stallscope::Collective c;
   c.name = op_name(a.op);
   c.op = a.op;
@@ -170,6 +173,7 @@ void record(stallscope::Ticks t0, stallscope::Ticks t1, const CallArgs& a) noexc
   c.seq = s->next_seq.fetch_add(1, std::memory_order_relaxed);
   c.peer = a.peer;
   c.enqueued = true;  // the call returns once the work is queued on the stream
+  c.join_only = join_only;
   comm_facts(*s, a.comm, c);
   stallscope::record_collective(t0, t1, c);
 }
@@ -177,17 +181,18 @@ void record(stallscope::Ticks t0, stallscope::Ticks t1, const CallArgs& a) noexc
 // Times one call and records it if it succeeded (or was enqueued on a
 // nonblocking communicator). The guard keeps the shim's own NCCL queries,
 // and what NCCL does on this thread meanwhile, out of the trace.
+// While stallscope's plugin records the collectives, the call is still
+// recorded, flagged join-only: only its span holds the kernel's launch.
 template <typename Fn>
 ncclResult_t traced(const CallArgs& a, Fn call) {
   const pl::Guard guard;
-  const bool on =
-      guard.entered() && stallscope::enabled() && !g_plugin.load(std::memory_order_relaxed);
+  const bool on = guard.entered() && stallscope::enabled();
   const stallscope::Ticks t0 = on ? stallscope::ticks_now() : 0;
   const ncclResult_t r = call();
   if (!on || (r != pl::kNcclSuccess && r != pl::kNcclInProgress)) return r;
   const stallscope::Ticks t1 = stallscope::ticks_now();
   const int saved = errno;
-  record(t0, t1, a);
+  record(t0, t1, a, g_plugin.load(std::memory_order_relaxed));
   errno = saved;
   return r;
 }
@@ -237,7 +242,9 @@ EXPORT void stallscope_preload_nccl_plugin_v1(int version) noexcept {
   if (g_plugin.exchange(true)) return;
   char text[120];
   std::snprintf(text, sizeof text,
-                "NCCL profiler plugin v%d active: interposed NCCL calls not recorded", version);
+                "NCCL profiler plugin v%d active: interposed NCCL calls kept only to tie NCCL "
+                "kernels to their calls",
+                version);
   pl::shim_note(text);
 }
 

@@ -260,6 +260,12 @@ static_assert(sizeof(CollectiveExt) == 48);
 // CollectiveExt::flags: the span is the host-side call that enqueued the
 // collective (an NCCL call returning): its end is not the transfer's end.
 inline constexpr uint32_t kCollEnqueued = 1;
+// With kCollEnqueued: a call span the preload shim keeps while stallscope's
+// NCCL profiler plugin records the collective. NCCL starts the plugin's
+// events after it launched the kernel (when the plan runs, maybe on another
+// thread), so only this span holds the launch: it serves to tie the NCCL
+// kernel to its call, and is no collective record of its own.
+inline constexpr uint32_t kCollJoinOnly = 2;
 
 enum class ApiDomain : uint8_t {
   kUnknown = 0, kCudaRuntime = 1, kCudaDriver = 2, kNccl = 3, kMpi = 4 };

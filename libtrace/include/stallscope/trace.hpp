@@ -184,6 +184,9 @@ struct Collective {
   // The span is the host-side call that enqueued the collective (NCCL):
   // the analyzer counts it as the trainer's host time, not as transfer.
   bool enqueued = false;
+  // With enqueued: kept only to tie the NCCL kernel to the call
+  // (format::kCollJoinOnly); another source records the collective itself.
+  bool join_only = false;
 };
 STALLSCOPE_API bool record_collective(Ticks start, Ticks end, const Collective& c) noexcept;
 

@@ -188,6 +188,7 @@ void ChromeWriter::collective_args(const format::CollectiveExt& x) {
   akey("nranks").num(uint64_t{x.nranks});
   akey("peer").num(int64_t{x.peer});
   if (x.flags & format::kCollEnqueued) akey("enqueued").raw("true");
+  if (x.flags & format::kCollJoinOnly) akey("join_only").raw("true");
 }
 
 JsonOut& ChromeWriter::akey(std::string_view k) {

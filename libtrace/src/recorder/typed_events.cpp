@@ -135,7 +135,7 @@ bool record_collective(Ticks start, Ticks end, const Collective& c) noexcept {
   e.rank = c.rank;
   e.nranks = c.nranks;
   e.peer = c.peer;
-  e.flags = c.enqueued ? format::kCollEnqueued : 0;
+  e.flags = (c.enqueued ? format::kCollEnqueued : 0) | (c.join_only ? format::kCollJoinOnly : 0);
   const uint8_t flags = c.emulated ? kEmulated : 0;
   return emit_with(core_of(Kind::kCollective, c.name, start, end, c.corr, flags), e);
 }

@@ -55,6 +55,7 @@ struct Ev {
   uint8_t cache_method = 0;           // storage_read: format::CacheMethod
   uint16_t queue_depth = 0;           // storage_read
   bool enqueued = false;              // collective: a host-side enqueue (kCollEnqueued)
+  bool join_only = false;             // collective: the shim's call span beside the plugin's (kCollJoinOnly)
   uint32_t track = 0;                 // index into RankTrace::tracks
   uint32_t name = 0;                  // index into RankTrace::names (0 = none)
   uint32_t worker = 0;                // preprocess: WorkExt worker; collective: op (format::CollOp)
