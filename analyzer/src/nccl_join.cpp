@@ -33,17 +33,18 @@ void NcclJoin::add_call(const Ev& e) {
   // Kernels launched before the latest call's end are settled now: a call
   // holding their launch has arrived, or none will.
   auto& pending = w->second;
+  due_.clear();
   for (auto it = pending.begin(); it != pending.end();) {
     if (it->first > calls.max_end) {
       ++it;
       continue;
     }
-    const Launch l{e.track, it->first};
-    Ev k = it->second;
+    due_.push_back(*it);
     it = pending.erase(it);
     --waiting_n_;
-    settle(k, l, true);
   }
+  // Settled after the walk: settle() may queue into `pending` again.
+  for (auto& [at, k] : due_) settle(k, Launch{e.track, at}, true);
 }
 
 void NcclJoin::add_launch(const Ev& e) {

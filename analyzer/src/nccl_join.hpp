@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "stallscope/analyzer/model.hpp"
@@ -91,6 +92,7 @@ class NcclJoin {
   std::deque<uint64_t> wait_launch_order_;
   std::unordered_map<uint32_t, std::deque<std::pair<int64_t, Ev>>> wait_call_;
   std::vector<Ev> late_;
+  std::vector<std::pair<int64_t, Ev>> due_;  // add_call(): kernels settled by a call
   uint64_t matched_ = 0, unmatched_ = 0, waiting_n_ = 0;
 };
 
