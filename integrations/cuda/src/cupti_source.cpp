@@ -115,7 +115,7 @@ class CuptiSource final : public GpuSource {
   CuptiMode mode_ = CuptiMode::kYield;
   bool step_ids_ = true;  // STALLSCOPE_CUPTI_STEP_IDS
   std::atomic<int> state_{kIdle};
-  std::mutex control_;  // attach, capture, hand-over: never held while converting
+  std::mutex control_;  // attach, capture, hand-over, flushes; never taken by the conversion
   CUpti_SubscriberHandle sub_ = nullptr;
   CuptiClock clock_;
   CuptiBuffers buffers_;
