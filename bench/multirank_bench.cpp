@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   ok &= result("multirank_events_per_cpu_s", seq.events / seq.cpu_s, "events/s", ">=", 20e6);
   ok &= result("multirank_parallel_events_per_s", par.events / par.wall_s, "events/s", ">=", 20e6);
   ok &= result("multirank_parallel_speedup", seq.wall_s / par.wall_s, "x", ">=", 1.2);
-  ok &= result("multirank_mem_per_rank", per_rank_kb, "KB", "<=", 48 + 0.6 * double(s.steps));
+  ok &= result("multirank_mem_per_rank", per_rank_kb, "KB", "<=", 256);
   // Constant in run length, allowing for the RSS measurement's noise.
   ok &= result("multirank_mem_growth_per_step", growth_b_per_step, "B/step", "<=", 16);
   ok &=

@@ -111,7 +111,9 @@ class RankEngine {
   NcclJoin nccl_join_;         // NCCL kernels (CUPTI) <- their calls
   RunStats stats_;
   Drops drops_;
-  std::vector<StepResult> steps_;
+  SpillVector<StepResult> steps_;  // finalized, in start order (nearly always)
+  int64_t last_step_start_ = INT64_MIN;
+  bool steps_in_order_ = true;
   std::vector<std::string> warnings_;
   Timeline typical_, longest_;
   static constexpr size_t kLineageSteps = 64;

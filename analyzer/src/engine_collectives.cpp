@@ -33,7 +33,7 @@ void CollectiveLog::on_step(int64_t s, int64_t e, const Ivs& comm, const Ivs& co
     const int64_t b = std::min(c.end_ns, e);
     for (const Iv& x : tmp_) {
       const int64_t lo = std::max(x.a, c.arrival_ns), hi = std::min(x.b, b);
-      if (lo < hi) exposed_.emplace_back(lo, hi);
+      if (lo < hi) exposed_.push_back({lo, hi});
     }
     c.exposed_n = static_cast<uint32_t>(exposed_.size() - c.exposed_at);
     done_.push_back(c);

@@ -32,8 +32,8 @@ class CollectiveLog {
   // never found cannot grow it without end.
   static constexpr size_t kMaxPending = size_t{1} << 16;
   std::deque<CollectiveInstance> pending_;  // sorted by arrival
-  std::vector<CollectiveInstance> done_;
-  std::vector<std::pair<int64_t, int64_t>> exposed_;
+  SpillVector<CollectiveInstance> done_;
+  SpillVector<std::pair<int64_t, int64_t>> exposed_;
   Ivs tmp_;
 };
 

@@ -31,8 +31,13 @@ RankReport RankEngine::finish() {
   r.device_activity = device_seen_;
   for (const auto& t : trace_.tracks) gpu_track_ = gpu_track_ || t.type == TrackType::kGpuStream;
   r.compute_basis = compute_basis(device_seen_, cuda_api_, gpu_track_);
-  std::sort(steps_.begin(), steps_.end(),
-            [](const StepResult& a, const StepResult& b) { return a.start_ns < b.start_ns; });
+  if (!steps_in_order_) {  // rare (steps of overlapping ranges): sorted in memory once
+    std::vector<StepResult> v = steps_.to_vector();
+    std::stable_sort(v.begin(), v.end(), [](const StepResult& a, const StepResult& b) {
+      return a.start_ns < b.start_ns;
+    });
+    steps_ = SpillVector<StepResult>(v);
+  }
   r.steps = std::move(steps_);
   for (const auto& s : r.steps) r.split |= s.split;
   summarize_steps(r, opt_);

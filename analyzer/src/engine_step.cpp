@@ -105,6 +105,8 @@ void RankEngine::finalize(const StepCand& c) {
   r.parts = p.parts;
   r.split = p.split;
   r.closed_by_analyzer = c.closed_by_analyzer;
+  steps_in_order_ = steps_in_order_ && r.start_ns >= last_step_start_;
+  last_step_start_ = r.start_ns;
   steps_.push_back(r);
   snapshot(in, r);
   finalized_until_ = std::max(finalized_until_, c.end);

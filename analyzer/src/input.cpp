@@ -172,6 +172,7 @@ RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress
     rep.realtime_known = rep.realtime_offset_ns != 0;  // 0: the file holds no clock triple
   }
   for (const auto& p : meta.procs) rep.files.push_back(p.file);
+  release_tables(rep);  // until the cross-rank pass and the reports read them
   return rep;
 }
 
@@ -240,6 +241,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
   }
   progress.finish();
   analyze_cross_rank(rep, {});
+  for (const auto& r : rep.ranks) release_tables(r);
   return rep;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "decimated.hpp"
+
 namespace stallscope::analyzer {
 
 double percentile_ms(std::vector<int64_t> ns, double q) {
@@ -31,50 +33,57 @@ void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90) {
   p90 = static_cast<double>(ns[k90]) / 1e6;
 }
 
-size_t warmup_count(const std::vector<StepResult>& steps, size_t max_steps) {
+size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps) {
   if (steps.size() < 4) return 0;
-  std::vector<int64_t> walls;
-  for (const auto& s : steps) walls.push_back(s.wall());
-  const double median = percentile_ms(walls, 0.5) * 1e6;
+  Decimated<int64_t> walls(kSampleCap);
+  for (size_t i = 0; i < steps.size(); ++i) walls.add(steps.peek(i).wall());
+  const double median = percentile_ms(std::move(walls.values()), 0.5) * 1e6;
   const size_t cap = std::min(max_steps, steps.size() / 4);
   size_t n = 1;
-  while (n < cap && static_cast<double>(steps[n].wall()) > 1.5 * median) ++n;
+  while (n < cap && static_cast<double>(steps.peek(n).wall()) > 1.5 * median) ++n;
   return std::max<size_t>(1, std::min(n, cap));
 }
 
 void summarize_steps(RankReport& r, const AnalyzeOptions& opt) {
   r.warmup_steps = warmup_count(r.steps, opt.warmup_max);
-  for (size_t i = 0; i < r.steps.size(); ++i) r.steps[i].warmup = i < r.warmup_steps;
-  std::vector<int64_t> walls;
-  std::array<std::vector<int64_t>, kPartCount> parts;
+  for (size_t i = 0; i < r.warmup_steps; ++i) r.steps.edit(i).warmup = true;
+  // One pass over the steady steps; the percentiles come from bounded
+  // samples (exact up to kSampleCap steps).
+  Decimated<int64_t> walls(kSampleCap);
+  std::vector<Decimated<int64_t>> parts(kPartCount, Decimated<int64_t>(kSampleCap));
+  // The longest steady steps, max_outliers of them, found in the same pass
+  // (a heap: the shortest on top); the outliers are among them.
+  auto longer = [](const std::pair<int64_t, size_t>& a, const std::pair<int64_t, size_t>& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  std::vector<std::pair<int64_t, size_t>> longest;  // (wall, position)
   int64_t total = 0;
-  for (const auto& s : r.steps) {
-    if (s.warmup) continue;
-    walls.push_back(s.wall());
+  for (size_t i = r.warmup_steps; i < r.steps.size(); ++i) {
+    const StepResult& s = r.steps.peek(i);
+    walls.add(s.wall());
     total += s.wall();
     for (size_t p = 0; p < kPartCount; ++p) {
-      parts[p].push_back(s.parts[p]);
+      parts[p].add(s.parts[p]);
       r.parts[p].total_ns += s.parts[p];
     }
+    if (opt.max_outliers == 0) continue;
+    longest.emplace_back(s.wall(), i);
+    std::push_heap(longest.begin(), longest.end(), longer);
+    if (longest.size() > opt.max_outliers) {
+      std::pop_heap(longest.begin(), longest.end(), longer);
+      longest.pop_back();
+    }
   }
-  r.steady_steps = walls.size();
-  p50_p90_ms(walls, r.step_p50_ms, r.step_p90_ms);
+  r.steady_steps = walls.seen();
+  p50_p90_ms(walls.values(), r.step_p50_ms, r.step_p90_ms);
   for (size_t p = 0; p < kPartCount; ++p) {
     r.parts[p].share = total > 0 ? static_cast<double>(r.parts[p].total_ns) / static_cast<double>(total) : 0;
-    p50_p90_ms(parts[p], r.parts[p].p50_ms, r.parts[p].p90_ms);
+    p50_p90_ms(parts[p].values(), r.parts[p].p50_ms, r.parts[p].p90_ms);
   }
-  // Outliers: steady steps at least outlier_factor × the median, longest first.
-  std::vector<size_t> out;
-  for (size_t i = 0; i < r.steps.size(); ++i) {
-    const auto& s = r.steps[i];
-    if (!s.warmup && r.steady_steps >= 4 &&
-        static_cast<double>(s.wall()) >= opt.outlier_factor * r.step_p50_ms * 1e6)
-      out.push_back(i);
-  }
-  std::sort(out.begin(), out.end(),
-            [&](size_t a, size_t b) { return r.steps[a].wall() > r.steps[b].wall(); });
-  if (out.size() > opt.max_outliers) out.resize(opt.max_outliers);
-  for (size_t i : out) r.steps[i].outlier = true;
+  // Outliers: steady steps at least outlier_factor × the median.
+  if (r.steady_steps < 4) return;
+  for (const auto& [w, i] : longest)
+    if (static_cast<double>(w) >= opt.outlier_factor * r.step_p50_ms * 1e6) r.steps.edit(i).outlier = true;
 }
 
 }  // namespace stallscope::analyzer

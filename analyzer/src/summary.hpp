@@ -8,10 +8,14 @@
 
 namespace stallscope::analyzer {
 
+// Steps a percentile is exact up to; beyond, it comes from an evenly spread
+// sample of this many (decimated.hpp), so memory stays bounded.
+inline constexpr size_t kSampleCap = size_t{1} << 16;
+
 // Warm-up: from the first step, every step until the first whose wall time
 // is within 1.5 × the median of all steps (at least one step when there are
 // 4 or more, never more than max_steps or a quarter of the steps).
-size_t warmup_count(const std::vector<StepResult>& steps, size_t max_steps);
+size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps);
 double percentile_ms(std::vector<int64_t> ns, double q);
 // The median and the 90th percentile of `ns` (reordered in place), in ms:
 // the same values as percentile_ms(ns, 0.5) and percentile_ms(ns, 0.9).

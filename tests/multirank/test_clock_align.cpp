@@ -80,8 +80,14 @@ BOOST_AUTO_TEST_CASE(no_matched_collective_means_wall_clock_only) {
   s.steps = 20;
   s.step_gap_ms = 0;
   an::Report rep = stallscope::testing::synth_report(stallscope::testing::synth_run(s));
-  for (auto& c : rep.ranks[2].collectives) c.comm_id = 99;  // host 1 on another communicator
-  for (auto& c : rep.ranks[3].collectives) c.comm_id = 99;
+  for (const size_t r : {2, 3}) {  // host 1 on another communicator
+    auto& cs = rep.ranks[r].collectives;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      auto c = cs[i];
+      c.comm_id = 99;
+      cs.set(i, c);
+    }
+  }
   an::analyze_cross_rank(rep, {});
   BOOST_TEST(rep.cross.clock.method == "wall_clock_only");
   BOOST_TEST(rep.cross.clock.note.find("may be off by") != std::string::npos);
@@ -106,3 +112,38 @@ BOOST_AUTO_TEST_CASE(fit_ignores_outliers) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The bounded sample behind the medians of long runs: exact up to its
+// capacity, then every 2nd, 4th, … value, evenly spread over the stream.
+BOOST_AUTO_TEST_CASE(decimated_sample_is_exact_when_short_and_even_when_long) {
+  mr::Decimated<int64_t> shortrun(100);
+  for (int64_t i = 0; i < 99; ++i) shortrun.add(i);
+  BOOST_TEST(shortrun.values().size() == 99u);
+  BOOST_TEST(shortrun.values()[42] == 42);
+  mr::Decimated<int64_t> longrun(100);
+  for (int64_t i = 0; i < 100'000; ++i) longrun.add(i);
+  const auto& v = longrun.values();
+  BOOST_TEST(longrun.seen() == 100'000u);
+  BOOST_TEST(v.size() <= 100u);
+  BOOST_TEST(v.size() >= 50u);
+  const int64_t stride = v[1] - v[0];
+  for (size_t i = 1; i < v.size(); ++i) BOOST_TEST_REQUIRE(v[i] - v[i - 1] == stride);
+  BOOST_TEST(v.front() == 0);
+  BOOST_TEST(v.back() + stride >= 100'000 - stride);  // reaches the end of the stream
+}
+
+// A drifting host's offset fitted on a long run whose points were decimated
+// (the run matched 200,000 collectives; 8,192 points at most are kept).
+BOOST_AUTO_TEST_CASE(fit_on_a_decimated_long_run_keeps_offset_and_drift) {
+  mr::Decimated<std::pair<int64_t, int64_t>> pts(8192);
+  for (int64_t i = 0; i < 200'000; ++i) {
+    const int64_t t = i * 5'000'000;  // every 5 ms for 1,000 s
+    const int64_t jitter = (i * 7919) % 41 - 20;  // ±20 µs, deterministic
+    pts.add({t, 50'000'000 + t / 50'000 + jitter * 1000});  // 50 ms + 20 ppm
+  }
+  BOOST_TEST(pts.values().size() <= 8192u);
+  const mr::LineFit f = mr::fit_offset(pts.values(), {});
+  BOOST_TEST(f.b * 1e6 == 20.0, boost::test_tools::tolerance(0.02));
+  const double at0 = f.a - f.b * double(f.t0);
+  BOOST_TEST(std::abs(at0 - 50e6) < 100e3);  // within 100 µs
+}

@@ -5,6 +5,7 @@
 // on both hosts — with a drift term on long runs. Ranks of one host share
 // one monotonic clock, so one correction serves them all.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 
@@ -13,13 +14,6 @@
 namespace stallscope::analyzer::multirank {
 
 namespace {
-
-struct KeyHash {
-  size_t operator()(const std::pair<uint64_t, uint64_t>& k) const noexcept {
-    return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ULL ^ k.second);
-  }
-};
-using CompletionMap = std::unordered_map<std::pair<uint64_t, uint64_t>, int64_t, KeyHash>;
 
 int64_t median_of(std::vector<int64_t> v) {
   if (v.empty()) return 0;
@@ -47,10 +41,54 @@ std::map<std::string, size_t> host_representatives(const std::vector<RankReport>
   return rep;
 }
 
-CompletionMap completions(const RankReport& r, const RankClock& c) {
-  CompletionMap m;
-  m.reserve(r.collectives.size());
-  for (const auto& x : r.collectives) m[{x.comm_id, x.seq}] = c.to_common(x.end_ns);
+// Instants near-simultaneous on two ranks of different hosts: completions
+// of the same (comm, seq), on communicators both took part in. The two
+// ranks' collectives (each in arrival order) are walked together at the same
+// pace through their lists, so the instances waiting for their match are the
+// ranks' skew, not the run; beyond 8,192 points the points are decimated.
+struct Matched {
+  size_t n = 0;
+  Decimated<std::pair<int64_t, int64_t>> pts{8192};  // (t, d): t on rank b, d = ref − t
+};
+
+Matched match_completions(const RankReport& ref, const RankClock& cref, const RankReport& b,
+                          const RankClock& cb, const std::vector<uint64_t>& shared) {
+  struct KeyHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& k) const noexcept {
+      return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ULL ^ k.second);
+    }
+  };
+  using Waiting = std::unordered_map<std::pair<uint64_t, uint64_t>, int64_t, KeyHash>;
+  constexpr size_t kMaxWaiting = size_t{1} << 16;
+  Matched m;
+  Waiting wait_ref, wait_b;  // completions not matched yet, by (comm, seq)
+  auto in_shared = [&](uint64_t comm) {
+    return std::binary_search(shared.begin(), shared.end(), comm);
+  };
+  size_t i = 0, j = 0;
+  const auto &cs_ref = ref.collectives, &cs_b = b.collectives;
+  while (i < cs_ref.size() || j < cs_b.size()) {
+    // The one that has gone through less of its list goes next: no clock
+    // needed (a rank without a wall clock may be hours off).
+    const bool take_ref =
+        j == cs_b.size() || (i < cs_ref.size() && static_cast<double>(i) * static_cast<double>(cs_b.size()) <=
+                                                      static_cast<double>(j) * static_cast<double>(cs_ref.size()));
+    const CollectiveInstance c = take_ref ? cs_ref[i++] : cs_b[j++];
+    if (!in_shared(c.comm_id)) continue;
+    const std::pair<uint64_t, uint64_t> k{c.comm_id, c.seq};
+    Waiting& other = take_ref ? wait_b : wait_ref;
+    Waiting& mine = take_ref ? wait_ref : wait_b;
+    const int64_t t = (take_ref ? cref : cb).to_common(c.end_ns);
+    if (const auto it = other.find(k); it != other.end()) {
+      const int64_t tr = take_ref ? t : it->second, tb = take_ref ? it->second : t;
+      m.pts.add({tb, tr - tb});
+      ++m.n;
+      other.erase(it);
+      continue;
+    }
+    if (mine.size() >= kMaxWaiting) mine.clear();  // the other rank lost these: start afresh
+    mine.emplace(k, t);
+  }
   return m;
 }
 
@@ -81,7 +119,7 @@ LineFit fit_offset(std::vector<std::pair<int64_t, int64_t>> pts, const CrossRank
 }
 
 ClockAlignment align_clocks(const std::vector<RankReport>& ranks, const CrossRankOptions& opt,
-                            std::vector<RankClock>* clocks) {
+                            std::vector<RankClock>* clocks, const RankComms* known_comms) {
   ClockAlignment out;
   clocks->assign(ranks.size(), {});
   std::map<std::string, bool> hosts;
@@ -97,24 +135,21 @@ ClockAlignment align_clocks(const std::vector<RankReport>& ranks, const CrossRan
   }
   const auto reps = host_representatives(ranks);
   const size_t ref = reps.empty() ? 0 : reps.begin()->second;
-  const CompletionMap ref_end = completions(ranks[ref], (*clocks)[ref]);
+  const RankComms comms = known_comms != nullptr ? *known_comms : rank_comms(ranks);
   std::map<std::string, LineFit> fits;
   double worst = 0;
   for (const auto& [host, i] : reps) {
     ClockAlignment::Host h{host, 0, 0, 0, 0};
     if (i != ref) {
-      std::vector<std::pair<int64_t, int64_t>> pts;
-      for (const auto& x : ranks[i].collectives) {
-        const auto it = ref_end.find({x.comm_id, x.seq});
-        if (it == ref_end.end()) continue;
-        const int64_t t = (*clocks)[i].to_common(x.end_ns);
-        pts.emplace_back(t, it->second - t);
-      }
-      h.matched = pts.size();
-      if (!pts.empty()) {
-        const LineFit f = fit_offset(std::move(pts), opt);
+      std::vector<uint64_t> shared;
+      std::set_intersection(comms[ref].begin(), comms[ref].end(), comms[i].begin(),
+                            comms[i].end(), std::back_inserter(shared));
+      Matched m = match_completions(ranks[ref], (*clocks)[ref], ranks[i], (*clocks)[i], shared);
+      h.matched = m.n;
+      if (m.n > 0) {
+        const LineFit f = fit_offset(m.pts.values(), opt);
         fits[host] = f;
-        h.offset_ms = (f.a + f.b * 0) / 1e6;
+        h.offset_ms = f.a / 1e6;
         h.drift_ppm = f.b * 1e6;
         h.residual_us = f.residual_ns / 1e3;
         worst = std::max(worst, h.residual_us);

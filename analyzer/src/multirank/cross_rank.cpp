@@ -17,22 +17,22 @@ namespace {
 void resummarize_parts(RankReport& r) {
   if (r.cross.waited_ns == 0) return;  // nothing moved in this rank
   int64_t total = 0;
-  for (const auto& s : r.steps)
-    if (!s.warmup) total += s.wall();
-  std::vector<int64_t> v;
-  v.reserve(r.steps.size());
-  for (const Part part : {Part::kCommTransfer, Part::kStragglerWait}) {
-    const size_t p = idx(part);
-    v.clear();
-    r.parts[p].total_ns = 0;
-    for (const auto& s : r.steps) {
-      if (s.warmup) continue;
-      v.push_back(s.parts[p]);
-      r.parts[p].total_ns += s.parts[p];
+  constexpr Part kMoved[] = {Part::kCommTransfer, Part::kStragglerWait};
+  std::vector<Decimated<int64_t>> v(2, Decimated<int64_t>(kSampleCap));
+  for (const Part part : kMoved) r.parts[idx(part)].total_ns = 0;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const StepResult& s = r.steps.peek(i);
+    if (s.warmup) continue;
+    total += s.wall();
+    for (size_t k = 0; k < 2; ++k) {
+      v[k].add(s.parts[idx(kMoved[k])]);
+      r.parts[idx(kMoved[k])].total_ns += s.parts[idx(kMoved[k])];
     }
-    r.parts[p].share =
-        total > 0 ? static_cast<double>(r.parts[p].total_ns) / static_cast<double>(total) : 0;
-    p50_p90_ms(v, r.parts[p].p50_ms, r.parts[p].p90_ms);
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    PartStat& ps = r.parts[idx(kMoved[k])];
+    ps.share = total > 0 ? static_cast<double>(ps.total_ns) / static_cast<double>(total) : 0;
+    p50_p90_ms(v[k].values(), ps.p50_ms, ps.p90_ms);
   }
 }
 
@@ -92,14 +92,15 @@ void analyze_cross_rank(Report& r, const CrossRankOptions& opt) {
   c.present = true;
   c.ranks = r.ranks.size();
   std::vector<multirank::RankClock> clocks;
-  c.clock = multirank::align_clocks(r.ranks, opt, &clocks);
+  const multirank::RankComms comms = multirank::rank_comms(r.ranks);
+  c.clock = multirank::align_clocks(r.ranks, opt, &clocks, &comms);
   for (size_t i = 0; i < r.ranks.size(); ++i) {
     RankReport& rk = r.ranks[i];
     rk.cross = RankCross{};
     const int64_t t = rk.steps.empty() ? 0 : rk.steps.front().start_ns;
     rk.cross.clock_offset_ns = clocks[i].to_common(t) - t;
   }
-  multirank::attribute_stragglers(r, clocks, opt);
+  multirank::attribute_stragglers(r, clocks, opt, &comms);
   for (auto& rk : r.ranks) {
     resummarize_parts(rk);
     rk.cross.top_cause = top_cause(rk);

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "../decimated.hpp"
 #include "stallscope/analyzer/multirank.hpp"
 
 namespace stallscope::analyzer::multirank {
@@ -31,13 +33,21 @@ struct LineFit {
 };
 LineFit fit_offset(std::vector<std::pair<int64_t, int64_t>> pts, const CrossRankOptions& opt);
 
+using analyzer::Decimated;
+
+// The communicators each rank took part in (small sorted sets, from one pass
+// over its collectives).
+using RankComms = std::vector<std::vector<uint64_t>>;
+RankComms rank_comms(const std::vector<RankReport>& ranks);
+
 // One clock per rank of r.ranks (same order) and what the alignment did.
+// `comms`: rank_comms(ranks), when already at hand.
 ClockAlignment align_clocks(const std::vector<RankReport>& ranks, const CrossRankOptions& opt,
-                            std::vector<RankClock>* clocks);
+                            std::vector<RankClock>* clocks, const RankComms* comms = nullptr);
 
 // Straggler wait per step of every rank, the stragglers and the common cause.
 void attribute_stragglers(Report& r, const std::vector<RankClock>& clocks,
-                          const CrossRankOptions& opt);
+                          const CrossRankOptions& opt, const RankComms* comms = nullptr);
 
 // Brings a rank's cause, summary and overlap_comm remedy up to date after
 // its straggler wait moved (a no-op for a rank that never waited).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "multirank_internal.hpp"
@@ -19,232 +20,262 @@ namespace {
 constexpr double kSlowerStage = 0.8;
 
 struct Arrival {
-  uint64_t comm, seq;
   int64_t t;  // common time base
-  uint32_t rank, inst;
+  uint32_t rank;
+  uint32_t exposed_at, exposed_n;  // the instance's, on this rank
+  int64_t arrival_ns, step_start_ns;
 };
+
+struct KeyHash {
+  size_t operator()(const std::pair<uint64_t, uint64_t>& k) const noexcept {
+    return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ULL ^ k.second);
+  }
+};
+using Key = std::pair<uint64_t, uint64_t>;  // (comm, seq)
 
 bool comm_part(size_t p) { return p == idx(Part::kStragglerWait) || p == idx(Part::kCommTransfer); }
 
-// Median of each part over `group` (the ranks' steps of one index).
-PartNs median_parts(const std::vector<const PartNs*>& group, std::vector<int64_t>& v) {
-  PartNs m{};
-  for (size_t p = 0; p < kPartCount; ++p) {
-    v.clear();
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (const PartNs* parts : group) {
-      const int64_t x = (*parts)[p];
-      v.push_back(x);
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
+// Where each rank keeps a step, found from a hint (the last position found):
+// the collectives are walked in time order, so the next step is almost
+// always at the hint or just after it.
+class StepFinder {
+ public:
+  explicit StepFinder(const std::vector<RankReport>& ranks) : ranks_(ranks), hint_(ranks.size(), 0) {}
+  // Position of rank r's step starting at `start` (steps sorted by start), or SIZE_MAX.
+  size_t by_start(size_t r, int64_t start) {
+    const auto& st = ranks_[r].steps;
+    const size_t h = hint_[r];
+    for (size_t k = h; k < st.size() && k < h + 2; ++k)
+      if (st.peek(k).start_ns == start) return hint_[r] = k;
+    size_t lo = 0, hi = st.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (st.peek(mid).start_ns < start) lo = mid + 1;
+      else hi = mid;
     }
-    if (lo == hi) {  // a part every rank has the same of (often none at all)
-      m[p] = lo;
-      continue;
+    if (lo == st.size() || st.peek(lo).start_ns != start) return SIZE_MAX;
+    return hint_[r] = lo;
+  }
+  // Position of rank r's step of `index`, or SIZE_MAX. Step indices increase
+  // along the steps (in start order) on every rank but a broken one; there
+  // the search may miss, and the rank is left out of that step's median.
+  size_t by_index(size_t r, uint64_t index) {
+    const auto& st = ranks_[r].steps;
+    if (st.empty()) return SIZE_MAX;
+    const size_t h = std::min(hint_[r], st.size() - 1);
+    const uint64_t at = st.peek(h).index;
+    if (index >= at && index - at < st.size() - h && st.peek(h + (index - at)).index == index)
+      return h + (index - at);
+    size_t lo = 0, hi = st.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (st.peek(mid).index < index) lo = mid + 1;
+      else hi = mid;
     }
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-    m[p] = v[v.size() / 2];
+    return lo < st.size() && st.peek(lo).index == index ? lo : SIZE_MAX;
   }
-  return m;
-}
 
-// True when every rank has the same step indices in the same order (the
-// usual case): the steps of one index are then at one position.
-bool same_step_indices(const std::vector<RankReport>& ranks) {
-  for (const auto& r : ranks) {
-    if (r.steps.size() != ranks.front().steps.size()) return false;
-    for (size_t k = 0; k < r.steps.size(); ++k)
-      if (r.steps[k].index != ranks.front().steps[k].index) return false;
-  }
-  return true;
-}
+ private:
+  const std::vector<RankReport>& ranks_;
+  std::vector<size_t> hint_;
+};
 
-// Median of each part over the ranks' steps with the same index.
-std::unordered_map<uint64_t, PartNs> step_medians(const std::vector<RankReport>& ranks) {
-  std::unordered_map<uint64_t, PartNs> out;
-  std::vector<int64_t> v;
-  std::vector<const PartNs*> group;
-  if (same_step_indices(ranks)) {
-    const size_t n = ranks.front().steps.size();
-    out.reserve(n);
-    for (size_t k = 0; k < n; ++k) {
-      group.clear();
-      for (const auto& r : ranks) group.push_back(&r.steps[k].parts);
-      out[ranks.front().steps[k].index] = median_parts(group, v);
+// Median of each part over the ranks' steps with one index, computed when
+// first asked for and kept for a while.
+class StepMedians {
+ public:
+  StepMedians(const std::vector<RankReport>& ranks, StepFinder& find) : ranks_(ranks), find_(find) {}
+  const PartNs* get(uint64_t index) {
+    if (const auto it = cache_.find(index); it != cache_.end()) return &it->second;
+    group_.clear();
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const size_t pos = find_.by_index(r, index);
+      if (pos != SIZE_MAX) group_.push_back(ranks_[r].steps.peek(pos).parts);
     }
-    return out;
+    if (group_.empty()) return nullptr;
+    if (cache_.size() >= kKeep) cache_.clear();
+    PartNs& m = cache_[index];
+    for (size_t p = 0; p < kPartCount; ++p) {
+      v_.clear();
+      for (const PartNs& parts : group_) v_.push_back(parts[p]);
+      std::nth_element(v_.begin(), v_.begin() + static_cast<long>(v_.size() / 2), v_.end());
+      m[p] = v_[v_.size() / 2];
+    }
+    return &m;
   }
-  std::vector<std::pair<uint64_t, const PartNs*>> all;
-  for (const auto& r : ranks)
-    for (const auto& s : r.steps) all.emplace_back(s.index, &s.parts);
-  std::stable_sort(all.begin(), all.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 0; i < all.size();) {
-    size_t j = i;
-    group.clear();
-    for (; j < all.size() && all[j].first == all[i].first; ++j) group.push_back(all[j].second);
-    out[all[i].first] = median_parts(group, v);
-    i = j;
-  }
-  return out;
-}
 
-// Position of the step starting at `start` (steps sorted by start), or npos.
-size_t step_pos(const RankReport& r, int64_t start) {
-  auto it = std::lower_bound(r.steps.begin(), r.steps.end(), start,
-                             [](const StepResult& s, int64_t t) { return s.start_ns < t; });
-  if (it == r.steps.end() || it->start_ns != start) return SIZE_MAX;
-  return static_cast<size_t>(it - r.steps.begin());
-}
+ private:
+  static constexpr size_t kKeep = 4096;
+  const std::vector<RankReport>& ranks_;
+  StepFinder& find_;
+  std::unordered_map<uint64_t, PartNs> cache_;
+  std::vector<PartNs> group_;
+  std::vector<int64_t> v_;
+};
 
-Part cause_part(const StepResult& s, const std::unordered_map<uint64_t, PartNs>& med) {
-  const auto it = med.find(s.index);
+Part cause_part(const StepResult& s, const PartNs* med) {
   size_t best = SIZE_MAX, top = SIZE_MAX;
   int64_t best_excess = 0, top_ns = -1;
   for (size_t p = 0; p < kPartCount; ++p) {
     if (comm_part(p)) continue;
-    const int64_t excess = s.parts[p] - (it == med.end() ? 0 : it->second[p]);
+    const int64_t excess = s.parts[p] - (med == nullptr ? 0 : (*med)[p]);
     if (excess > best_excess) best_excess = excess, best = p;
     if (s.parts[p] > top_ns) top_ns = s.parts[p], top = p;
   }
   return static_cast<Part>(best != SIZE_MAX ? best : top);
 }
 
-int64_t exposed_within(const RankReport& r, const CollectiveInstance& c, int64_t a, int64_t b) {
+int64_t exposed_within(const RankReport& r, const Arrival& c, int64_t a, int64_t b) {
   int64_t n = 0;
   for (uint32_t i = 0; i < c.exposed_n; ++i) {
-    const auto& x = r.collective_exposed[c.exposed_at + i];
+    const auto& x = r.collective_exposed.peek(c.exposed_at + i);
     n += std::max<int64_t>(0, std::min(x.second, b) - std::max(x.first, a));
   }
   return n;
 }
 
 struct Tally {
-  std::vector<std::vector<int64_t>> extra;      // per rank, per step: wait to move
-  std::vector<std::vector<int64_t>> margins;    // per rank: lead over the second last, when last
+  explicit Tally(size_t ranks) : margins(ranks, Decimated<int64_t>(4096)), causes(ranks) {}
+  std::vector<Decimated<int64_t>> margins;      // per rank: lead over the second last, when last
   std::vector<std::map<Part, int64_t>> causes;  // per rank: wait it caused, by its cause
   std::map<Part, int64_t> all_causes;
-  std::vector<int64_t> spreads, others_spread;
+  Decimated<int64_t> spreads{65536}, others_spread{65536};
+  int64_t moved = 0;  // straggler wait, all ranks
 };
 
-// Every rank's arrivals in the common time base, sorted by (comm, seq, t,
-// rank). Sequence numbers count up from 0 on each communicator, so each
-// (comm, seq) group gets its place by counting, and only each group — one
-// instance's arrivals — is sorted by time. Sparse sequence numbers fall
-// back to one full sort.
-std::vector<Arrival> arrivals(const std::vector<RankReport>& ranks,
-                              const std::vector<RankClock>& clocks) {
-  auto by_time = [](const Arrival& a, const Arrival& b) {
-    return std::tie(a.t, a.rank) < std::tie(b.t, b.rank);
-  };
-  auto arrival = [&](size_t r, size_t i) {
-    const auto& c = ranks[r].collectives[i];
-    return Arrival{c.comm_id, c.seq, clocks[r].to_common(c.arrival_ns), static_cast<uint32_t>(r),
-                   static_cast<uint32_t>(i)};
-  };
-  struct Range {
-    uint64_t comm, lo, hi;
-    size_t base = 0;
-  };
-  std::vector<Range> comms;
-  std::unordered_map<uint64_t, size_t> at;
-  size_t n = 0;
-  for (const auto& rk : ranks)
-    for (const auto& c : rk.collectives) {
-      auto [it, fresh] = at.try_emplace(c.comm_id, comms.size());
-      if (fresh) comms.push_back({c.comm_id, c.seq, c.seq});
-      Range& g = comms[it->second];
-      g.lo = std::min(g.lo, c.seq);
-      g.hi = std::max(g.hi, c.seq);
-      ++n;
-    }
-  std::vector<size_t> order(comms.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return comms[a].comm < comms[b].comm; });
-  size_t slots = 0;
-  bool dense = true;
-  for (const size_t i : order) {
-    comms[i].base = slots;
-    slots += comms[i].hi - comms[i].lo + 1;
-    if (slots > 2 * n + 1024) dense = false;  // counting would cost more than sorting
-    if (!dense) break;
-  }
-  std::vector<Arrival> v;
-  v.reserve(n);
-  if (!dense) {
-    for (size_t r = 0; r < ranks.size(); ++r)
-      for (size_t i = 0; i < ranks[r].collectives.size(); ++i) v.push_back(arrival(r, i));
-    std::sort(v.begin(), v.end(), [&](const Arrival& a, const Arrival& b) {
-      return std::tie(a.comm, a.seq) != std::tie(b.comm, b.seq)
-                 ? std::tie(a.comm, a.seq) < std::tie(b.comm, b.seq)
-                 : by_time(a, b);
-    });
-    return v;
-  }
-  auto slot = [&](const CollectiveInstance& c) {
-    const Range& g = comms[at.find(c.comm_id)->second];
-    return g.base + (c.seq - g.lo);
-  };
-  std::vector<uint32_t> start(slots + 1, 0);
-  for (const auto& rk : ranks)
-    for (const auto& c : rk.collectives) ++start[slot(c) + 1];
-  for (size_t k = 0; k < slots; ++k) start[k + 1] += start[k];
-  std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-  v.resize(n);
-  for (size_t r = 0; r < ranks.size(); ++r)
-    for (size_t i = 0; i < ranks[r].collectives.size(); ++i)
-      v[fill[slot(ranks[r].collectives[i])]++] = arrival(r, i);
-  for (size_t k = 0; k < slots; ++k)
-    if (start[k + 1] - start[k] > 1)
-      std::sort(v.begin() + start[k], v.begin() + start[k + 1], by_time);
-  return v;
-}
-
-// One instance: arrivals g[0..n) sorted by time.
-void tally_instance(std::vector<RankReport>& ranks, const Arrival* g, size_t n,
-                    const std::unordered_map<uint64_t, PartNs>& med, Tally& t) {
+// One instance: arrivals g[0..n) sorted by time. Each waiting rank's wait,
+// where its collective was exposed, moves from comm transfer to straggler
+// wait in its step at once: moving min(w, transfer left) wait by wait moves
+// min(Σ w, transfer) in all.
+void tally_instance(std::vector<RankReport>& ranks, const Arrival* g, size_t n, StepFinder& find,
+                    StepMedians& med, Tally& t) {
   const Arrival& last = g[n - 1];
-  t.spreads.push_back(last.t - g[0].t);
-  t.others_spread.push_back(g[n - 2].t - g[0].t);
+  t.spreads.add(last.t - g[0].t);
+  t.others_spread.add(g[n - 2].t - g[0].t);
   for (size_t k = 0; k < n; ++k) ++ranks[g[k].rank].cross.instances;
   if (last.t == g[n - 2].t) return;  // a tie: nobody was last
   RankReport& lr = ranks[last.rank];
   ++lr.cross.times_last;
-  t.margins[last.rank].push_back(last.t - g[n - 2].t);
+  t.margins[last.rank].add(last.t - g[n - 2].t);
   int64_t caused = 0;
   for (size_t k = 0; k + 1 < n; ++k) {
-    RankReport& r = ranks[g[k].rank];
-    const CollectiveInstance& c = r.collectives[g[k].inst];
-    const size_t pos = step_pos(r, c.step_start_ns);
+    const Arrival& c = g[k];
+    RankReport& r = ranks[c.rank];
+    const size_t pos = find.by_start(c.rank, c.step_start_ns);
     if (pos == SIZE_MAX) continue;
-    const int64_t w = exposed_within(r, c, c.arrival_ns, c.arrival_ns + (last.t - g[k].t));
-    t.extra[g[k].rank][pos] += w;
+    const int64_t w = exposed_within(r, c, c.arrival_ns, c.arrival_ns + (last.t - c.t));
     caused += w;
+    if (w <= 0) continue;
+    PartNs& p = r.steps.edit(pos).parts;
+    const int64_t m = std::min(w, p[idx(Part::kCommTransfer)]);
+    p[idx(Part::kCommTransfer)] -= m;
+    p[idx(Part::kStragglerWait)] += m;
+    r.cross.waited_ns += m;
+    t.moved += m;
   }
-  const CollectiveInstance& lc = lr.collectives[last.inst];
-  const size_t lpos = step_pos(lr, lc.step_start_ns);
+  const size_t lpos = find.by_start(last.rank, last.step_start_ns);
   if (caused == 0 || lpos == SIZE_MAX) return;
-  const Part why = cause_part(lr.steps[lpos], med);
+  const StepResult ls = lr.steps[lpos];
+  const Part why = cause_part(ls, med.get(ls.index));
   lr.cross.caused_ns += caused;
   t.causes[last.rank][why] += caused;
   t.all_causes[why] += caused;
 }
 
-// Moves the tallied wait from transfer into straggler wait, step by step.
-int64_t move_waits(std::vector<RankReport>& ranks, const Tally& t) {
-  int64_t total = 0;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    for (size_t s = 0; s < ranks[r].steps.size(); ++s) {
-      PartNs& p = ranks[r].steps[s].parts;
-      const int64_t m = std::min(t.extra[r][s], p[idx(Part::kCommTransfer)]);
-      p[idx(Part::kCommTransfer)] -= m;
-      p[idx(Part::kStragglerWait)] += m;
-      ranks[r].cross.waited_ns += m;
-      total += m;
+// The ranks' collectives walked together, each rank through its list (in
+// arrival order) at the same pace: in round k every rank reaches k/n of its
+// list. The arrivals of one (comm, seq) are gathered until every rank of the
+// communicator has arrived (or kMaxAge rounds have passed, or at the end),
+// then tallied. Memory holds the open instances only — the ranks' skew, not
+// the run's length — and no clock is needed to pace the walk.
+class Walk {
+ public:
+  static constexpr size_t kPerRound = 256;  // the longest list's collectives per round
+  static constexpr uint64_t kMaxAge = 64;   // rounds an instance stays open
+  static constexpr size_t kMaxOpen = size_t{1} << 18;
+
+  Walk(Report& rep, const std::vector<RankClock>& clocks, const RankComms& comms)
+      : rep_(rep), ranks_(rep.ranks), clocks_(clocks), next_(ranks_.size(), 0),
+        find_(ranks_), med_(ranks_, find_), t_(ranks_.size()) {
+    for (const auto& of_rank : comms)
+      for (const uint64_t c : of_rank) ++members_[c];
+  }
+
+  Tally run() {
+    size_t longest = 0;
+    for (const auto& r : ranks_) longest = std::max(longest, r.collectives.size());
+    const uint64_t rounds = (longest + kPerRound - 1) / kPerRound;
+    for (round_ = 1; round_ <= rounds; ++round_) {
+      for (size_t r = 0; r < ranks_.size(); ++r) {
+        const auto& cs = ranks_[r].collectives;
+        const size_t until = static_cast<size_t>(
+            (uint64_t{cs.size()} * round_ + rounds - 1) / rounds);
+        for (; next_[r] < until; ++next_[r]) {
+          const CollectiveInstance& c = cs.peek(next_[r]);
+          add(c, Arrival{clocks_[r].to_common(c.arrival_ns), static_cast<uint32_t>(r), c.exposed_at,
+                         c.exposed_n, c.arrival_ns, c.step_start_ns});
+        }
+      }
+      if (round_ > kMaxAge) expire(round_ - kMaxAge);
     }
-  return total;
-}
+    expire(UINT64_MAX);
+    return std::move(t_);
+  }
+
+ private:
+  struct Open {
+    std::vector<Arrival> a;
+    uint64_t opened = 0;  // round
+  };
+
+  void add(const CollectiveInstance& c, const Arrival& x) {
+    const Key k{c.comm_id, c.seq};
+    auto [it, fresh] = open_.try_emplace(k);
+    Open& o = it->second;
+    if (fresh) o.opened = round_;
+    o.a.push_back(x);
+    if (o.a.size() >= members_[c.comm_id]) {
+      close(o);
+      open_.erase(it);
+    } else if (open_.size() > kMaxOpen) {
+      expire(round_);  // a safety valve: everything opened before this round
+    }
+  }
+
+  // Tallies every open instance opened before round `before`, in (comm, seq) order.
+  void expire(uint64_t before) {
+    keys_.clear();
+    for (const auto& [k, o] : open_)
+      if (o.opened < before) keys_.push_back(k);
+    std::sort(keys_.begin(), keys_.end());
+    for (const Key& k : keys_) {
+      const auto it = open_.find(k);
+      close(it->second);
+      open_.erase(it);
+    }
+  }
+
+  void close(Open& o) {
+    if (o.a.size() < 2) return;
+    std::sort(o.a.begin(), o.a.end(), [](const Arrival& a, const Arrival& b) {
+      return std::tie(a.t, a.rank) < std::tie(b.t, b.rank);
+    });
+    tally_instance(ranks_, o.a.data(), o.a.size(), find_, med_, t_);
+    ++rep_.cross.instances;
+  }
+
+  Report& rep_;
+  std::vector<RankReport>& ranks_;
+  const std::vector<RankClock>& clocks_;
+  std::vector<size_t> next_;  // per rank: its next collective
+  uint64_t round_ = 0;
+  std::unordered_map<uint64_t, uint32_t> members_;  // comm → ranks in it
+  std::unordered_map<Key, Open, KeyHash> open_;
+  std::vector<Key> keys_;
+  StepFinder find_;
+  StepMedians med_;
+  Tally t_;
+};
 
 int64_t median_ns(std::vector<int64_t> v) {
   if (v.empty()) return 0;
@@ -299,12 +330,12 @@ bool own_stage_slower(const std::vector<RankReport>& ranks, size_t r, const std:
 void name_stragglers(Report& rep, const Tally& t, const CrossRankOptions& opt) {
   auto& ranks = rep.ranks;
   const double n_ranks = static_cast<double>(ranks.size());
-  const int64_t spread = median_ns(t.others_spread);
+  const int64_t spread = median_ns(t.others_spread.values());
   for (size_t r = 0; r < ranks.size(); ++r) {
     RankCross& c = ranks[r].cross;
     c.p_value = binomial_tail(c.instances, c.times_last, 1.0 / n_ranks);
-    c.median_margin_ms = static_cast<double>(median_ns(t.margins[r])) / 1e6;
-    const int64_t margin = median_ns(t.margins[r]);
+    const int64_t margin = median_ns(t.margins[r].values());
+    c.median_margin_ms = static_cast<double>(margin) / 1e6;
     if (c.p_value >= opt.alpha / n_ranks || margin < opt.min_margin_ns ||
         static_cast<double>(margin) < opt.margin_factor * static_cast<double>(spread))
       continue;
@@ -347,28 +378,26 @@ std::string cause_word(Part p) {
   return std::string(part_label(p));
 }
 
-void attribute_stragglers(Report& rep, const std::vector<RankClock>& clocks,
-                          const CrossRankOptions& opt) {
-  auto& ranks = rep.ranks;
-  Tally t;
-  t.extra.resize(ranks.size());
-  for (size_t r = 0; r < ranks.size(); ++r) t.extra[r].assign(ranks[r].steps.size(), 0);
-  t.margins.resize(ranks.size());
-  t.causes.resize(ranks.size());
-  const auto med = step_medians(ranks);
-  const auto all = arrivals(ranks, clocks);
-  for (size_t i = 0; i < all.size();) {
-    size_t j = i;
-    while (j < all.size() && all[j].comm == all[i].comm && all[j].seq == all[i].seq) ++j;
-    if (j - i >= 2) {
-      tally_instance(ranks, &all[i], j - i, med, t);
-      ++rep.cross.instances;
+RankComms rank_comms(const std::vector<RankReport>& ranks) {
+  RankComms out(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    auto& v = out[r];
+    const auto& cs = ranks[r].collectives;
+    for (size_t i = 0; i < cs.size(); ++i) {  // few communicators: a short list
+      const uint64_t comm = cs.peek(i).comm_id;
+      if (std::find(v.begin(), v.end(), comm) == v.end()) v.push_back(comm);
     }
-    i = j;
+    std::sort(v.begin(), v.end());
   }
-  rep.cross.straggler_wait_ns = move_waits(ranks, t);
-  rep.cross.arrival_skew_p50_ms = pct_ms(t.spreads, 0.5);
-  rep.cross.arrival_skew_p90_ms = pct_ms(t.spreads, 0.9);
+  return out;
+}
+
+void attribute_stragglers(Report& rep, const std::vector<RankClock>& clocks,
+                          const CrossRankOptions& opt, const RankComms* comms) {
+  const Tally t = Walk(rep, clocks, comms != nullptr ? *comms : rank_comms(rep.ranks)).run();
+  rep.cross.straggler_wait_ns = t.moved;
+  rep.cross.arrival_skew_p50_ms = pct_ms(t.spreads.values(), 0.5);
+  rep.cross.arrival_skew_p90_ms = pct_ms(t.spreads.values(), 0.9);
   name_stragglers(rep, t, opt);
   const auto common = ranked_causes(t.all_causes);
   if (rep.cross.stragglers.empty() && !common.empty())

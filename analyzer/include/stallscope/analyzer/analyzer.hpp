@@ -9,10 +9,11 @@
 //   stallscope::analyzer::write_text(std::cout, report, {});
 //
 // Streaming: each file is read once; memory holds a window of events per
-// rank (docs/report-guide.md "Memory"), the per-step table (~160 bytes per
-// step) and the lineage of recent batches. Throws AnalyzeError only for
-// unusable options (a bad --step-pattern); bad input becomes warnings and
-// errors inside the Report.
+// rank, the lineage of recent batches and a few chunks of each rank's step
+// and collective tables, the rest of which go to a scratch file
+// (docs/report-guide.md "Memory"; spill_vector.hpp). Throws AnalyzeError
+// only for unusable options (a bad --step-pattern); bad input becomes
+// warnings and errors inside the Report.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stallscope/analyzer/parts.hpp"
+#include "stallscope/analyzer/spill_vector.hpp"
 
 namespace stallscope::analyzer {
 
@@ -140,7 +141,7 @@ struct RankReport {
   uint32_t trainer_tid = 0;
   bool device_activity = false;
   std::string compute_basis;     // "device", "cpu_only", "gpu_not_recorded"
-  std::vector<StepResult> steps;
+  SpillVector<StepResult> steps;  // in start order (spill_vector.hpp: few in memory)
   size_t warmup_steps = 0;
   size_t steady_steps = 0;
   double step_p50_ms = 0, step_p90_ms = 0;
@@ -156,13 +157,21 @@ struct RankReport {
   Drops drops;
   std::vector<std::string> warnings;
   // Multi-rank input, filled by the engine: every matched-able collective
-  // instance (≈ 48 bytes each) and the pool of their exposed intervals.
-  std::vector<CollectiveInstance> collectives;
-  std::vector<std::pair<int64_t, int64_t>> collective_exposed;
+  // instance in arrival order and the pool of their exposed intervals.
+  SpillVector<CollectiveInstance> collectives;
+  SpillVector<std::pair<int64_t, int64_t>> collective_exposed;
   int64_t realtime_offset_ns = 0;  // CLOCK_REALTIME − CLOCK_MONOTONIC at the recorder start
   bool realtime_known = false;
   RankCross cross;
 };
+
+// Moves the chunks of a rank's tables (steps, collectives) held in memory
+// to the scratch file (spill_vector.hpp): for a rank set aside for a while.
+inline void release_tables(const RankReport& r) {
+  r.steps.release();
+  r.collectives.release();
+  r.collective_exposed.release();
+}
 
 // Who the others waited for (a rank named only when its lateness is more
 // than chance; DESIGN.md "Scale").
