@@ -81,38 +81,59 @@ class StepFinder {
 };
 
 // Median of each part over the ranks' steps with one index, computed when
-// first asked for and kept for a while.
+// first asked for — only the parts asked for — and kept for a while.
 class StepMedians {
  public:
   StepMedians(const std::vector<RankReport>& ranks, StepFinder& find) : ranks_(ranks), find_(find) {}
-  const PartNs* get(uint64_t index) {
-    if (const auto it = cache_.find(index); it != cache_.end()) return &it->second;
-    group_.clear();
-    for (size_t r = 0; r < ranks_.size(); ++r) {
-      const size_t pos = find_.by_index(r, index);
-      if (pos != SIZE_MAX) group_.push_back(ranks_[r].steps.peek(pos).parts);
+  // The medians of `index`; those of the parts in `want` (bit p = part p)
+  // are filled in. Null when no rank has a step of that index.
+  const PartNs* get(uint64_t index, uint32_t want) {
+    auto it = cache_.find(index);
+    if (it != cache_.end() && (it->second.have & want) == want) return &it->second.m;
+    pos_.clear();
+    for (size_t r = 0; r < ranks_.size(); ++r)
+      if (const size_t pos = find_.by_index(r, index); pos != SIZE_MAX) pos_.emplace_back(r, pos);
+    if (pos_.empty()) return nullptr;
+    if (it == cache_.end()) {
+      if (cache_.size() >= kKeep) cache_.clear();
+      it = cache_.try_emplace(index).first;
     }
-    if (group_.empty()) return nullptr;
-    if (cache_.size() >= kKeep) cache_.clear();
-    PartNs& m = cache_[index];
+    Entry& e = it->second;
     for (size_t p = 0; p < kPartCount; ++p) {
+      if ((want >> p & 1) == 0 || (e.have >> p & 1) != 0) continue;
       v_.clear();
-      for (const PartNs& parts : group_) v_.push_back(parts[p]);
+      for (const auto& [r, pos] : pos_) v_.push_back(ranks_[r].steps.peek(pos).parts[p]);
       std::nth_element(v_.begin(), v_.begin() + static_cast<long>(v_.size() / 2), v_.end());
-      m[p] = v_[v_.size() / 2];
+      e.m[p] = v_[v_.size() / 2];
+      e.have |= uint32_t{1} << p;
     }
-    return &m;
+    return &e.m;
   }
 
  private:
   static constexpr size_t kKeep = 4096;
+  struct Entry {
+    PartNs m{};
+    uint32_t have = 0;  // parts filled in
+  };
   const std::vector<RankReport>& ranks_;
   StepFinder& find_;
-  std::unordered_map<uint64_t, PartNs> cache_;
-  std::vector<PartNs> group_;
+  std::unordered_map<uint64_t, Entry> cache_;
+  std::vector<std::pair<size_t, size_t>> pos_;  // (rank, position) of the index's steps
   std::vector<int64_t> v_;
 };
 
+// The parts a step's cause can be (cause_part): those it has, comm parts
+// aside — a part it has none of cannot exceed a median.
+uint32_t cause_candidates(const StepResult& s) {
+  uint32_t m = 0;
+  for (size_t p = 0; p < kPartCount; ++p)
+    if (!comm_part(p) && s.parts[p] > 0) m |= uint32_t{1} << p;
+  return m;
+}
+
+// The part in which the step exceeds the ranks' median the most (comm parts
+// aside), else its largest.
 Part cause_part(const StepResult& s, const PartNs* med) {
   size_t best = SIZE_MAX, top = SIZE_MAX;
   int64_t best_excess = 0, top_ns = -1;
@@ -166,8 +187,9 @@ void tally_instance(std::vector<RankReport>& ranks, const Arrival* g, size_t n, 
     const int64_t w = exposed_within(r, c, c.arrival_ns, c.arrival_ns + (last.t - c.t));
     caused += w;
     if (w <= 0) continue;
+    const int64_t m = std::min(w, r.steps.peek(pos).parts[idx(Part::kCommTransfer)]);
+    if (m <= 0) continue;
     PartNs& p = r.steps.edit(pos).parts;
-    const int64_t m = std::min(w, p[idx(Part::kCommTransfer)]);
     p[idx(Part::kCommTransfer)] -= m;
     p[idx(Part::kStragglerWait)] += m;
     r.cross.waited_ns += m;
@@ -176,7 +198,7 @@ void tally_instance(std::vector<RankReport>& ranks, const Arrival* g, size_t n, 
   const size_t lpos = find.by_start(last.rank, last.step_start_ns);
   if (caused == 0 || lpos == SIZE_MAX) return;
   const StepResult ls = lr.steps[lpos];
-  const Part why = cause_part(ls, med.get(ls.index));
+  const Part why = cause_part(ls, med.get(ls.index, cause_candidates(ls)));
   lr.cross.caused_ns += caused;
   t.causes[last.rank][why] += caused;
   t.all_causes[why] += caused;

@@ -10,9 +10,12 @@
 //   for (const StepResult& s : steps) ...   // elements come out by value
 //   StepResult x = steps[i]; x.outlier = true; steps.set(i, x);
 //
-// Elements are copied in and out (no references into the table). Not
-// thread-safe, not even for reads (they load chunks): one table, one thread
-// at a time. Different tables may be used from different threads.
+// Elements are copied in and out (no references into the table but peek's
+// and edit's, valid until the table is next used). Not thread-safe, not even
+// for reads (they load chunks): one table, one thread at a time. Different
+// tables may be used from different threads. After fork() without exec,
+// parent and child share the scratch file: only one of them may go on using
+// the tables that existed before the fork.
 #pragma once
 
 #include <cstddef>
@@ -108,6 +111,7 @@ class SpillVector {
     chunks_.swap(o.chunks_);
     std::swap(size_, o.size_);
     resident_.swap(o.resident_);
+    spare_.swap(o.spare_);
     std::swap(tick_, o.tick_);
     std::swap(pinned_, o.pinned_);
   }
@@ -142,6 +146,7 @@ class SpillVector {
     chunks_.clear();
     size_ = 0;
     resident_.clear();
+    spare_.reset();
     pinned_ = false;
   }
 
@@ -158,6 +163,7 @@ class SpillVector {
   // file cannot take stay.
   void release() const {
     while (!resident_.empty() && !pinned_) evict();
+    spare_.reset();
   }
 
   // Chunks held in memory now (at most kResident while the scratch file works).
@@ -184,12 +190,10 @@ class SpillVector {
   void load(size_t c) const {
     make_room();
     Chunk& k = chunks_[c];
-    if (k.off >= 0) {
-      k.mem = std::make_unique_for_overwrite<T[]>(kChunk);
-      spill::Arena::instance().read(k.off, k.mem.get(), kBytes);
-    } else {
-      k.mem = std::make_unique<T[]>(kChunk);  // a new chunk: written out whole later
-    }
+    // The last chunk moved out lends its memory (no allocation, no
+    // construction of kChunk elements that are overwritten at once).
+    k.mem = spare_ ? std::move(spare_) : std::make_unique<T[]>(kChunk);
+    if (k.off >= 0) spill::Arena::instance().read(k.off, k.mem.get(), kBytes);
     resident_.push_back(c);
   }
 
@@ -214,13 +218,14 @@ class SpillVector {
       }
       k.dirty = false;
     }
-    k.mem.reset();
+    spare_ = std::move(k.mem);
     resident_[lru] = resident_.back();
     resident_.pop_back();
   }
 
   mutable std::vector<Chunk> chunks_;
   mutable std::vector<size_t> resident_;  // indices of the chunks in memory
+  mutable std::unique_ptr<T[]> spare_;     // memory of the chunk last moved out
   mutable uint64_t tick_ = 0;
   mutable bool pinned_ = false;
   size_t size_ = 0;
