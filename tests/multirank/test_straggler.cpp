@@ -2,7 +2,14 @@
 // slowed by its storage is named with that cause and the others' waits move
 // into straggler wait; ranks equally slow name no one ("all ranks: storage").
 #define BOOST_TEST_MODULE straggler
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "analyzer/src/multirank/multirank_internal.hpp"
 #include "multirank/synth_ranks.hpp"
@@ -28,6 +35,36 @@ double steady_mean_ms(const an::RankReport& r, Part p) {
 void check_sums(const an::Report& rep) {
   for (const auto& r : rep.ranks)
     for (const auto& s : r.steps) BOOST_TEST_REQUIRE(an::sum(s.parts) == s.wall());
+}
+
+
+// What the cross-rank pass concluded, as text: the same run must give the
+// same text whether its tables were spilled to the scratch file or not.
+std::string fingerprint(const an::Report& rep) {
+  std::ostringstream o;
+  o << rep.cross.instances << ' ' << rep.cross.straggler_wait_ns << ' ' << rep.cross.common_cause << ' '
+    << rep.cross.arrival_skew_p50_ms << ' ' << rep.cross.clock.note << '\n';
+  for (const auto& r : rep.ranks) {
+    o << r.cross.times_last << ' ' << r.cross.waited_ns << ' ' << r.cross.caused_ns << ' '
+      << r.cross.median_margin_ms << ' ' << r.cross.clock_offset_ns << ' '
+      << r.parts[an::idx(Part::kStragglerWait)].p50_ms << '\n';
+    for (size_t i = 0; i < r.steps.size(); i += 97) o << r.steps[i].parts[an::idx(Part::kStragglerWait)] << ' ';
+    o << '\n';
+  }
+  return o.str();
+}
+
+// 1,500 steps on 2 hosts, all ranks equally slow (the last rank changes
+// from one collective to the next): each table is dozens of chunks, most in
+// the scratch file, and every search for a step starts from a stale hint.
+SynthSpec long_even_run() {
+  SynthSpec s;
+  s.steps = 1500;
+  s.ranks_per_host = 2;
+  s.stall_ms = {20, 20, 20, 20};
+  s.stall_jitter_ms = 4;
+  s.hosts = {{}, {30'000'000, 10, 5'000'000'000}};
+  return s;
 }
 
 }  // namespace
@@ -140,6 +177,43 @@ BOOST_AUTO_TEST_CASE(binomial_tail_matches_closed_forms) {
   BOOST_TEST(mr::binomial_tail(3, 2, 0.25) == 3 * 0.0625 * 0.75 + 0.015625,
              boost::test_tools::tolerance(1e-9));
   BOOST_TEST(mr::binomial_tail(2000, 2000, 1.0 / 256) == 0.0);
+}
+
+// The child analyzes with TMPDIR unusable (tables stay in memory) and
+// writes its fingerprint where STRAGGLER_TEST_OUT says.
+BOOST_AUTO_TEST_CASE(spilled_tables_give_the_same_result_as_tables_in_memory) {
+  const an::Report rep = analyzed(long_even_run());
+  const std::string mine = fingerprint(rep);
+  if (const char* out = std::getenv("STRAGGLER_TEST_OUT")) {
+    BOOST_TEST(an::spill::Arena::instance().bytes_in_use() == 0u);
+    std::ofstream(out) << mine;
+    return;
+  }
+  BOOST_TEST(an::spill::Arena::instance().bytes_in_use() > 0u);  // this one did spill
+  BOOST_TEST(rep.cross.stragglers.empty());
+  BOOST_TEST(rep.cross.common_cause == "all ranks: storage");
+  BOOST_TEST(rep.cross.clock.method == "collectives");
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  BOOST_TEST_REQUIRE(n > 0);
+  self[n] = '\0';
+  char tmpl[] = "/tmp/straggler-fingerprint-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  BOOST_TEST_REQUIRE(fd >= 0);
+  close(fd);
+  std::string run = "--run_test=straggler/spilled_tables_give_the_same_result_as_tables_in_memory";
+  char* argv[] = {self, run.data(), nullptr};
+  std::string e1 = std::string("STRAGGLER_TEST_OUT=") + tmpl, e2 = "TMPDIR=/nonexistent/straggler-test";
+  char* envp[] = {e1.data(), e2.data(), nullptr};
+  pid_t pid = 0;
+  BOOST_TEST_REQUIRE(posix_spawn(&pid, self, nullptr, nullptr, argv, envp) == 0);
+  int st = 0;
+  BOOST_TEST_REQUIRE(waitpid(pid, &st, 0) == pid);
+  BOOST_TEST_REQUIRE((WIFEXITED(st) && WEXITSTATUS(st) == 0), "child status " << st);
+  std::ostringstream theirs;
+  theirs << std::ifstream(tmpl).rdbuf();
+  unlink(tmpl);
+  BOOST_TEST(theirs.str() == mine);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

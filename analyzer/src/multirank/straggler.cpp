@@ -35,26 +35,58 @@ using Key = std::pair<uint64_t, uint64_t>;  // (comm, seq)
 
 bool comm_part(size_t p) { return p == idx(Part::kStragglerWait) || p == idx(Part::kCommTransfer); }
 
+// The first position in [0, n) whose key is not below `x`, keys
+// non-decreasing, searched outwards from `h` in doubling strides: a step
+// near the hint costs a few reads near it, and a table that keeps only a
+// few chunks in memory is not read end to end.
+template <typename Key>
+size_t gallop(size_t n, size_t h, Key key, decltype(key(0)) x) {
+  if (n == 0) return 0;
+  h = std::min(h, n - 1);
+  size_t lo = 0, hi = n;  // key(lo - 1) < x <= key(hi), as far as known
+  if (key(h) < x) {
+    lo = h + 1;
+    for (size_t step = 1; lo < n; step *= 2) {
+      const size_t probe = std::min(n - 1, h + step);
+      if (!(key(probe) < x)) {
+        hi = probe;
+        break;
+      }
+      lo = probe + 1;
+    }
+  } else {
+    hi = h;
+    for (size_t step = 1; hi > 0; step *= 2) {
+      const size_t probe = h >= step ? h - step : 0;
+      if (key(probe) < x) {
+        lo = probe + 1;
+        break;
+      }
+      hi = probe;
+      if (probe == 0) break;
+    }
+  }
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (key(mid) < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 // Where each rank keeps a step, found from a hint (the last position found):
-// the collectives are walked in time order, so the next step is almost
-// always at the hint or just after it.
+// the collectives are walked in time order, so the step is almost always at
+// the hint or near it.
 class StepFinder {
  public:
   explicit StepFinder(const std::vector<RankReport>& ranks) : ranks_(ranks), hint_(ranks.size(), 0) {}
   // Position of rank r's step starting at `start` (steps sorted by start), or SIZE_MAX.
   size_t by_start(size_t r, int64_t start) {
     const auto& st = ranks_[r].steps;
-    const size_t h = hint_[r];
-    for (size_t k = h; k < st.size() && k < h + 2; ++k)
-      if (st.peek(k).start_ns == start) return hint_[r] = k;
-    size_t lo = 0, hi = st.size();
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (st.peek(mid).start_ns < start) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo == st.size() || st.peek(lo).start_ns != start) return SIZE_MAX;
-    return hint_[r] = lo;
+    const size_t pos = gallop(st.size(), hint_[r],
+                              [&](size_t i) { return st.peek(i).start_ns; }, start);
+    if (pos == st.size() || st.peek(pos).start_ns != start) return SIZE_MAX;
+    return hint_[r] = pos;
   }
   // Position of rank r's step of `index`, or SIZE_MAX. Step indices increase
   // along the steps (in start order) on every rank but a broken one; there
@@ -62,17 +94,15 @@ class StepFinder {
   size_t by_index(size_t r, uint64_t index) {
     const auto& st = ranks_[r].steps;
     if (st.empty()) return SIZE_MAX;
+    // Indices usually count up by one: the step is as far from the hint as
+    // its index is from the hint's.
     const size_t h = std::min(hint_[r], st.size() - 1);
     const uint64_t at = st.peek(h).index;
-    if (index >= at && index - at < st.size() - h && st.peek(h + (index - at)).index == index)
-      return h + (index - at);
-    size_t lo = 0, hi = st.size();
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (st.peek(mid).index < index) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < st.size() && st.peek(lo).index == index ? lo : SIZE_MAX;
+    const size_t guess = index >= at ? h + static_cast<size_t>(index - at)
+                                     : (at - index <= h ? h - static_cast<size_t>(at - index) : SIZE_MAX);
+    if (guess < st.size() && st.peek(guess).index == index) return guess;
+    const size_t pos = gallop(st.size(), h, [&](size_t i) { return st.peek(i).index; }, index);
+    return pos < st.size() && st.peek(pos).index == index ? pos : SIZE_MAX;
   }
 
  private:
@@ -164,61 +194,28 @@ struct Tally {
   int64_t moved = 0;  // straggler wait, all ranks
 };
 
-// One instance: arrivals g[0..n) sorted by time. Each waiting rank's wait,
-// where its collective was exposed, moves from comm transfer to straggler
-// wait in its step at once: moving min(w, transfer left) wait by wait moves
-// min(Σ w, transfer) in all.
-void tally_instance(std::vector<RankReport>& ranks, const Arrival* g, size_t n, StepFinder& find,
-                    StepMedians& med, Tally& t) {
-  const Arrival& last = g[n - 1];
-  t.spreads.add(last.t - g[0].t);
-  t.others_spread.add(g[n - 2].t - g[0].t);
-  for (size_t k = 0; k < n; ++k) ++ranks[g[k].rank].cross.instances;
-  if (last.t == g[n - 2].t) return;  // a tie: nobody was last
-  RankReport& lr = ranks[last.rank];
-  ++lr.cross.times_last;
-  t.margins[last.rank].add(last.t - g[n - 2].t);
-  int64_t caused = 0;
-  for (size_t k = 0; k + 1 < n; ++k) {
-    const Arrival& c = g[k];
-    RankReport& r = ranks[c.rank];
-    const size_t pos = find.by_start(c.rank, c.step_start_ns);
-    if (pos == SIZE_MAX) continue;
-    const int64_t w = exposed_within(r, c, c.arrival_ns, c.arrival_ns + (last.t - c.t));
-    caused += w;
-    if (w <= 0) continue;
-    const int64_t m = std::min(w, r.steps.peek(pos).parts[idx(Part::kCommTransfer)]);
-    if (m <= 0) continue;
-    PartNs& p = r.steps.edit(pos).parts;
-    p[idx(Part::kCommTransfer)] -= m;
-    p[idx(Part::kStragglerWait)] += m;
-    r.cross.waited_ns += m;
-    t.moved += m;
-  }
-  const size_t lpos = find.by_start(last.rank, last.step_start_ns);
-  if (caused == 0 || lpos == SIZE_MAX) return;
-  const StepResult ls = lr.steps[lpos];
-  const Part why = cause_part(ls, med.get(ls.index, cause_candidates(ls)));
-  lr.cross.caused_ns += caused;
-  t.causes[last.rank][why] += caused;
-  t.all_causes[why] += caused;
-}
-
 // The ranks' collectives walked together, each rank through its list (in
 // arrival order) at the same pace: in round k every rank reaches k/n of its
 // list. The arrivals of one (comm, seq) are gathered until every rank of the
-// communicator has arrived (or kMaxAge rounds have passed, or at the end),
-// then tallied. Memory holds the open instances only — the ranks' skew, not
-// the run's length — and no clock is needed to pace the walk.
+// communicator has arrived (or kMaxAge rounds have passed, or at the end).
+// Memory holds the open instances only — the ranks' skew, not the run's
+// length — and no clock is needed to pace the walk.
+//
+// A closed instance names its last rank at once; the waits it caused are
+// moved at the end of the round, rank by rank (each rank's steps and
+// exposed intervals are then read in order, not one rank after another per
+// instance). Each waiting rank's wait, where its collective was exposed,
+// moves from comm transfer to straggler wait in its step: moving
+// min(w, transfer left) wait by wait moves min(Σ w, transfer) in all.
 class Walk {
  public:
-  static constexpr size_t kPerRound = 256;  // the longest list's collectives per round
-  static constexpr uint64_t kMaxAge = 64;   // rounds an instance stays open
+  static constexpr size_t kPerRound = 64;   // the longest list's collectives per round
+  static constexpr uint64_t kMaxAge = 256;  // rounds an instance stays open
   static constexpr size_t kMaxOpen = size_t{1} << 18;
 
   Walk(Report& rep, const std::vector<RankClock>& clocks, const RankComms& comms)
       : rep_(rep), ranks_(rep.ranks), clocks_(clocks), next_(ranks_.size(), 0),
-        find_(ranks_), med_(ranks_, find_), t_(ranks_.size()) {
+        waits_(ranks_.size()), find_(ranks_), med_(ranks_, find_), t_(ranks_.size()) {
     for (const auto& of_rank : comms)
       for (const uint64_t c : of_rank) ++members_[c];
   }
@@ -239,8 +236,10 @@ class Walk {
         }
       }
       if (round_ > kMaxAge) expire(round_ - kMaxAge);
+      move_waits();
     }
     expire(UINT64_MAX);
+    move_waits();
     return std::move(t_);
   }
 
@@ -277,20 +276,81 @@ class Walk {
     }
   }
 
+  // An instance: spreads and who was last now; its waits go to the ranks'
+  // lists for move_waits.
   void close(Open& o) {
-    if (o.a.size() < 2) return;
+    const size_t n = o.a.size();
+    if (n < 2) return;
+    ++rep_.cross.instances;
     std::sort(o.a.begin(), o.a.end(), [](const Arrival& a, const Arrival& b) {
       return std::tie(a.t, a.rank) < std::tie(b.t, b.rank);
     });
-    tally_instance(ranks_, o.a.data(), o.a.size(), find_, med_, t_);
-    ++rep_.cross.instances;
+    const Arrival* g = o.a.data();
+    const Arrival& last = g[n - 1];
+    t_.spreads.add(last.t - g[0].t);
+    t_.others_spread.add(g[n - 2].t - g[0].t);
+    for (size_t k = 0; k < n; ++k) ++ranks_[g[k].rank].cross.instances;
+    if (last.t == g[n - 2].t) return;  // a tie: nobody was last
+    ++ranks_[last.rank].cross.times_last;
+    t_.margins[last.rank].add(last.t - g[n - 2].t);
+    const auto id = static_cast<uint32_t>(closed_.size());
+    closed_.push_back({last, 0});
+    for (size_t k = 0; k + 1 < n; ++k)
+      waits_[g[k].rank].push_back({id, g[k], g[k].arrival_ns + (last.t - g[k].t)});
   }
+
+  // The waits of the instances closed since the last call, rank by rank;
+  // then each instance's wait in all is charged to its last rank's cause.
+  void move_waits() {
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      RankReport& rk = ranks_[r];
+      for (const Wait& w : waits_[r]) {
+        const size_t pos = find_.by_start(r, w.a.step_start_ns);
+        if (pos == SIZE_MAX) continue;
+        const int64_t ns = exposed_within(rk, w.a, w.a.arrival_ns, w.until);
+        closed_[w.instance].caused += ns;
+        if (ns <= 0) continue;
+        const int64_t m = std::min(ns, rk.steps.peek(pos).parts[idx(Part::kCommTransfer)]);
+        if (m <= 0) continue;
+        PartNs& p = rk.steps.edit(pos).parts;
+        p[idx(Part::kCommTransfer)] -= m;
+        p[idx(Part::kStragglerWait)] += m;
+        rk.cross.waited_ns += m;
+        t_.moved += m;
+      }
+      waits_[r].clear();
+    }
+    for (const Closed& c : closed_) {
+      if (c.caused == 0) continue;
+      const size_t lpos = find_.by_start(c.last.rank, c.last.step_start_ns);
+      if (lpos == SIZE_MAX) continue;
+      RankReport& lr = ranks_[c.last.rank];
+      const StepResult ls = lr.steps[lpos];
+      const Part why = cause_part(ls, med_.get(ls.index, cause_candidates(ls)));
+      lr.cross.caused_ns += c.caused;
+      t_.causes[c.last.rank][why] += c.caused;
+      t_.all_causes[why] += c.caused;
+    }
+    closed_.clear();
+  }
+
+  struct Wait {
+    uint32_t instance;  // in closed_
+    Arrival a;          // the waiting rank's arrival
+    int64_t until;      // its ns when the last rank arrived
+  };
+  struct Closed {
+    Arrival last;
+    int64_t caused = 0;  // the others' wait, where exposed
+  };
 
   Report& rep_;
   std::vector<RankReport>& ranks_;
   const std::vector<RankClock>& clocks_;
   std::vector<size_t> next_;  // per rank: its next collective
   uint64_t round_ = 0;
+  std::vector<std::vector<Wait>> waits_;  // per rank: waits to move
+  std::vector<Closed> closed_;
   std::unordered_map<uint64_t, uint32_t> members_;  // comm → ranks in it
   std::unordered_map<Key, Open, KeyHash> open_;
   std::vector<Key> keys_;
