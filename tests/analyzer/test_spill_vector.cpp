@@ -2,19 +2,14 @@
 // in the process's scratch file, read back unchanged; without a scratch file
 // it keeps everything in memory and still works.
 #define BOOST_TEST_MODULE spill_vector
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <string>
 
+#include "analyzer/run_self.hpp"
 #include "stallscope/analyzer/report.hpp"
 #include "stallscope/analyzer/spill_vector.hpp"
-
-extern char** environ;
 
 namespace an = stallscope::analyzer;
 
@@ -125,17 +120,8 @@ BOOST_AUTO_TEST_CASE(without_a_scratch_file_everything_stays_in_memory) {
     for (size_t i = 0; i < kN; i += 37) BOOST_TEST_REQUIRE(same(v[i], step(i)));
     return;
   }
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  BOOST_TEST_REQUIRE(n > 0);
-  self[n] = '\0';
-  std::string run = "--run_test=without_a_scratch_file_everything_stays_in_memory";
-  char* argv[] = {self, run.data(), nullptr};
-  std::string e1 = "SPILL_TEST_CHILD=1", e2 = "TMPDIR=/nonexistent/stallscope-spill-test";
-  char* envp[] = {e1.data(), e2.data(), nullptr};
-  pid_t pid = 0;
-  BOOST_TEST_REQUIRE(posix_spawn(&pid, self, nullptr, nullptr, argv, envp) == 0);
-  int st = 0;
-  BOOST_TEST_REQUIRE(waitpid(pid, &st, 0) == pid);
-  BOOST_TEST((WIFEXITED(st) && WEXITSTATUS(st) == 0), "child status " << st);
+  const int st = stallscope::testing::run_self_test(
+      "without_a_scratch_file_everything_stays_in_memory",
+      {"SPILL_TEST_CHILD=1", "TMPDIR=/nonexistent/stallscope-spill-test"});
+  BOOST_TEST(stallscope::testing::exited_ok(st), "child status " << st);
 }

@@ -2,8 +2,6 @@
 // slowed by its storage is named with that cause and the others' waits move
 // into straggler wait; ranks equally slow name no one ("all ranks: storage").
 #define BOOST_TEST_MODULE straggler
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -11,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analyzer/run_self.hpp"
 #include "analyzer/src/multirank/multirank_internal.hpp"
 #include "multirank/synth_ranks.hpp"
 
@@ -193,23 +192,14 @@ BOOST_AUTO_TEST_CASE(spilled_tables_give_the_same_result_as_tables_in_memory) {
   BOOST_TEST(rep.cross.stragglers.empty());
   BOOST_TEST(rep.cross.common_cause == "all ranks: storage");
   BOOST_TEST(rep.cross.clock.method == "collectives");
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  BOOST_TEST_REQUIRE(n > 0);
-  self[n] = '\0';
   char tmpl[] = "/tmp/straggler-fingerprint-XXXXXX";
   const int fd = mkstemp(tmpl);
   BOOST_TEST_REQUIRE(fd >= 0);
   close(fd);
-  std::string run = "--run_test=straggler/spilled_tables_give_the_same_result_as_tables_in_memory";
-  char* argv[] = {self, run.data(), nullptr};
-  std::string e1 = std::string("STRAGGLER_TEST_OUT=") + tmpl, e2 = "TMPDIR=/nonexistent/straggler-test";
-  char* envp[] = {e1.data(), e2.data(), nullptr};
-  pid_t pid = 0;
-  BOOST_TEST_REQUIRE(posix_spawn(&pid, self, nullptr, nullptr, argv, envp) == 0);
-  int st = 0;
-  BOOST_TEST_REQUIRE(waitpid(pid, &st, 0) == pid);
-  BOOST_TEST_REQUIRE((WIFEXITED(st) && WEXITSTATUS(st) == 0), "child status " << st);
+  const int st = stallscope::testing::run_self_test(
+      "straggler/spilled_tables_give_the_same_result_as_tables_in_memory",
+      {std::string("STRAGGLER_TEST_OUT=") + tmpl, "TMPDIR=/nonexistent/straggler-test"});
+  BOOST_TEST_REQUIRE(stallscope::testing::exited_ok(st), "child status " << st);
   std::ostringstream theirs;
   theirs << std::ifstream(tmpl).rdbuf();
   unlink(tmpl);
