@@ -242,6 +242,9 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
   progress.finish();
   analyze_cross_rank(rep, {});
   for (const auto& r : rep.ranks) release_tables(r);
+  if (const std::string why = spill::Arena::instance().failure(); !why.empty())
+    rep.warnings.push_back(why + ": the step and collective tables stay in memory, which grows "
+                           "with the run's length (set TMPDIR to a writable directory)");
   return rep;
 }
 

@@ -23,6 +23,7 @@ struct State {
   bool tried = false;
   int fd = -1;
   std::string dir;
+  std::string failure;  // the first failure, for the report's warnings
   int64_t end = 0;
   uint64_t in_use = 0;
   std::unordered_map<size_t, std::vector<int64_t>> free_by_size;
@@ -59,6 +60,8 @@ int64_t Arena::reserve(size_t bytes) {
     const char* t = std::getenv("TMPDIR");
     s.dir = t != nullptr && *t != '\0' ? t : "/tmp";
     s.fd = open_scratch(s.dir);
+    if (s.fd < 0)
+      s.failure = "no scratch file could be created in " + s.dir + " (" + std::strerror(errno) + ")";
   }
   if (s.fd < 0) return -1;
   s.in_use += bytes;
@@ -89,7 +92,17 @@ bool Arena::write(int64_t off, const void* p, size_t n) noexcept {
   while (n > 0) {
     const ssize_t w = ::pwrite(fd, c, n, off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;  // ENOSPC, EIO, …: the caller keeps the chunk in memory
+    if (w <= 0) {  // ENOSPC, EIO, …: the caller keeps the chunk in memory
+      const int err = w < 0 ? errno : ENOSPC;
+      State& s = state();
+      std::lock_guard lock(s.mu);
+      try {
+        if (s.failure.empty())
+          s.failure = "writing the scratch file in " + s.dir + " failed (" + std::strerror(err) + ")";
+      } catch (...) {  // out of memory: the failure goes unnamed
+      }
+      return false;
+    }
     c += w;
     n -= static_cast<size_t>(w);
     off += w;
@@ -110,6 +123,12 @@ void Arena::read(int64_t off, void* p, size_t n) {
     n -= static_cast<size_t>(r);
     off += r;
   }
+}
+
+std::string Arena::failure() const {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.failure;
 }
 
 uint64_t Arena::bytes_in_use() const noexcept {

@@ -44,6 +44,7 @@ BOOST_AUTO_TEST_CASE(elements_come_back_unchanged_with_few_chunks_in_memory) {
   const auto v = filled();
   BOOST_TEST(v.size() == kN);
   BOOST_TEST(v.resident_chunks() <= an::SpillVector<an::StepResult>::kResident);
+  BOOST_TEST(an::spill::Arena::instance().failure().empty());
   BOOST_TEST(an::spill::Arena::instance().bytes_in_use() >=
              (kN - Steps::kResident * Steps::kChunk) * sizeof(an::StepResult));
   size_t i = 0;
@@ -116,6 +117,8 @@ BOOST_AUTO_TEST_CASE(without_a_scratch_file_everything_stays_in_memory) {
   if (std::getenv("SPILL_TEST_CHILD") != nullptr) {
     const auto v = filled();
     BOOST_TEST(an::spill::Arena::instance().bytes_in_use() == 0u);
+    const std::string why = an::spill::Arena::instance().failure();
+    BOOST_TEST(why.find("/nonexistent/stallscope-spill-test") != std::string::npos, why);
     BOOST_TEST(v.resident_chunks() == (kN + Steps::kChunk - 1) / Steps::kChunk);
     for (size_t i = 0; i < kN; i += 37) BOOST_TEST_REQUIRE(same(v[i], step(i)));
     return;

@@ -24,6 +24,7 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -45,6 +46,9 @@ class Arena {
   void read(int64_t off, void* p, size_t n);
   // Bytes written to the scratch file and not released (for tests, benchmarks).
   uint64_t bytes_in_use() const noexcept;
+  // Why tables stay in memory ("" while the scratch file works): the first
+  // failure to create or write it, naming the directory and the error.
+  std::string failure() const;
 };
 
 }  // namespace spill
