@@ -7,7 +7,7 @@
 // callback with dropped records to report. fake_cupti_emit_device() and
 // fake_cupti_emit_work() deliver one buffer with one device record, or one
 // kernel, memcpy or memset record on a given device. The external
-// correlation stack (CUSTOM0) logs pushes and pops for fake_cupti_external().
+// correlation stack (CUSTOM2) logs pushes and pops for fake_cupti_external().
 #include <cupti.h>
 
 #include <atomic>
@@ -30,7 +30,7 @@ struct State {
   CUpti_TimestampCallbackFunc timestamp = nullptr;
   size_t dropped = 0;
   int unsubscribes = 0;
-  std::string external;  // "+<id>" pushed, "-<id>" popped (CUSTOM0 only)
+  std::string external;  // "+<id>" pushed, "-<id>" popped (CUSTOM2 only)
   std::vector<uint64_t> stack;
 };
 State g;
@@ -132,7 +132,7 @@ FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
 
 FAKE_EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind k,
                                                                uint64_t id) {
-  if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) return CUPTI_ERROR_INVALID_PARAMETER;
   g.stack.push_back(id);
   g.external += "+" + std::to_string(id);
   return CUPTI_SUCCESS;
@@ -140,7 +140,7 @@ FAKE_EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCor
 
 FAKE_EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k,
                                                               uint64_t* last) {
-  if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || g.stack.empty())
+  if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 || g.stack.empty())
     return CUPTI_ERROR_QUEUE_EMPTY;
   if (last) *last = g.stack.back();
   g.external += "-" + std::to_string(g.stack.back());

@@ -262,7 +262,7 @@ BOOST_AUTO_TEST_CASE(external_correlation_links_cupti_and_external_ids) {
   sc::GpuEvent ev;
   CUpti_ActivityExternalCorrelation e{};
   e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
   e.externalId = 0xabcdef;
   e.correlationId = 41;
   BOOST_TEST_REQUIRE(static_cast<int>(convert(e, &ev, names)) ==
@@ -271,6 +271,13 @@ BOOST_AUTO_TEST_CASE(external_correlation_links_cupti_and_external_ids) {
   BOOST_TEST(ev.core.corr == 41u);
   BOOST_TEST(ev.core.value == 0xabcdefu);
   BOOST_TEST(ev.ext_bytes == 0u);
+  BOOST_TEST(ev.core.name_id == names.ids.at("cupti.external_correlation"));
+  // Another kind's ids (the PyTorch profiler's CUSTOM0) are kept apart from the step ids.
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  BOOST_TEST_REQUIRE(static_cast<int>(convert(e, &ev, names)) ==
+                     static_cast<int>(sc::Converted::kEvent));
+  BOOST_TEST(ev.core.name_id == names.ids.at("cupti.external_correlation.kind" +
+                                             std::to_string(int{CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0})));
 }
 
 BOOST_AUTO_TEST_CASE(device_record_gives_ordinal_uuid_as_nvidia_smi_prints_it_name_and_mig) {

@@ -144,13 +144,22 @@ Converted api(const CUpti_ActivityAPI& a, bool driver, const CuptiClock& clock, 
 }
 
 // External correlation: an instant api_call record linking CUPTI's
-// correlation id (corr) to the caller's external id (value).
+// correlation id (corr) to the caller's external id (value). Our step ids
+// are "cupti.external_correlation"; another kind's ids (the PyTorch
+// profiler's operators, a program's own) are "cupti.external_correlation.kind<N>".
 Converted external(const CUpti_ActivityExternalCorrelation& e, NameResolver& names, GpuEvent* out) {
   out->core = CoreRecord{};
   out->tid = 0;
   out->core.kind = static_cast<uint8_t>(Kind::kApiCall);
   out->core.flags = uint8_t{format::kInstant} | uint8_t{format::kTimesNs};
-  out->core.name_id = names.name("cupti.external_correlation");
+  if (e.externalKind == kStepCorrelationKind) {
+    out->core.name_id = names.name("cupti.external_correlation");
+  } else {
+    char name[48];
+    std::snprintf(name, sizeof name, "cupti.external_correlation.kind%u",
+                  static_cast<unsigned>(e.externalKind));
+    out->core.name_id = names.name(name);
+  }
   out->core.ts = 0;  // set by the source: when the record was read
   out->core.value = e.externalId;
   out->core.corr = e.correlationId;

@@ -17,6 +17,11 @@
 
 namespace stallscope::cuda {
 
+// The external correlation kind the CUPTI source pushes step ids under
+// (index + 1). Records of other kinds are someone else's ids.
+inline constexpr CUpti_ExternalCorrelationKind kStepCorrelationKind =
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+
 // How a record's CUPTI timestamps map to CLOCK_MONOTONIC ns.
 struct CuptiClock {
   bool monotonic = true;     // timestamps come from our callback

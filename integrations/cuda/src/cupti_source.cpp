@@ -4,6 +4,9 @@
 // GPU each device that ran work is (cupti_devices.hpp), reads drops
 // outside its own locks, and hands CUPTI over to another tool on request.
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,8 +45,10 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 // reason), so a device initialized while capture was off would never be
 // named. Enabled once at attach, disabled only at hand-over.
 constexpr CUpti_ActivityKind kDeviceKind = CUPTI_ACTIVITY_KIND_DEVICE;
-// The external correlation kind step indexes are pushed under.
-constexpr CUpti_ExternalCorrelationKind kStepCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+// The external correlation kind step indexes are pushed under: not CUSTOM0
+// or CUSTOM1, which the PyTorch profiler (Kineto) pushes its operator ids
+// under — sharing its stack would hand its records our ids.
+constexpr CUpti_ExternalCorrelationKind kStepCorrelation = kStepCorrelationKind;
 
 // After a hand-over the timestamp callback cannot be unregistered; it then
 // answers CUPTI's default clock, so the next tool sees what it expects.
@@ -117,7 +122,10 @@ class CuptiSource final : public GpuSource {
   std::atomic<int> state_{kIdle};
   std::mutex control_;  // attach, capture, hand-over, flushes; never taken by the conversion
   CUpti_SubscriberHandle sub_ = nullptr;
-  CuptiClock clock_;
+  CuptiClock clock_;  // its real_to_mono is real_to_mono_, read per buffer
+  std::atomic<int64_t> real_to_mono_{0};
+  pid_t owner_pid_ = 0;  // the process that attached; a forked child never calls CUPTI
+  bool other_process() const noexcept { return ::getpid() != owner_pid_; }
   CuptiBuffers buffers_;
   Names names_{api_};
   DeviceLog devices_;
@@ -127,7 +135,7 @@ class CuptiSource final : public GpuSource {
   static constexpr std::chrono::milliseconds kStepFlush{200}, kIdleFlush{1000};
   // Never destroyed: a forked child holds a copy of a thread it does not
   // have, and must neither join it nor let a destructor see it joinable.
-  std::thread* flusher_ = nullptr;
+  std::atomic<std::thread*> flusher_{nullptr};
   pid_t flusher_pid_ = 0;
   std::mutex flush_mu_;
   std::condition_variable flush_cv_;
@@ -169,7 +177,7 @@ void CuptiSource::set_clock() noexcept {
   // CUPTI's default clock on Linux is CLOCK_REALTIME: one stored pair
   // shifts it (refreshed at each flush; NTP slewing between is small).
   clock_.monotonic = false;
-  clock_.real_to_mono = mono_ns() - real_ns();
+  real_to_mono_.store(mono_ns() - real_ns(), std::memory_order_relaxed);
   note("CUPTI timestamp callback unavailable: GPU times converted from CLOCK_REALTIME");
 }
 
@@ -218,6 +226,7 @@ int CuptiSource::attach() noexcept {
   }
   enable_kind(kDeviceKind, true);
   enable_kinds(true);
+  owner_pid_ = ::getpid();
   state_ = kActive;
   start_flusher();
   std::atexit([] {  // runs before the recorder's own exit flush
@@ -229,8 +238,8 @@ int CuptiSource::attach() noexcept {
 }
 
 int CuptiSource::flush() noexcept {
-  if (state_.load() != kActive) return 0;
-  if (!clock_.monotonic) clock_.real_to_mono = mono_ns() - real_ns();
+  if (state_.load() != kActive || other_process()) return 0;
+  if (!clock_.monotonic) real_to_mono_.store(mono_ns() - real_ns(), std::memory_order_relaxed);
   const int rc = STALLSCOPE_CUPTI_CHECK(api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   record_untrusted();
   return rc == 0 ? 0 : -EIO;
@@ -239,7 +248,18 @@ int CuptiSource::flush() noexcept {
 void CuptiSource::start_flusher() noexcept {
   try {
     flusher_pid_ = ::getpid();
-    flusher_ = new std::thread([this] { flusher_loop(); });
+    // Like the recorder's own threads: every signal blocked (the program's
+    // handlers run on its threads), named so the shim knows it for ours.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+      flusher_.store(new std::thread([this] { flusher_loop(); }));
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   } catch (...) {
     note("no CUPTI flush thread (%s): GPU records arrive as buffers fill and at exit",
          "thread creation failed");
@@ -247,21 +267,23 @@ void CuptiSource::start_flusher() noexcept {
 }
 
 void CuptiSource::stop_flusher() noexcept {
-  if (flusher_ == nullptr || ::getpid() != flusher_pid_) return;
+  std::thread* const t = flusher_.load();
+  if (t == nullptr || ::getpid() != flusher_pid_) return;
   {
     std::lock_guard lock(flush_mu_);
     flush_stop_ = true;
   }
   flush_cv_.notify_all();
-  if (flusher_->joinable()) flusher_->join();
-  delete flusher_;
-  flusher_ = nullptr;
+  if (t->joinable()) t->join();
+  flusher_.store(nullptr);
+  delete t;
 }
 
 // CUPTI's default flush (flag 0) delivers the buffers whose records are all
 // complete, full or not, and calls the completion callback on this thread:
 // the conversion never runs on the trainer's.
 void CuptiSource::flusher_loop() noexcept {
+  ::prctl(PR_SET_NAME, "stallscope-cupt", 0, 0, 0);
   stallscope_thread_name_set("cupti-flush");
   std::unique_lock lock(flush_mu_);
   while (!flush_stop_) {
@@ -272,7 +294,7 @@ void CuptiSource::flusher_loop() noexcept {
     {
       std::lock_guard control(control_);  // not after a hand-over: the buffers are another tool's
       if (state_.load() == kActive) {
-        if (!clock_.monotonic) clock_.real_to_mono = mono_ns() - real_ns();
+        if (!clock_.monotonic) real_to_mono_.store(mono_ns() - real_ns(), std::memory_order_relaxed);
         api_.flush_all(0);
       }
     }
@@ -290,6 +312,7 @@ void CuptiSource::record_untrusted() noexcept {
 }
 
 void CuptiSource::set_capture(bool on) noexcept {
+  if (other_process()) return;  // a forked child: control_ may have been held at the fork
   std::lock_guard lock(control_);
   if (state_.load() != kActive) return;
   if (on) {
@@ -301,34 +324,38 @@ void CuptiSource::set_capture(bool on) noexcept {
 }
 
 // Tags the CUDA calls of a step: while the step runs, CUPTI writes an
-// external correlation record (kind CUSTOM0, id = step index + 1) for each
+// external correlation record (kind CUSTOM2, id = step index + 1) for each
 // runtime or driver call this thread makes, linking the call's correlation
 // id, and so its kernels and copies, to the step that launched them. The
 // stack is CUPTI's and per thread: what was pushed is popped, even after a
 // hand-over, so another tool finds it balanced.
 void CuptiSource::on_step(uint64_t index, bool begin) noexcept {
-  static thread_local bool pushed = false;
-  // A step ended: wake the flush thread, unless it flushed just now. Only
-  // in the process that has it, and never blocking (try_lock).
-  if (!begin && flusher_ != nullptr &&
+  static thread_local uint64_t pushed = 0;  // the id on CUPTI's stack, 0: none
+  if (other_process()) return;
+  // A step ended: wake the flush thread, unless it flushed just now. Never
+  // blocking (try_lock).
+  if (!begin && flusher_.load(std::memory_order_relaxed) != nullptr &&
       mono_ns() - last_flush_ns_.load(std::memory_order_relaxed) >=
           std::chrono::nanoseconds(kStepFlush).count() &&
-      ::getpid() == flusher_pid_ && flush_mu_.try_lock()) {
+      flush_mu_.try_lock()) {
     step_ended_ = true;
     flush_mu_.unlock();
     flush_cv_.notify_one();
   }
   if (api_.push_external == nullptr) return;
-  if (pushed) {
+  if (pushed != 0) {
     uint64_t last = 0;
-    api_.pop_external(kStepCorrelation, &last);
-    pushed = false;
+    if (api_.pop_external(kStepCorrelation, &last) == CUPTI_SUCCESS && last != pushed)
+      api_.push_external(kStepCorrelation, last);  // another's id was on top: put it back
+    pushed = 0;
   }
-  if (begin && step_ids_ && state_.load(std::memory_order_acquire) == kActive)
-    pushed = api_.push_external(kStepCorrelation, index + 1) == CUPTI_SUCCESS;
+  if (begin && step_ids_ && state_.load(std::memory_order_acquire) == kActive &&
+      api_.push_external(kStepCorrelation, index + 1) == CUPTI_SUCCESS)
+    pushed = index + 1;
 }
 
 bool CuptiSource::hand_over(std::string_view api, std::string_view who) noexcept {
+  if (other_process()) return true;
   std::lock_guard lock(control_);
   if (state_.load() != kActive) return true;
   if (mode_ == CuptiMode::kKeep) {
@@ -363,6 +390,7 @@ void CUPTIAPI CuptiSource::on_request(uint8_t** buffer, size_t* size, size_t* ma
 void CuptiSource::convert_buffer(uint8_t* buffer, size_t valid) noexcept {
   static thread_local bool named = false;
   if (!named) stallscope_thread_name_set("cupti"), named = true;
+  const CuptiClock clock{clock_.monotonic, real_to_mono_.load(std::memory_order_relaxed)};
   CUpti_Activity* rec = nullptr;
   GpuEvent ev;
   DeviceLog::Batch devices;
@@ -375,7 +403,7 @@ void CuptiSource::convert_buffer(uint8_t* buffer, size_t valid) noexcept {
       } catch (...) {
       }
     }
-    switch (convert_record(*rec, clock_, names_, &ev)) {
+    switch (convert_record(*rec, clock, names_, &ev)) {
       case Converted::kEvent:
         if (ev.core.ts == 0) ev.core.ts = static_cast<uint64_t>(mono_ns());
         if (enabled() && detail::emit_for_thread(ev.tid, ev.core, ev.ext_data(), ev.ext_bytes))

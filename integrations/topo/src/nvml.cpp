@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "nvml_api.hpp"
 #include "stallscope/topo/topology.hpp"
@@ -101,7 +102,8 @@ void read_gpu(const Nvml& n, unsigned index, Topology& t) {
   char name[96] = {};
   if (n.name(dev, name, sizeof name) == kNvmlSuccess) gpu.name = name;
   char uuid[kNvmlUuidBufferSize] = {};
-  if (n.uuid && n.uuid(dev, uuid, sizeof uuid) == kNvmlSuccess) gpu.uuid = uuid;
+  if (n.uuid && n.uuid(dev, uuid, sizeof uuid) == kNvmlSuccess)
+    gpu.uuid.assign(uuid, strnlen(uuid, sizeof uuid));  // not trusting the terminator
   unsigned gen = 0, width = 0;
   if (n.max_gen(dev, &gen) == kNvmlSuccess) gpu.pcie_max_gen = static_cast<int>(gen);
   if (n.max_width(dev, &width) == kNvmlSuccess) gpu.pcie_max_width = static_cast<int>(width);

@@ -40,7 +40,7 @@ STALLSCOPE_CUDA_API void stallscope_cuda_capture_v1(int on);
 
 /* A step marker (registered with stallscope_step_hook_add at attach): from
  * begin = 1 to begin = 0, the CUDA calls of the calling thread carry the
- * external correlation id index + 1 (kind CUSTOM0). STALLSCOPE_CUPTI_STEP_IDS=0
+ * external correlation id index + 1 (kind CUSTOM2). STALLSCOPE_CUPTI_STEP_IDS=0
  * turns the tagging off. */
 STALLSCOPE_CUDA_API void stallscope_cuda_step_v1(uint64_t index, int begin);
 
