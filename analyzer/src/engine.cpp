@@ -34,7 +34,9 @@ void RankEngine::route_device(const Ev& e) {
     case Kind::kCollective:
       comm_.add(e.start, e.end);
       // An NCCL kernel from CUPTI knows no communicator: its call tells.
-      if (e.sample_id == 0 && e.batch_id == 0 && !e.emulated) route_nccl_kernel(e);
+      if (e.sample_id == 0 && e.batch_id == 0 && !e.emulated &&
+          trace_.tracks[e.track].type == TrackType::kGpuStream)
+        route_nccl_kernel(e);
       else if (trace_.tracks[e.track].type == TrackType::kGpuStream) add_device_collective(e);
       else collectives_.add(e, trace_.tracks[e.track].type);
       break;
@@ -80,7 +82,9 @@ void RankEngine::add_device_collective(const Ev& e) {
   collectives_.add(e, TrackType::kGpuStream);
   const auto op = static_cast<format::CollOp>(e.worker);
   if (e.bytes == 0 || e.count < 2 || e.dur() <= 0) return;  // one rank: nothing crosses a link
-  CollBandwidth& b = stats_.coll_bw[{static_cast<uint8_t>(op), e.count}];
+  const std::pair<uint8_t, uint32_t> key{static_cast<uint8_t>(op), e.count};
+  if (stats_.coll_bw.size() >= RunStats::kMaxCollKeys && !stats_.coll_bw.contains(key)) return;
+  CollBandwidth& b = stats_.coll_bw[key];
   const double bus = double(nccl::data_size(op, e.bytes, e.count)) * nccl::bus_factor(op, e.count);
   ++b.kernels;
   b.bus_bytes += bus;
@@ -89,8 +93,7 @@ void RankEngine::add_device_collective(const Ev& e) {
     ++b.large;
     b.large_bus_bytes += bus;
     b.large_ns += e.dur();
-    if (stats_.large_bus_bw.size() < RunStats::kMaxBusSamples)
-      stats_.large_bus_bw.push_back(static_cast<float>(bus / (double(e.dur()) / 1e9)));
+    stats_.large_bus_bw.add(static_cast<float>(bus / (double(e.dur()) / 1e9)));
   }
 }
 

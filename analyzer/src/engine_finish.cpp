@@ -65,6 +65,10 @@ void RankEngine::add_warnings(RankReport& r) const {
   else if (closed > 0)
     w.push_back(std::to_string(closed) + " step(s) had no end event; closed at the next step's start or the last event");
   if (finder_.unmatched_ends() > 0) w.push_back(std::to_string(finder_.unmatched_ends()) + " step end event(s) without a begin ignored");
+  if (stats_.nccl_joined == 0 && stats_.nccl_unjoined > 0)
+    w.push_back(std::to_string(stats_.nccl_unjoined) +
+                " NCCL kernel(s) but none tied to its NCCL call (neither the preload shim's nor the "
+                "NCCL profiler plugin's events were recorded): no communicator, no bus bandwidth");
   if (cpu_unknown_seen_) w.push_back("no CPU samples for the trainer thread: host time not split into on-CPU and blocked (counted on-CPU)");
   if (r.compute_basis == "cpu_only") w.push_back("no device activity: a CPU-only trainer; compute = the trainer thread's on-CPU time");
   if (r.compute_basis == "gpu_not_recorded") w.push_back("API calls but no device activity recorded: GPU activity was not captured; compute = the trainer thread's on-CPU time");

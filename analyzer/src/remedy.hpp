@@ -49,6 +49,11 @@ Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
 std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Runs every rule; the best predicted gain first (a healthy verdict leads).
 std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max);
+// The report's order: "healthy" first, then the largest predicted gain.
+void order_remedies(std::vector<Remedy>& v);
+// collectives_below_link's bound: the exposed transfer shrinks as the bus
+// bandwidth rises to what NCCL attains of the link (ms, B/s).
+double below_link_predicted_ms(double step_ms, double transfer_ms, double bus_bw, double link_bw);
 
 // One rule object per file: declared here, defined in src/remedies/<id>.cpp.
 #define STALLSCOPE_REMEDY(fn) const RemedyRule& fn()

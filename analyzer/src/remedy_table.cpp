@@ -59,12 +59,16 @@ std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max) {
       out.push_back(std::move(*m));
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Remedy& a, const Remedy& b) {
+  order_remedies(out);
+  if (out.size() > max) out.resize(max);
+  return out;
+}
+
+void order_remedies(std::vector<Remedy>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const Remedy& a, const Remedy& b) {
     if ((a.id == "healthy") != (b.id == "healthy")) return a.id == "healthy";
     return a.gain_ms() > b.gain_ms();
   });
-  if (out.size() > max) out.resize(max);
-  return out;
 }
 
 }  // namespace stallscope::analyzer

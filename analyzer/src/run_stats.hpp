@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "channels.hpp"
+#include "decimated.hpp"
 
 namespace stallscope::analyzer {
 
@@ -67,12 +68,13 @@ struct RunStats {
   uint64_t h2d_bytes[2] = {0, 0};  // [pageable, pinned]
   int64_t h2d_ns[2] = {0, 0};
   uint64_t kernels = 0, launches = 0;
-  std::map<std::pair<uint8_t, uint32_t>, CollBandwidth> coll_bw;  // by (CollOp, nranks)
+  // By (CollOp, nranks); at most kMaxCollKeys keys (nranks comes from the file).
+  std::map<std::pair<uint8_t, uint32_t>, CollBandwidth> coll_bw;
+  static constexpr size_t kMaxCollKeys = 256;
   uint64_t nccl_joined = 0, nccl_unjoined = 0;  // NCCL kernels with / without their call
-  // Bus bandwidth (B/s) of each joined large collective on 2+ ranks (the
-  // first kMaxBusSamples): its best ones are those no rank waited in.
-  std::vector<float> large_bus_bw;
-  static constexpr size_t kMaxBusSamples = 4096;
+  // Bus bandwidth (B/s) of joined large collectives on 2+ ranks, evenly
+  // sampled over the run: its best ones are those no rank waited in.
+  Decimated<float> large_bus_bw{4096};
   int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
   std::map<uint32_t, Cumulative> process_cpu;  // by proc
   std::map<std::pair<uint32_t, uint64_t>, Cumulative> child_cpu;  // (proc, child pid)

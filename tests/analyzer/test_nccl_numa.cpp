@@ -152,6 +152,38 @@ BOOST_AUTO_TEST_CASE(waiting_kernels_are_bounded_and_counted) {
   }
   BOOST_TEST(j.unmatched() == 10000u);
   BOOST_TEST(j.matched() == 0u);
+  // The oldest waiting kernels were let go: their launch joins nothing now,
+  // while a recent one still joins.
+  j.add_launch(launch(0, 0.2, 0.3, 1));
+  BOOST_TEST(j.joined().empty());
+  j.add_launch(launch(0, 0.4, 0.5, 10000));
+  BOOST_TEST(j.joined().size() == 1u);
+}
+
+// NCCL kernels with launches but no NCCL call recorded at all: the report
+// says why the comm stage has no bus bandwidth.
+BOOST_AUTO_TEST_CASE(kernels_never_tied_to_a_call_are_a_warning) {
+  RankBuilder b;
+  for (int i = 0; i < 6; ++i) {
+    const double s = i * 100.0;
+    b.step(uint64_t(i), s, s + 100);
+    b.t.events.push_back(launch(b.trainer, s + 1.5, s + 1.6, 1000 + i));
+    b.t.events.push_back(kernel(b.device, s + 2, s + 22, 1000 + i));
+  }
+  const auto r = b.analyze();
+  bool said = false;
+  for (const auto& w : r.warnings) said = said || w.find("6 NCCL kernel(s) but none tied") == 0;
+  BOOST_TEST(said);
+  // Calibration: with the calls recorded, no such warning.
+  RankBuilder c;
+  for (int i = 0; i < 6; ++i) {
+    const double s = i * 100.0;
+    c.step(uint64_t(i), s, s + 100);
+    c.t.events.push_back(call(c.trainer, s + 1, s + 2, uint64_t(i), 64 * kMiB, 4));
+    c.t.events.push_back(launch(c.trainer, s + 1.5, s + 1.6, 1000 + i));
+    c.t.events.push_back(kernel(c.device, s + 2, s + 22, 1000 + i));
+  }
+  for (const auto& w : c.analyze().warnings) BOOST_TEST(w.find("none tied") == std::string::npos, w);
 }
 
 // Through the engine: joined kernels become cross-rank instances and give

@@ -64,7 +64,7 @@ void refresh_below_link(RankReport& r) {
     return;
   }
   it->step_ms = step;
-  it->predicted_step_ms = std::clamp(step - transfer * (1 - bw / (0.8 * link)), 0.0, step);
+  it->predicted_step_ms = below_link_predicted_ms(step, transfer, bw, link);
 }
 
 }  // namespace
@@ -82,6 +82,7 @@ void refresh_verdict(RankReport& r, const CrossRank& c) {
   if (r.summary.rfind(old, 0) == 0) r.summary = r.cause + r.summary.substr(old.size());
   refresh_overlap_comm(r);
   refresh_below_link(r);
+  order_remedies(r.remedies);  // gains changed
 }
 
 }  // namespace stallscope::analyzer::multirank

@@ -47,7 +47,7 @@ class CollectivesBelowLink final : public RemedyRule {
   std::string_view id() const override { return "collectives_below_link"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double transfer = c.ms(Part::kCommTransfer);
-    if (transfer < 0.1 * c.step_ms || c.s.large_bus_bw.size() < 3 || c.p.ranks_on_node <= 0)
+    if (transfer < 0.1 * c.step_ms || c.s.large_bus_bw.values().size() < 3 || c.p.ranks_on_node <= 0)
       return std::nullopt;
     // Only communicators that fit on this host.
     for (const auto& [key, b] : c.s.coll_bw)
@@ -57,14 +57,14 @@ class CollectivesBelowLink final : public RemedyRule {
     if (gpu == nullptr) return std::nullopt;
     const Link link = collective_link(*gpu);
     if (link.bytes_per_s <= 0) return std::nullopt;
-    const double bw = p90(c.s.large_bus_bw);
+    const double bw = p90(c.s.large_bus_bw.values());
     if (bw <= 0 || bw >= kBelow * link.bytes_per_s) return std::nullopt;
     Remedy m = make_remedy(
         c, "collectives_below_link", "Collectives run far below the GPUs' link",
         "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH: check the transport (P2P/NVLink, not "
         "SHM or NET) and that NCCL_P2P_DISABLE / NCCL_SHM_DISABLE are unset",
         "the same NCCL checks; DDP(bucket_cap_mb=...) for fewer, larger all-reduces");
-    m.predicted_step_ms = c.step_ms - transfer * (1 - bw / (kAttainable * link.bytes_per_s));
+    m.predicted_step_ms = below_link_predicted_ms(c.step_ms, transfer, bw, link.bytes_per_s);
     m.bound = true;
     m.inputs_from = "topology";
     m.model = "bound: step - exposed_transfer * (1 - bus_bandwidth_p90 / (0.8 * link_bandwidth))";
@@ -74,7 +74,7 @@ class CollectivesBelowLink final : public RemedyRule {
     m.evidence = strf("collectives of %llu MiB or more reach a bus bandwidth of %.1f GB/s "
                       "(90th percentile of %zu), %.0f %% of the link (",
                       static_cast<unsigned long long>(kLargeCollective >> 20), bw / 1e9,
-                      c.s.large_bus_bw.size(), 100 * bw / link.bytes_per_s) +
+                      c.s.large_bus_bw.values().size(), 100 * bw / link.bytes_per_s) +
                  link.text + ")";
     return m;
   }
@@ -85,6 +85,11 @@ class CollectivesBelowLink final : public RemedyRule {
 const RemedyRule& collectives_below_link_rule() {
   static const CollectivesBelowLink rule;
   return rule;
+}
+
+double below_link_predicted_ms(double step_ms, double transfer_ms, double bus_bw, double link_bw) {
+  if (link_bw <= 0) return step_ms;
+  return std::clamp(step_ms - transfer_ms * (1 - bus_bw / (kAttainable * link_bw)), 0.0, step_ms);
 }
 
 }  // namespace stallscope::analyzer

@@ -67,6 +67,7 @@ std::vector<int> parse_cpu_list(std::string_view s) {
     const auto lo = parse_uint64(item.substr(0, dash));
     const auto hi = dash == std::string_view::npos ? lo : parse_uint64(item.substr(dash + 1));
     if (!lo || !hi || *lo > *hi || *hi >= kMaxCpu) return {};
+    if (cpus.size() + (*hi - *lo + 1) > kMaxCpu) return {};  // repeated ranges: garbage too
     for (uint64_t c = *lo; c <= *hi; ++c) cpus.push_back(static_cast<int>(c));
   }
   std::sort(cpus.begin(), cpus.end());
