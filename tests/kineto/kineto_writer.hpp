@@ -56,15 +56,22 @@ class KinetoWriter {
     flow(a);
     return *this;
   }
-  KinetoWriter& nccl(double a, double b, long nelems, const std::string& dtype, int group) {
+  // An all-reduce; or `collective` ("reduce_scatter": In msg nelems is every
+  // rank's part, Out the rank's own, as PyTorch records them).
+  KinetoWriter& nccl(double a, double b, long nelems, const std::string& dtype, int group,
+                     const std::string& collective = "allreduce") {
+    const bool rs = collective == "reduce_scatter";
     std::string args =
         corr_args(++corr_) +
-        ", \"Collective name\": \"allreduce\", \"In msg nelems\": " + std::to_string(nelems) +
+        ", \"Collective name\": \"" + collective + "\", \"In msg nelems\": " +
+        std::to_string(rs ? nelems * group : nelems) +
         ", \"Out msg nelems\": " + std::to_string(nelems) +
         ", \"Group size\": " + std::to_string(group) + ", \"dtype\": \"" + dtype +
         "\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\"";
     dev(cat("kernel", "Kernel"),
-        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", a, b, args);
+        rs ? "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+           : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        a, b, args);
     return *this;
   }
   KinetoWriter& memcpy(double a, double b, const std::string& name, long bytes) {

@@ -186,6 +186,30 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
   BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050 * 1.0, boost::test_tools::tolerance(1e-6));
 }
 
+// A reduce_scatter's "In msg nelems" holds every rank's part: the event
+// carries the rank's own (recvcount), and the bus bandwidth is nccl-tests'
+// (S = recvcount × n, busbw = S/t × (n-1)/n), not n times it.
+BOOST_AUTO_TEST_CASE(reduce_scatter_bytes_are_the_ranks_own_part) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  for (int i = 0; i < 6; ++i) {
+    const double o = i * 100.0;
+    w.step(i + 1, o, o + 100).kernel(o, o + 40).nccl(o + 40, o + 90, 1 << 20, "Float", 4, "reduce_scatter");
+  }
+  const auto imp = import_text(w.json());
+  for (const auto& e : imp.trace.events) {
+    if (e.kind != format::Kind::kCollective) continue;
+    BOOST_TEST(e.worker == uint32_t(format::CollOp::kReduceScatter));
+    BOOST_TEST(e.bytes == uint64_t{4} << 20);  // 2^20 floats of the rank's own
+  }
+  const auto r = kin::analyze_imported(imp, {});
+  double busbw = 0;
+  for (const auto& st : r.stages)
+    if (st.name == "comm")
+      for (const auto& n : st.numbers)
+        if (n.name == "bus_bandwidth") busbw = n.value;
+  BOOST_TEST(busbw == double(uint64_t{4} << 20) * 4 / 0.050 * 3 / 4, boost::test_tools::tolerance(1e-6));
+}
+
 BOOST_AUTO_TEST_CASE(sync_calls_are_blocking_syncs_by_name_and_by_cuda_sync_correlation) {
   KinetoWriter w(KinetoWriter::kCurrent);
   w.step(1, 0, 10).runtime(0, 1, "cudaStreamSynchronize").runtime(1, 2, "cudaLaunchKernel");

@@ -266,6 +266,10 @@ void Mapper::device_event(const RawEvent& e) {
       ev.worker = static_cast<uint32_t>(
           coll_op(e.args.collective ? e.args.collective.view() : e.name.view()));
       ev.count = e.args.group_size > 0 ? static_cast<uint32_t>(e.args.group_size) : 0;
+      // "In msg nelems" of a reduce_scatter is its input, every rank's part;
+      // the event carries the call's count (recvcount), as NCCL's own does.
+      if (ev.worker == static_cast<uint32_t>(format::CollOp::kReduceScatter) && ev.count > 1)
+        ev.bytes /= ev.count;
       // Communicator: the process group's name (the same on every member rank).
       ev.sample_id = e.args.process_group.empty()
                          ? 1
