@@ -275,6 +275,7 @@ struct RunSpec {
   uint64_t coll_ms = 0;               // NCCL all-reduce kernel per step (0: none)
   uint64_t coll_bytes = 64 * kMiB;
   uint32_t nranks = 2;
+  std::string host = "h1";
 };
 
 // 12 steps of 100 ms: an H2D copy, an NCCL all-reduce (call, launch, kernel:
@@ -283,7 +284,7 @@ struct RunSpec {
 void write_run(const std::string& path, const RunSpec& spec) {
   TraceBuilder b;
   b.header.pid = 4242 + spec.rank;
-  b.metadata(R"({"rank":)" + std::to_string(spec.rank) + R"(,"host":"h1","affinity":")" +
+  b.metadata(R"({"rank":)" + std::to_string(spec.rank) + R"(,"host":")" + spec.host + R"(","affinity":")" +
              spec.affinity + R"(","affinity_count":8,"config":{"sample_ms":10}})");
   if (spec.topology) b.attachment("topology", *spec.topology);
   if (spec.device) b.attachment("cuda.device", *spec.device);
@@ -472,6 +473,30 @@ BOOST_AUTO_TEST_CASE(slow_all_reduces_on_nvlink_are_flagged_on_every_rank) {
   BOOST_TEST(text.str().find("bus bandwidth 3.4 GB/s (3.4 GB/s at 32 MiB and more) over 12 "
                              "collective kernel(s)") != std::string::npos,
              text.str());
+}
+
+// Two hosts of two ranks each, the slow all-reduces on 2-rank
+// communicators: the rank count fits one host, but a communicator with
+// members on both hosts crosses the network, so NVLink is not its link and
+// no rank is told it is below it (the cross-rank pass knows the members).
+BOOST_AUTO_TEST_CASE(collectives_across_hosts_are_not_judged_against_nvlink) {
+  TempDir dir;
+  for (int rank : {0, 1, 2, 3}) {
+    RunSpec spec;
+    spec.rank = rank;
+    spec.host = rank < 2 ? "h1" : "h2";
+    spec.topology = two_gpu_topology(18);
+    spec.device = cuda_device(rank % 2);
+    spec.affinity = rank % 2 == 0 ? "0-47" : "48-95";
+    spec.h2d_ms = 5;
+    spec.coll_ms = 20;
+    write_run(dir.file(spec.host + "-r" + std::to_string(rank) + "-" + std::to_string(4242 + rank) + ".sst"),
+              spec);
+  }
+  const auto rep = analyze(dir);
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 4u);
+  BOOST_TEST(rep.cross.instances == 12u);  // one communicator, across the hosts
+  for (const auto& r : rep.ranks) BOOST_TEST(remedy(r, "collectives_below_link") == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(fast_all_reduces_small_messages_or_pcie_bound_ones_are_not) {

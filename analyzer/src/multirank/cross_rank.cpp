@@ -2,6 +2,9 @@
 // run-wide figures the reports show (imbalance, top causes, one summary).
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
+#include <string>
 
 #include "../summary.hpp"
 #include "cross_render.hpp"
@@ -75,6 +78,25 @@ std::string summary_line(const CrossRank& c) {
   return buf;
 }
 
+// collectives_below_link judges collectives against the GPU's NVLink or
+// PCIe link; a communicator with members on other hosts also crosses the
+// network, so a rank in one gets no such remedy (a rank analyzed alone
+// cannot tell, and the rule only guesses from the rank count).
+void drop_below_link_across_hosts(std::vector<RankReport>& ranks, const multirank::RankComms& comms) {
+  std::map<uint64_t, std::set<std::string>> hosts;  // comm -> hosts of its members
+  for (size_t i = 0; i < ranks.size(); ++i)
+    for (const uint64_t comm : comms[i]) hosts[comm].insert(ranks[i].host);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const bool across = std::any_of(comms[i].begin(), comms[i].end(),
+                                    [&](uint64_t comm) { return hosts[comm].size() > 1; });
+    if (!across) continue;
+    auto& v = ranks[i].remedies;
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [](const Remedy& m) { return m.id == "collectives_below_link"; }),
+            v.end());
+  }
+}
+
 }  // namespace
 
 std::string total_wait_text(int64_t ns) {
@@ -106,6 +128,7 @@ void analyze_cross_rank(Report& r, const CrossRankOptions& opt) {
     rk.cross.top_cause = top_cause(rk);
   }
   for (auto& rk : r.ranks) multirank::refresh_verdict(rk, c);
+  drop_below_link_across_hosts(r.ranks, comms);
   c.step_max_over_median = max_over_median(r.ranks);
   c.summary = summary_line(c);
   if (c.clock.method == "wall_clock_only") r.warnings.push_back(c.clock.note);
