@@ -191,10 +191,16 @@ std::string cause_of(const RankReport& r) {
   return kind + ": " + std::string(part_label(best)) + " " + pct(r.parts[idx(best)].share) + " of step time";
 }
 
+// The input stage with the least headroom. The comm stage is not one: its
+// device time summed over streams (and overlapped with compute) says
+// nothing about whether collectives hold the trainer back — the step's comm
+// parts do.
 std::string bottleneck_of(const RankReport& r) {
   const Stage* worst = nullptr;
   for (const auto& st : r.stages)
-    if (st.measured && st.demand > 0 && (!worst || st.headroom() < worst->headroom())) worst = &st;
+    if (st.measured && st.demand > 0 && st.name != "comm" &&
+        (!worst || st.headroom() < worst->headroom()))
+      worst = &st;
   if (worst == nullptr || worst->headroom() >= 1.0) return "trainer";
   return worst->name;
 }
