@@ -60,11 +60,11 @@ void NcclJoin::add_launch(const Ev& e) {
     return;
   }
   if (auto w = wait_launch_.find(e.corr); w != wait_launch_.end()) {
+    // Its kernel was waiting: settled now, the launch needs no keeping
+    // (a kernel still waiting for its call holds its launch itself).
     Ev k = w->second;
     wait_launch_.erase(w);  // its FIFO entry is skipped when it comes up
     --waiting_n_;
-    launches_[e.corr] = l;
-    launch_order_.push_back(e.corr);
     settle(k, l, true);
   } else if (launches_.try_emplace(e.corr, l).second) {
     launch_order_.push_back(e.corr);

@@ -61,7 +61,7 @@ void parts_table(std::ostream& o, const RankReport& r, const Style& s) {
 }
 
 // The comm stage's bus bandwidth (docs/gpu.md): ", bus bandwidth 3.4 GB/s
-// (1.2 GB/s at 32 MiB and more) over 24 NCCL kernels".
+// (1.2 GB/s at 32 MiB and more) over 24 collective kernel(s)".
 std::string comm_numbers(const Stage& st) {
   double bus = 0, large_bus = 0, kernels = 0, large = 0, unjoined = 0;
   for (const auto& n : st.numbers) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,11 +17,18 @@ inline const analyzer::Remedy* remedy(const analyzer::RankReport& r, const std::
   return nullptr;
 }
 
-inline double input(const analyzer::Remedy& m, const std::string& name) {
-  for (const auto& n : m.inputs)
+// The value of the number called `name` in `v`; a missing one fails the
+// test, naming `owner`.
+inline double named(const std::vector<analyzer::Number>& v, const std::string& name,
+                    const std::string& owner) {
+  for (const auto& n : v)
     if (n.name == name) return n.value;
-  BOOST_FAIL("remedy " + m.id + " has no input " + name);
+  BOOST_FAIL(owner + " has no number " + name);
   return 0;
+}
+
+inline double input(const analyzer::Remedy& m, const std::string& name) {
+  return named(m.inputs, name, "remedy " + m.id);
 }
 
 inline const analyzer::Stage* stage(const analyzer::RankReport& r, const std::string& name) {
@@ -30,10 +38,7 @@ inline const analyzer::Stage* stage(const analyzer::RankReport& r, const std::st
 }
 
 inline double number(const analyzer::Stage& s, const std::string& name) {
-  for (const auto& n : s.numbers)
-    if (n.name == name) return n.value;
-  BOOST_FAIL("stage " + s.name + " has no number " + name);
-  return 0;
+  return named(s.numbers, name, "stage " + s.name);
 }
 
 }  // namespace stallscope::testing

@@ -48,6 +48,16 @@ Ev kernel(uint32_t track, double a, double b, uint64_t corr) {
   return e;
 }
 
+// Step i of 100 ms with one NCCL call [1, 2] ms in, its launch at 1.5 ms
+// (correlation 1000 + i) and its 20 ms kernel from 2 ms.
+void nccl_step(RankBuilder& b, int i, uint32_t nranks) {
+  const double s = i * 100.0;
+  b.step(uint64_t(i), s, s + 100);
+  b.t.events.push_back(call(b.trainer, s + 1, s + 2, uint64_t(i), 64 * kMiB, nranks));
+  b.t.events.push_back(launch(b.trainer, s + 1.5, s + 1.6, 1000 + i));
+  b.t.events.push_back(kernel(b.device, s + 2, s + 22, 1000 + i));
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(nccl_join)
@@ -177,11 +187,7 @@ BOOST_AUTO_TEST_CASE(kernels_never_tied_to_a_call_are_a_warning) {
   // Calibration: with the calls recorded, no such warning.
   RankBuilder c;
   for (int i = 0; i < 6; ++i) {
-    const double s = i * 100.0;
-    c.step(uint64_t(i), s, s + 100);
-    c.t.events.push_back(call(c.trainer, s + 1, s + 2, uint64_t(i), 64 * kMiB, 4));
-    c.t.events.push_back(launch(c.trainer, s + 1.5, s + 1.6, 1000 + i));
-    c.t.events.push_back(kernel(c.device, s + 2, s + 22, 1000 + i));
+    nccl_step(c, i, 4);
   }
   for (const auto& w : c.analyze().warnings) BOOST_TEST(w.find("none tied") == std::string::npos, w);
 }
@@ -192,12 +198,8 @@ BOOST_AUTO_TEST_CASE(kernels_never_tied_to_a_call_are_a_warning) {
 BOOST_AUTO_TEST_CASE(joined_kernels_give_instances_and_bus_bandwidth) {
   RankBuilder b;
   for (int i = 0; i < 12; ++i) {
-    const double s = i * 100.0;
-    b.step(uint64_t(i), s, s + 100);
-    b.t.events.push_back(call(b.trainer, s + 1, s + 2, uint64_t(i), 64 * kMiB, 4));
-    b.t.events.push_back(launch(b.trainer, s + 1.5, s + 1.6, 1000 + i));
-    b.t.events.push_back(kernel(b.device, s + 2, s + 22, 1000 + i));
-    b.kernel(s + 22, s + 100);
+    nccl_step(b, i, 4);
+    b.kernel(i * 100.0 + 22, i * 100.0 + 100);
   }
   const auto r = b.analyze();
   BOOST_REQUIRE_EQUAL(r.collectives.size(), 12u);
@@ -244,11 +246,7 @@ BOOST_AUTO_TEST_CASE(overlapping_collectives_are_not_the_bottleneck) {
 BOOST_AUTO_TEST_CASE(one_rank_collectives_have_no_bus_bandwidth) {
   RankBuilder b;
   for (int i = 0; i < 8; ++i) {
-    const double s = i * 100.0;
-    b.step(uint64_t(i), s, s + 100);
-    b.t.events.push_back(call(b.trainer, s + 1, s + 2, uint64_t(i), 64 * kMiB, 1));
-    b.t.events.push_back(launch(b.trainer, s + 1.5, s + 1.6, 1000 + i));
-    b.t.events.push_back(kernel(b.device, s + 2, s + 22, 1000 + i));
+    nccl_step(b, i, 1);
   }
   const auto r = b.analyze();
   BOOST_TEST(r.collectives.size() == 8u);  // still instances
