@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -154,6 +156,32 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   BOOST_TEST(fake_cupti_default_flushes() > 0);
 
+  // A forked child (a DataLoader worker) never touches CUPTI or the locks
+  // the flush thread may have held at the fork: capture switches, step
+  // markers and flushes return at once, nothing is pushed or popped.
+  const std::string before = fake_cupti_external();
+  const pid_t child = fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    capture(0);
+    capture(1);
+    stallscope_step_end(9);
+    stallscope_step_begin(11);
+    stallscope_step_end(11);
+    sym<int (*)()>(lib, "stallscope_cuda_flush_v1")();
+    ::_exit(std::string(fake_cupti_external()) == before ? 0 : 1);
+  }
+  int st = -1;
+  for (int i = 0; i < 500 && waitpid(child, &st, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (waitpid(child, &st, WNOHANG) == 0) {  // hung: fail, and do not leave it behind
+    kill(child, SIGKILL);
+    waitpid(child, &st, 0);
+    BOOST_FAIL("the forked child hung in stallscope's CUDA hooks");
+  }
+  BOOST_TEST((WIFEXITED(st) && WEXITSTATUS(st) == 0), "child status " << st);
+  BOOST_TEST(std::string(fake_cupti_external()) == before);
+
   // Another library subscribes: the interposed entry point lets stallscope
   // step aside, then forwards to CUPTI, which accepts the new subscriber.
   CUpti_SubscriberHandle other = nullptr;
@@ -175,7 +203,10 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   stallscope_shutdown();
 
   std::string err;
-  const auto files = rd::list_trace_files(g_out / "run", &err);
+  // This process's file (the forked child above wrote its own, its pid in its name).
+  std::vector<std::string> files;
+  for (const auto& f : rd::list_trace_files(g_out / "run", &err))
+    if (f.find(std::to_string(::getpid())) != std::string::npos) files.push_back(f);
   BOOST_TEST_REQUIRE(files.size() == 1u, err);
   rd::TraceReader r(files[0]);
   rd::Event e;

@@ -193,6 +193,10 @@ void CuptiSource::enable_kinds(bool on) noexcept {
 }
 
 int CuptiSource::attach() noexcept {
+  // A forked child of an attached process (stallscope_cuda_attach_v1 runs
+  // this once per process image, so only a direct caller gets here): CUPTI
+  // is the parent's, and control_ may have been held at the fork.
+  if (owner_pid_ != 0 && other_process()) return -EBUSY;
   std::lock_guard lock(control_);
   std::string why;
   mode_ = parse_cupti_mode(std::getenv("STALLSCOPE_CUPTI"), &why);
@@ -433,6 +437,7 @@ void CuptiSource::attach_devices(DeviceLog::Batch& batch) noexcept {
 }
 
 void CuptiSource::finish_devices() noexcept {
+  if (other_process()) return;  // a forked child: the devices are the parent's to name
   try {
     for (const std::string& json : devices_.finish()) stallscope::attach("cuda.device", json);
   } catch (...) {
