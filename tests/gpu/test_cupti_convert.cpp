@@ -8,6 +8,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "cuda_config.hpp"
 #include "cupti_convert.hpp"
 
 namespace sc = stallscope::cuda;
@@ -326,6 +327,21 @@ BOOST_AUTO_TEST_CASE(device_json_escapes_the_name) {
   BOOST_TEST(sc::device_json(d) == R"({"id":1,"uuid":"GPU-00000000-0000-0000-0000-000000000001",)"
                                    R"("name":"A \"B\"\\\u000a\u00c3","mig":true})");
   BOOST_TEST(sc::unknown_device_json(4) == R"({"id":4,"uuid":"","name":""})");
+}
+
+// STALLSCOPE_CUPTI_STEP_IDS: unset, 1/on tag; 0/off do not; anything else
+// keeps tagging and says why, naming the variable and the value.
+BOOST_AUTO_TEST_CASE(step_ids_variable_is_parsed_and_a_bad_value_named) {
+  std::string why;
+  BOOST_TEST(sc::parse_step_ids(nullptr, &why));
+  BOOST_TEST(sc::parse_step_ids("on", &why));
+  BOOST_TEST(sc::parse_step_ids("1", &why));
+  BOOST_TEST(why.empty());
+  BOOST_TEST(!sc::parse_step_ids("0", &why));
+  BOOST_TEST(!sc::parse_step_ids("off", &why));
+  BOOST_TEST(why.empty());
+  BOOST_TEST(sc::parse_step_ids("yes please", &why));
+  BOOST_TEST(why == "STALLSCOPE_CUPTI_STEP_IDS=yes please: expected 1/on or 0/off; using on");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
