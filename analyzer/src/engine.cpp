@@ -1,6 +1,7 @@
 // Routing of incoming events into the engine's channels, series, lineage
 // and totals; the choice of step source; trimming of what steps no longer need.
 #include <algorithm>
+#include <string>
 
 #include "engine.hpp"
 #include "stallscope/nccl_bus.hpp"
@@ -10,17 +11,29 @@ namespace stallscope::analyzer {
 namespace {
 constexpr size_t kMaxFiles = 1u << 16;
 constexpr uint64_t kSmallRead = 256u << 10;
+
+// The step pattern, compiled once per thread (compiling it costs as much as
+// analyzing a small rank; every rank of a run uses the same one).
+std::regex compiled_step_pattern(const std::string& pattern) {
+  thread_local std::string last_pattern;
+  thread_local std::regex last;
+  thread_local bool have = false;
+  if (!have || pattern != last_pattern) {
+    try {
+      last = std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      have = false;
+      throw AnalyzeError("--step-pattern '" + pattern + "': " + e.what());
+    }
+    last_pattern = pattern;
+    have = true;
+  }
+  return last;
+}
 }  // namespace
 
 RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
-    : trace_(trace), opt_(opt), finder_(trace_, re_) {
-  try {
-    re_ = std::regex(opt.step_pattern, std::regex::ECMAScript | std::regex::icase |
-                                           std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw AnalyzeError("--step-pattern '" + opt.step_pattern + "': " + e.what());
-  }
-}
+    : trace_(trace), opt_(opt), re_(compiled_step_pattern(opt.step_pattern)), finder_(trace_, re_) {}
 
 void RankEngine::route_device(const Ev& e) {
   if (e.phase != format::kComplete) return;
