@@ -6,12 +6,17 @@
 // record of an unknown kind, then hands it back through the complete
 // callback with dropped records to report. fake_cupti_emit_device() and
 // fake_cupti_emit_work() deliver one buffer with one device record, or one
-// kernel, memcpy or memset record on a given device. The external
-// correlation stack (CUSTOM2) logs pushes and pops for fake_cupti_external().
+// kernel, memcpy or memset record on a given device. fake_cupti_stage()
+// fills a buffer that the next flush completes, on the flushing thread. The
+// external correlation stack (CUSTOM2) logs pushes and pops for
+// fake_cupti_external().
 #include <cupti.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -98,10 +103,27 @@ FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
   g.order += 'D';
   return CUPTI_SUCCESS;
 }
+// A buffer filled by fake_cupti_stage() and not yet completed: the next
+// flush completes it on the thread that flushes, as CUPTI does.
+std::mutex g_staged_mu;
+uint8_t* g_staged = nullptr;
+size_t g_staged_size = 0, g_staged_valid = 0;
+std::atomic<pid_t> g_staged_by{0};  // the thread that completed it
+
+void complete_staged() {
+  std::lock_guard lock(g_staged_mu);
+  if (g_staged == nullptr) return;
+  g_staged_by.store(static_cast<pid_t>(::syscall(SYS_gettid)));
+  g.complete(nullptr, 0, g_staged, g_staged_size, g_staged_valid);
+  g_staged = nullptr;
+}
+
 // A forced flush is logged in order; a default one (flag 0, the source's
-// background thread) only counted, from whichever thread makes it.
+// background thread) only counted, from whichever thread makes it. Both
+// complete a staged buffer.
 std::atomic<int> g_default_flushes{0};
 FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  complete_staged();
   if (flag == 0) {
     ++g_default_flushes;
     return CUPTI_SUCCESS;
@@ -183,6 +205,37 @@ FAKE_EXPORT int fake_cupti_emit(int kernels, size_t dropped) {
   g.complete(nullptr, 0, buf, size, need);
   return 0;
 }
+
+// Fills a buffer with `kernels` records of "fake_flushed_kernel" (stream 9)
+// and keeps it until the next flush completes it; 0, or -1 before attach,
+// -2 when no buffer came, -3 when one is staged already.
+FAKE_EXPORT int fake_cupti_stage(int kernels) {
+  if (g.request == nullptr || g.complete == nullptr || g.timestamp == nullptr) return -1;
+  std::lock_guard lock(g_staged_mu);
+  if (g_staged != nullptr) return -3;
+  uint8_t* buf = nullptr;
+  size_t size = 0, max = 0;
+  g.request(&buf, &size, &max);
+  const size_t need = kSlot * static_cast<size_t>(kernels);
+  if (buf == nullptr || size < need) return -2;
+  std::memset(buf, 0, need);
+  for (int i = 0; i < kernels; ++i) {
+    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(buf + i * kSlot);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->name = "fake_flushed_kernel";
+    k->streamId = 9;
+    k->correlationId = 200 + i;
+    k->start = g.timestamp();
+    k->end = k->start + 500;
+  }
+  g_staged = buf;
+  g_staged_size = size;
+  g_staged_valid = need;
+  g_staged_by.store(0);
+  return 0;
+}
+// The thread id that completed the staged buffer, 0 while none did.
+FAKE_EXPORT int fake_cupti_staged_completed_by() { return g_staged_by.load(); }
 
 // Delivers a device record: ordinal `id`, the 16 bytes of `uuid`, `name`,
 // MIG mode `mig`.

@@ -39,6 +39,8 @@ int fake_cupti_emit_device(uint32_t id, const unsigned char* uuid, const char* n
 int fake_cupti_emit_work(int kind, uint32_t device);
 const char* fake_cupti_external();
 int fake_cupti_default_flushes();
+int fake_cupti_stage(int kernels);
+int fake_cupti_staged_completed_by();
 }
 
 namespace rd = stallscope::reader;
@@ -150,11 +152,18 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST(std::string(fake_cupti_external()) == "+5-5+8-8+9-9+10");
 
   // Completed buffers are delivered by a background thread (CUPTI's
-  // default flush), woken by step ends and at least every second.
+  // default flush), woken by step ends and at least every second, and
+  // converted there: 4 kernels staged now come back on that thread, not on
+  // this one, and are in the trace below.
+  const int64_t staged_t0 = now_ns();
+  BOOST_TEST_REQUIRE(fake_cupti_stage(4) == 0);
+  const int64_t staged_t1 = now_ns();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (fake_cupti_default_flushes() == 0 && std::chrono::steady_clock::now() < deadline)
+  while (fake_cupti_staged_completed_by() == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   BOOST_TEST(fake_cupti_default_flushes() > 0);
+  BOOST_TEST(fake_cupti_staged_completed_by() != 0);
+  BOOST_TEST(fake_cupti_staged_completed_by() != static_cast<int>(::gettid()));
 
   // A forked child (a DataLoader worker) never touches CUPTI or the locks
   // the flush thread may have held at the fork: capture switches, step
@@ -210,11 +219,17 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST_REQUIRE(files.size() == 1u, err);
   rd::TraceReader r(files[0]);
   rd::Event e;
-  int kernels = 0, device_kernels = 0, handed = 0;
+  int kernels = 0, device_kernels = 0, flushed_kernels = 0, handed = 0;
   std::map<std::string, double> counters;
   while (r.next(e)) {
     if (e.kind_enum() == fmt::Kind::kKernel && r.string(e.name_id) == "fake_device_kernel") {
       ++device_kernels;
+    } else if (e.kind_enum() == fmt::Kind::kKernel && r.string(e.name_id) == "fake_flushed_kernel") {
+      ++flushed_kernels;
+      BOOST_TEST(e.ts_ns >= staged_t0);
+      BOOST_TEST(e.ts_ns <= staged_t1);
+      BOOST_TEST(e.dur_ns == 500);
+      BOOST_TEST(e.device.h.aux == 9u);
     } else if (e.kind_enum() == fmt::Kind::kKernel) {
       ++kernels;
       BOOST_TEST(r.string(e.name_id) == "fake_kernel");
@@ -232,6 +247,7 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   }
   BOOST_TEST(kernels == 3);
   BOOST_TEST(device_kernels == 2);
+  BOOST_TEST(flushed_kernels == 4);
   BOOST_TEST(counters["cupti.dropped_records"] == 5.0);
   BOOST_TEST(counters["cupti.zero_timestamp_records"] == 1.0);
   BOOST_TEST(counters["cupti.unknown_kind_records"] == 1.0);
