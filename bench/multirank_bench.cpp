@@ -7,7 +7,8 @@
 // peak RSS and CPU time (wait4) are its own. Files are written to /tmp (warm
 // in the page cache when analyzed) and deleted afterwards.
 //
-//   build/bench/multirank_bench [--ranks 256] [--steps 2000] [--kernels 32] [--threads 0] [--keep DIR]
+//   build/bench/multirank_bench [--ranks 256] [--steps 2000] [--kernels 32] [--threads 0]
+//                               [--keep DIR]
 //
 // A step holds a data wait, a storage read, --kernels compute kernels, the
 // all-reduce and the update kernel (37 events by default, fewer than most
@@ -91,8 +92,8 @@ Outcome analyze(const std::string& dir, size_t threads) {
     for (const auto& r : rep.ranks) o.events += double(r.events);
     if (rep.cross.stragglers.size() == 1)
       o.straggler = static_cast<int>(rep.cross.stragglers[0].rank);
-    std::printf("rank threads %s: %s\nclocks: %s\n",
-                threads == 0 ? "one per core" : std::to_string(threads).c_str(), rep.cross.summary.c_str(),
+    const std::string label = threads == 0 ? "one per core" : std::to_string(threads);
+    std::printf("rank threads %s: %s\nclocks: %s\n", label.c_str(), rep.cross.summary.c_str(),
                 rep.cross.clock.note.c_str());
     std::fflush(stdout);
     return o;
@@ -165,8 +166,8 @@ int main(int argc, char** argv) {
       (per_rank_kb - half_kb) * 1024.0 / double(s.steps - half_spec.steps);
   std::printf("one thread: %.2f s wall, %.2f s CPU, peak RSS %.1f MB (idle child %.1f MB)\n",
               seq.wall_s, seq.cpu_s, seq.max_rss_mb, idle.max_rss_mb);
-  std::printf("default mode (%zu rank threads, %zu cores): %.2f s wall, %.2f s CPU, peak RSS %.1f MB; "
-              "speed-up over one thread %.2fx\n",
+  std::printf("default mode (%zu rank threads, %zu cores): %.2f s wall, %.2f s CPU, "
+              "peak RSS %.1f MB; speed-up over one thread %.2fx\n",
               par_threads, cores, par.wall_s, par.cpu_s, par.max_rss_mb, seq.wall_s / par.wall_s);
   std::printf("memory per rank: %.0f KB for %zu steps (%.0f B per step); %.0f KB for %zu steps: "
               "grows %.0f B per step of run length\n",
@@ -177,8 +178,10 @@ int main(int argc, char** argv) {
   ok &= result("multirank_events_per_s", par.events / par.wall_s, "events/s", ">=", 20e6);
   // One thread, for reference (no target of its own): what one core does.
   ok &= result("multirank_one_thread_events_per_s", seq.events / seq.wall_s, "events/s", ">=", 0);
-  ok &= result("multirank_one_thread_events_per_cpu_s", seq.events / seq.cpu_s, "events/s", ">=", 0);
-  ok &= result("multirank_parallel_speedup", seq.wall_s / par.wall_s, "x", ">=", cores > 1 ? 1.2 : 0);
+  ok &= result("multirank_one_thread_events_per_cpu_s", seq.events / seq.cpu_s, "events/s", ">=",
+               0);
+  ok &= result("multirank_parallel_speedup", seq.wall_s / par.wall_s, "x", ">=",
+               cores > 1 ? 1.2 : 0);
   ok &= result("multirank_mem_per_rank", per_rank_kb, "KB", "<=", 256);
   // Constant in run length, allowing for the RSS measurement's noise.
   ok &= result("multirank_mem_growth_per_step", growth_b_per_step, "B/step", "<=", 16);

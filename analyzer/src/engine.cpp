@@ -20,7 +20,8 @@ std::regex compiled_step_pattern(const std::string& pattern) {
   thread_local bool have = false;
   if (!have || pattern != last_pattern) {
     try {
-      last = std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+      last = std::regex(pattern,
+                        std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
     } catch (const std::regex_error& e) {
       have = false;
       throw AnalyzeError("--step-pattern '" + pattern + "': " + e.what());
@@ -33,7 +34,10 @@ std::regex compiled_step_pattern(const std::string& pattern) {
 }  // namespace
 
 RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
-    : trace_(trace), opt_(opt), re_(compiled_step_pattern(opt.step_pattern)), finder_(trace_, re_) {}
+    : trace_(trace),
+      opt_(opt),
+      re_(compiled_step_pattern(opt.step_pattern)),
+      finder_(trace_, re_) {}
 
 void RankEngine::route_device(const Ev& e) {
   if (e.phase != format::kComplete) return;

@@ -224,7 +224,8 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   while (r.next(e)) {
     if (e.kind_enum() == fmt::Kind::kKernel && r.string(e.name_id) == "fake_device_kernel") {
       ++device_kernels;
-    } else if (e.kind_enum() == fmt::Kind::kKernel && r.string(e.name_id) == "fake_flushed_kernel") {
+    } else if (e.kind_enum() == fmt::Kind::kKernel &&
+               r.string(e.name_id) == "fake_flushed_kernel") {
       ++flushed_kernels;
       BOOST_TEST(e.ts_ns >= staged_t0);
       BOOST_TEST(e.ts_ns <= staged_t1);
