@@ -1,17 +1,46 @@
 # stallscope_add_test(NAME SOURCES src... [LIBS lib...] [LABELS l...] [TIMEOUT s])
 # One Boost.Test executable per test file, registered with ctest. A test that
 # cannot run here (hardware, kernel feature) exits 77 and ctest shows SKIP.
-function(stallscope_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
-  add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE Boost::unit_test_framework stallscope_warnings ${T_LIBS})
-  target_compile_definitions(${name} PRIVATE BOOST_TEST_DYN_LINK
+#
+# Every suite's files start with Boost.Test's header, precompiled once
+# (parsing it was about a third of a test file's build time), so a test file
+# defines no BOOST_TEST_MODULE: its main() is tests/test_main.cpp, linked
+# from stallscope_test_main, unless it has its own (BOOST_TEST_NO_MAIN).
+
+# The options a suite's files are built with; the precompiled header is built
+# with the same ones, or the compiler would not use it.
+function(stallscope_test_options target)
+  target_link_libraries(${target} PRIVATE Boost::unit_test_framework stallscope_warnings)
+  target_compile_definitions(${target} PRIVATE BOOST_TEST_DYN_LINK
     STALLSCOPE_TEST_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   # Test code drives the libraries, which keep -O3; Boost.Test's templates
   # make most of a test file's build time, and -O1 cuts it by a third.
   if(CMAKE_BUILD_TYPE STREQUAL "Release")
-    target_compile_options(${name} PRIVATE -O1)
+    target_compile_options(${target} PRIVATE -O1)
+  endif()
+endfunction()
+
+if(NOT TARGET stallscope_test_main)
+  add_library(stallscope_test_main STATIC ${PROJECT_SOURCE_DIR}/tests/test_main.cpp)
+  stallscope_test_options(stallscope_test_main)
+  # Built as the executables' code is (-fPIE, not a library's -fPIC): the
+  # compiler uses a precompiled header only with the same code model.
+  set_target_properties(stallscope_test_main PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+  target_compile_options(stallscope_test_main PRIVATE ${CMAKE_CXX_COMPILE_OPTIONS_PIE})
+  target_precompile_headers(stallscope_test_main PRIVATE <boost/test/unit_test.hpp>)
+endif()
+
+function(stallscope_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  stallscope_test_options(${name})
+  target_link_libraries(${name} PRIVATE ${T_LIBS})
+  target_precompile_headers(${name} REUSE_FROM stallscope_test_main)
+  list(GET T_SOURCES 0 first)
+  file(STRINGS ${first} own_main REGEX "^#define BOOST_TEST_NO_MAIN")
+  if(NOT own_main)
+    target_link_libraries(${name} PRIVATE stallscope_test_main)
   endif()
   add_test(NAME ${name} COMMAND ${name} --log_level=test_suite --report_level=short)
   if(NOT T_TIMEOUT)

@@ -1,6 +1,5 @@
 // White-box tests of the attribution core through analyze_rank(): each part
 // alone and in combination, with hand-computed expectations (ms).
-#define BOOST_TEST_MODULE attribution
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/rank_builder.hpp"

@@ -1,7 +1,6 @@
 // Capacity model, root cause and remedies on hand-built ranks: too few
 // workers with idle CPUs, a rank whose affinity allows one CPU, pageable
 // copies, per-step syncs, a healthy compute-bound rank.
-#define BOOST_TEST_MODULE capacity
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/rank_builder.hpp"

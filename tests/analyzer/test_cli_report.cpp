@@ -2,7 +2,6 @@
 // recorded by analyzer_probe through the real recorder (a storage-bound run
 // and a compute-bound run, 30 steps of 10 ms each): verdicts, JSON against
 // docs/report-schema.json, the HTML file, flag and input errors, the diff.
-#define BOOST_TEST_MODULE cli_report
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>

@@ -1,6 +1,5 @@
 // The data-stall split: the backward walk along the late batch's chain, and
 // the inferred split when lineage is missing (hand-computed, ms).
-#define BOOST_TEST_MODULE data_split
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/rank_builder.hpp"

@@ -1,7 +1,6 @@
 // Black-box, end to end: a child process (analyzer_probe) records a known
 // workload through the real recorder into STALLSCOPE_OUT; the analyzer
 // reads that run directory and must give each workload's verdict.
-#define BOOST_TEST_MODULE e2e_recorder
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>

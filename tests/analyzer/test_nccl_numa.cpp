@@ -3,7 +3,6 @@
 // the bus bandwidth they reach and the collectives_below_link remedy; and
 // the GPU a rank drives ("cuda.device" attachments matched to the topology
 // by UUID) with the numa_workers remedy.
-#define BOOST_TEST_MODULE nccl_numa
 #include <sstream>
 #include <string>
 #include <vector>

@@ -1,6 +1,5 @@
 // Property: for random event sets, every step's parts are >= 0 and sum to
 // its wall time exactly.
-#define BOOST_TEST_MODULE property
 #include <boost/test/unit_test.hpp>
 
 #include <random>

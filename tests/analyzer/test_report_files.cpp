@@ -1,6 +1,5 @@
 // Black-box: real trace files through analyze_paths() — a run directory
 // with a trainer and its data worker merged by rank, cut and damaged files.
-#define BOOST_TEST_MODULE report_files
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

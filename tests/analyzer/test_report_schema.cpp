@@ -1,7 +1,6 @@
 // Black-box: the JSON report of a real run validates against
 // docs/report-schema.json, and the validator rejects a report that lacks a
 // field, has a wrong type or a newer version (so the check can fail).
-#define BOOST_TEST_MODULE report_schema
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>

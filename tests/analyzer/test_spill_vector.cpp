@@ -1,7 +1,6 @@
 // SpillVector: a table that keeps only a few chunks in memory and the rest
 // in the process's scratch file, read back unchanged; without a scratch file
 // it keeps everything in memory and still works.
-#define BOOST_TEST_MODULE spill_vector
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>

@@ -1,6 +1,5 @@
 // Step detection: the three sources and their priority, nested ranges, a
 // custom pattern, missing end events, warm-up and outliers.
-#define BOOST_TEST_MODULE steps
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/rank_builder.hpp"

@@ -3,7 +3,6 @@
 // PCIe link: pinned_memory's bound and h2d_below_link. One white-box case
 // reads the attachment with merge_probes (analyzer/src/probes.hpp) to check
 // the per-GPU facts the report does not print (NUMA node, CPUs).
-#define BOOST_TEST_MODULE topology_remedies
 #include <fstream>
 #include <optional>
 #include <sstream>

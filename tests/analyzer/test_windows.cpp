@@ -2,7 +2,6 @@
 // sample-head map with O(1) clear, and the sample index whose two
 // generations of heads rotate as the window slides. Checked against plain
 // std::map models on the same operations.
-#define BOOST_TEST_MODULE windows
 #include <boost/test/unit_test.hpp>
 
 #include <map>

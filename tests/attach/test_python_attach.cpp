@@ -3,7 +3,6 @@
 // PyTorch DataLoader(num_workers=2) CPU training loop whose
 // Dataset.__getitem__ is deliberately slow in CPU work. The report must
 // name preprocessing. (The slow-read variant is test_torch_storage.)
-#define BOOST_TEST_MODULE python_attach
 #include <zlib.h>
 
 #include <fstream>

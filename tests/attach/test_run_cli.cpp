@@ -1,7 +1,6 @@
 // `stallscope run` and `stallscope ctl` from the command line: exit status,
 // signal forwarding, the early report while the command goes on, capture
 // toggling, and programs that cannot be attached.
-#define BOOST_TEST_MODULE run_cli
 #include <signal.h>
 #include <unistd.h>
 

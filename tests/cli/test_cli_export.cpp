@@ -1,6 +1,5 @@
 // Black-box: `stallscope export --chrome`: the JSON parses, holds the
 // expected events, and flags and inputs are checked.
-#define BOOST_TEST_MODULE cli_export
 #include <filesystem>
 #include <map>
 #include <set>

@@ -1,5 +1,4 @@
 // Black-box: `stallscope info`, plus the dispatcher's usage errors and help.
-#define BOOST_TEST_MODULE cli_info
 #include <boost/test/unit_test.hpp>
 
 #include "cli/cli_run.hpp"

@@ -1,7 +1,6 @@
 // libstallscope_cuda.so through its C ABI and its NCCL plugin symbols, as
 // the shim and NCCL use it: attach without a driver says so in one line;
 // the profiler plugin of every declared version records collectives.
-#define BOOST_TEST_MODULE cuda_attach
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>

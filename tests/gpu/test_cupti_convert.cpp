@@ -1,7 +1,6 @@
 // The CUPTI record converter over synthetic records of every handled kind,
 // zero timestamps, unknown kinds and both clocks; device records' identity
 // and its "cuda.device" JSON.
-#define BOOST_TEST_MODULE cupti_convert
 #include <cstring>
 #include <map>
 #include <string>

@@ -6,7 +6,6 @@
 // unknown records counted, drops recorded, capture off/on, each device
 // that ran work attached once as "cuda.device", and the hand-over when
 // another library subscribes.
-#define BOOST_TEST_MODULE cupti_source
 #include <cupti.h>
 #include <dlfcn.h>
 #include <sys/wait.h>

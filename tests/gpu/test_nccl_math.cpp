@@ -1,6 +1,5 @@
 // NCCL byte and bandwidth arithmetic against the nccl-tests formulas
 // (doc/PERFORMANCE.md of nccl-tests; docs/gpu.md).
-#define BOOST_TEST_MODULE nccl_math
 #include <boost/test/unit_test.hpp>
 
 #include "nccl_events.hpp"

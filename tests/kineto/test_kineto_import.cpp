@@ -1,6 +1,5 @@
 // PyTorch profiler traces written by the test in both schemas, imported and
 // analyzed; every expected part is computed by hand from the event times.
-#define BOOST_TEST_MODULE kineto_import
 #include <fstream>
 #include <functional>
 #include <tuple>

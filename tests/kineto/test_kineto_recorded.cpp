@@ -2,7 +2,6 @@
 // (tests/kineto/record_cpu_trace.py; committed in tests/kineto/data). The
 // expected data-wait share is computed here independently, with another
 // JSON parser (nlohmann) over the same file.
-#define BOOST_TEST_MODULE kineto_recorded
 #include <zlib.h>
 
 #include <filesystem>

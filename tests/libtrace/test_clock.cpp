@@ -1,6 +1,5 @@
 // Tick conversion: piecewise interpolation between clock triples, so a
 // drifting TSC and a slewed realtime clock do not accumulate error.
-#define BOOST_TEST_MODULE tick_clock
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -3,7 +3,6 @@
 // promptness, and the faults it must survive (threads exiting, fd
 // exhaustion, the program closing our descriptors, no /proc, a throwing
 // sink, fork).
-#define BOOST_TEST_MODULE cpu_sampler
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>

@@ -1,6 +1,5 @@
 // Process facts: fake /proc and cgroup trees (v1, v2, hybrid, containers,
 // limited and unlimited, malformed) and one look at the real machine.
-#define BOOST_TEST_MODULE process_facts
 #include <sched.h>
 #include <unistd.h>
 

@@ -1,6 +1,5 @@
 // TraceReader on well-formed files: every kind and extension read back,
 // tables, metadata, attachments, End totals and clock conversion.
-#define BOOST_TEST_MODULE reader
 #include <bit>
 #include <cstddef>
 #include <cstring>

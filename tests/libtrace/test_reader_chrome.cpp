@@ -1,6 +1,5 @@
 // Chrome trace-event export: valid JSON, slices, async pairs for overlaps,
 // Begin/End pairing, counters, instants, names, windows, size warnings.
-#define BOOST_TEST_MODULE chrome_export
 #include <bit>
 #include <sstream>
 

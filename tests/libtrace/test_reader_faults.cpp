@@ -1,6 +1,5 @@
 // TraceReader on damaged and foreign input (RELIABILITY.md item 6): a clear
 // error or a partial result with a warning, never a crash or an over-read.
-#define BOOST_TEST_MODULE reader_faults
 #include <random>
 
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,4 @@
 // File and run summaries (what `stallscope info` prints).
-#define BOOST_TEST_MODULE file_summary
 #include <sstream>
 
 #include <boost/test/unit_test.hpp>

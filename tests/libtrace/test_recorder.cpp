@@ -2,7 +2,6 @@
 // records known events and ends in a chosen way; the file is then read
 // back with the reader. Covers the round trip of every event kind and
 // RELIABILITY.md cases 1-3 and 5.
-#define BOOST_TEST_MODULE recorder
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>

@@ -2,7 +2,6 @@
 // (RELIABILITY.md 1 and 4), produced as its preamble says: a tiny tmpfs
 // for ENOSPC, another user (setpriv) for an unwritable directory, small
 // budgets for the disk limits.
-#define BOOST_TEST_MODULE recorder_faults
 #include <boost/test/unit_test.hpp>
 
 #include <sys/mount.h>

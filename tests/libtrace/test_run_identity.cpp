@@ -1,6 +1,5 @@
 // Run identity: rank and world size precedence, launchers, the run directory
 // and its claim (including processes racing for it), file names.
-#define BOOST_TEST_MODULE run_identity
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>

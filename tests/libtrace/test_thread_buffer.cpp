@@ -1,6 +1,5 @@
 // White-box tests of the per-thread ring: whole records, wrap-around,
 // drops counted exactly and announced by a gap record.
-#define BOOST_TEST_MODULE thread_buffer
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>

@@ -3,7 +3,6 @@
 // local disk and tmpfs: empty and 1-byte files, sizes off 4096, files
 // larger than the read size, many small files, shard records crossing
 // chunk boundaries (RELIABILITY.md 24, the byte-exact list).
-#define BOOST_TEST_MODULE loader_bytes
 #include <sys/resource.h>
 
 #include <boost/test/data/test_case.hpp>

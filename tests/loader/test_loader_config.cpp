@@ -1,5 +1,4 @@
 // Unit: configuration parsing and validation, dataset listing, shuffles.
-#define BOOST_TEST_MODULE loader_config
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

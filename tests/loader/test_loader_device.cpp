@@ -1,7 +1,6 @@
 // The emulated device (timing from its model, no host core while it
 // holds a copy), the CUDA fallback line, and locked memory refused by a
 // memlock limit without CAP_IPC_LOCK (RELIABILITY.md 23).
-#define BOOST_TEST_MODULE loader_device
 #include <boost/test/unit_test.hpp>
 
 #include <time.h>

@@ -3,7 +3,6 @@
 // fail ends the epoch with it, skip goes on and counts; stop mid-epoch
 // returns promptly, with or without a pool, and leaks no descriptor or
 // thread.
-#define BOOST_TEST_MODULE loader_errors
 #include <algorithm>
 #include <chrono>
 #include <filesystem>

@@ -4,7 +4,6 @@
 // and -EBUSY on both backends, a completion queue that overflows — every
 // sample still byte-exact, retries bounded and counted, no completion lost
 // or seen twice.
-#define BOOST_TEST_MODULE loader_faults
 #include <fcntl.h>
 #include <liburing.h>
 

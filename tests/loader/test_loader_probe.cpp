@@ -2,7 +2,6 @@
 // plausible rates at queue depths 1, 8 and 32; O_DIRECT reads are recorded
 // with CacheMethod::kDirect semantics (every byte a miss). And the pool's
 // ordering holds when preprocessing is much slower than reading.
-#define BOOST_TEST_MODULE loader_probe
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -1,6 +1,5 @@
 // Per-process rings (and pread threads) after fork, and io_uring refused by
 // seccomp (RELIABILITY.md 20, 25).
-#define BOOST_TEST_MODULE loader_process
 #include <sys/wait.h>
 
 #include <boost/test/data/test_case.hpp>

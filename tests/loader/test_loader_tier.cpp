@@ -1,7 +1,6 @@
 // Storage tier and page-cache classification, as root and as an
 // unprivileged user, on the local disk and tmpfs; drop_cache() makes the
 // next buffered read a miss and the one after it a hit.
-#define BOOST_TEST_MODULE loader_tier
 #include <boost/test/unit_test.hpp>
 
 #include "loader_fixtures.hpp"

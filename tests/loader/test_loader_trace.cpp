@@ -4,7 +4,6 @@
 // consumer's data_wait all carry the batch id; counters and attachments
 // (loader.probe, device.model, loader.config) are there; samples skipped by
 // the error policy are counted and named (RELIABILITY.md 24).
-#define BOOST_TEST_MODULE loader_trace
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,6 @@
 // an older generation of its slot) is counted and never applied; O_DIRECT
 // refused at a read while other reads of the file are queued leaves their
 // descriptor valid.
-#define BOOST_TEST_MODULE read_engine
 #include <deque>
 
 #include <boost/test/unit_test.hpp>

@@ -1,7 +1,6 @@
 // Clock alignment on synthetic runs: a host whose wall clock is 50 ms off and
 // whose clock drifts 20 ppm is put back within 100 µs on matched collective
 // completions; without matches the report says it trusts the wall clock.
-#define BOOST_TEST_MODULE clock_align
 #include <cstdlib>
 
 #include <boost/test/unit_test.hpp>

@@ -1,7 +1,6 @@
 // The cross-rank section in the three reports: JSON valid against
 // docs/report-schema.json (1.1) and holding the straggler, the terminal text
 // naming it with its cause, the HTML page with both heatmaps.
-#define BOOST_TEST_MODULE cross_report
 #include <fstream>
 #include <sstream>
 

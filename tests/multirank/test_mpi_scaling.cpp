@@ -3,7 +3,6 @@
 // bus bandwidth, so the model is efficiency(n) = step(1) / (step(1) + T(n)),
 // step(1) measured by the one-rank run itself (the calibration). Measured
 // efficiency within ±0.05 of it, exposed transfer the largest lost term.
-#define BOOST_TEST_MODULE mpi_scaling
 #include <unistd.h>
 
 #include <cstdio>

@@ -2,7 +2,6 @@
 // mount makes its rank the straggler, charged to its storage, and the other
 // ranks' waits match that rank's own storage stall (the calibration); all
 // mounts equally slow name no rank ("all ranks: storage").
-#define BOOST_TEST_MODULE mpi_straggler
 #include <boost/test/unit_test.hpp>
 
 #include "multirank/mpi_harness.hpp"

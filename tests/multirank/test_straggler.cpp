@@ -1,7 +1,6 @@
 // Straggler attribution on synthetic lockstep runs (synth_ranks.hpp): a rank
 // slowed by its storage is named with that cause and the others' waits move
 // into straggler wait; ranks equally slow name no one ("all ranks: storage").
-#define BOOST_TEST_MODULE straggler
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>

@@ -3,7 +3,6 @@
 // one rank slowed by its storage: merged and analyzed, clocks aligned, the
 // straggler found, and the analysis' memory within the stated bound
 // (docs/report-guide.md "Memory": per rank ≤ 256 KB whatever the run's length).
-#define BOOST_TEST_MODULE synth_256
 #include <sys/resource.h>
 
 #include <boost/test/unit_test.hpp>

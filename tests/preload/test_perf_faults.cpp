@@ -1,5 +1,4 @@
 // White-box: the CPU list the page-fault sampler opens one event per CPU of.
-#define BOOST_TEST_MODULE perf_faults
 #include <vector>
 
 #include <boost/test/unit_test.hpp>

@@ -3,7 +3,6 @@
 // InitializeInjection, which loads libstallscope_cuda.so from the shim's
 // directory and calls stallscope_cuda_attach_v1; when that library is
 // missing or fails, the trace says "GPU activity unavailable: <why>".
-#define BOOST_TEST_MODULE preload_cuda
 #include <boost/test/unit_test.hpp>
 
 #include "preload/preload_run.hpp"

@@ -7,7 +7,6 @@
 // refused (a seccomp filter in the child makes perf_event_open fail with
 // EACCES, as perf_event_paranoid 3 does). Skipped (exit 77) only where this
 // machine refuses perf events to the test itself.
-#define BOOST_TEST_MODULE preload_mmap
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/perf_event.h>

@@ -5,7 +5,6 @@
 // call is not recorded; when stallscope's NCCL profiler plugin is active the
 // calls are flagged join-only; the program's output is the same with and
 // without the shim.
-#define BOOST_TEST_MODULE preload_nccl
 #include <algorithm>
 #include <map>
 

@@ -1,7 +1,6 @@
 // NVTX injection: a program using only the NVTX3 headers, with two NVTX
 // copies in the process, run under plain LD_PRELOAD; push/pop, start/end,
 // domains and registered strings arrive as user ranges (RELIABILITY.md 17).
-#define BOOST_TEST_MODULE preload_nvtx
 #include <boost/test/unit_test.hpp>
 
 #include <map>

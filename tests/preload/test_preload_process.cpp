@@ -2,7 +2,6 @@
 // 9-14): fd reuse never keeps a stale path, fork/vfork/posix_spawn/exec
 // and _exit keep every process's file sound, a pipe fed by an exec'd
 // program is no data wait, 64 threads' first calls make one start.
-#define BOOST_TEST_MODULE preload_process
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

@@ -3,7 +3,6 @@
 // resolve to the shim, and a probe built plain, with _FILE_OFFSET_BITS=64
 // and with _FORTIFY_SOURCE=3 sees each call exactly once with its size and
 // offset (above 4 GiB) in the trace.
-#define BOOST_TEST_MODULE preload_reads
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

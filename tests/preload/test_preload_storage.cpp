@@ -2,7 +2,6 @@
 // passthrough with 30 ms per request, tests/tools/slowfs.cpp) under plain
 // LD_PRELOAD: its reads are recorded on the network tier and the report
 // names storage. Skipped (exit 77) where FUSE cannot be mounted.
-#define BOOST_TEST_MODULE preload_storage
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

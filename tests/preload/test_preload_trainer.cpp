@@ -3,7 +3,6 @@
 // blocking pipe reads are data waits labelled with who fed the pipe, a
 // forked loader writes its own file naming its parent, and the report
 // names preprocessing when decoding is the slow stage.
-#define BOOST_TEST_MODULE preload_trainer
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

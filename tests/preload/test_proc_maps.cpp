@@ -1,6 +1,5 @@
 // White-box: the /proc/self/maps parser and address lookup the page-fault
 // sampler resolves faulting addresses with.
-#define BOOST_TEST_MODULE proc_maps
 #include <sys/mman.h>
 #include <unistd.h>
 

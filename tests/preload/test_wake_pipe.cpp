@@ -1,6 +1,5 @@
 // White-box: the page-fault sampler's wake-up pipe never reads from or
 // writes into a descriptor the program closed and reused (RELIABILITY.md 5).
-#define BOOST_TEST_MODULE wake_pipe
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>

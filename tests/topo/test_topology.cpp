@@ -1,7 +1,6 @@
 // The topology parser over the shipped hwloc XML of a two-socket, 4-GPU
 // machine (two_socket_4gpu.xml, written by make_test_xml.py), NVML facts
 // from a fake NVML, this machine's own topology, and the trace attachment.
-#define BOOST_TEST_MODULE topology
 #include <dlfcn.h>
 #include <sys/wait.h>
 
