@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
                0);
   ok &= result("multirank_parallel_speedup", seq.wall_s / par.wall_s, "x", ">=",
                cores > 1 ? 1.2 : 0);
-  ok &= result("multirank_mem_per_rank", per_rank_kb, "KB", "<=", 256);
+  ok &= result("multirank_mem_per_rank", per_rank_kb, "KB", "<=", 128);
   // Constant in run length, allowing for the RSS measurement's noise.
   ok &= result("multirank_mem_growth_per_step", growth_b_per_step, "B/step", "<=", 16);
   ok &=

@@ -2,7 +2,7 @@
 // per-host wall-clock offsets up to ±50 ms, drift up to ±20 ppm, jitter and
 // one rank slowed by its storage: merged and analyzed, clocks aligned, the
 // straggler found, and the analysis' memory within the stated bound
-// (docs/report-guide.md "Memory": per rank ≤ 256 KB whatever the run's length).
+// (docs/report-guide.md "Memory": per rank ≤ 128 KB whatever the run's length).
 #include <sys/resource.h>
 
 #include <boost/test/unit_test.hpp>
@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(straggler_found_among_256_ranks_within_memory_bound) {
   BOOST_TEST(c.summary.find(" s for it in all") != std::string::npos, c.summary);
   for (const auto& r : rep.ranks)
     for (const auto& st : r.steps) BOOST_TEST_REQUIRE(an::sum(st.parts) == st.wall());
-  const long bound_kb = long(s.ranks) * 256;
+  const long bound_kb = long(s.ranks) * 128;
   BOOST_TEST_MESSAGE("analysis grew max RSS by " << grown_kb << " KB (bound " << bound_kb
                                                  << " KB)");
   BOOST_TEST(grown_kb <= bound_kb);

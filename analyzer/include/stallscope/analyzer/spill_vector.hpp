@@ -18,6 +18,7 @@
 // the tables that existed before the fork.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -59,9 +60,11 @@ class SpillVector {
                 "SpillVector moves elements as bytes");
 
  public:
-  // Elements per chunk: about 32 KiB of them (few reads and writes of the
-  // scratch file), at least 64.
-  static constexpr size_t kChunk = sizeof(T) * 64 > 32768 ? 64 : 32768 / sizeof(T);
+  // Elements per chunk: 16 KiB of them, at least 64 and at most 256. A
+  // table's memory stops growing once it holds kResident chunks, so small
+  // elements get small chunks: every table reaches its bound within 512
+  // elements.
+  static constexpr size_t kChunk = std::clamp<size_t>(16384 / sizeof(T), 64, 256);
   static constexpr size_t kResident = 2;   // chunks held in memory at most
 
   class const_iterator {
