@@ -81,16 +81,20 @@ RankEngine::TrainerChans* RankEngine::trainer_chans() {
 void RankEngine::route_enqueue(const Ev& e) {
   ++cuda_api_;  // a GPU job: without device activity, it was not recorded
   nccl_join_.add_call(e);
-  if (!nccl_join_.joined().empty()) {
-    for (const Ev& k : nccl_join_.joined()) add_device_collective(k);
-    nccl_join_.joined().clear();
-  }
+  add_joined_kernels();
   if (finder_.decided() && e.track != finder_.trainer_track()) return;
   chans_[e.track].api.add(e.start, e.end);
 }
 
 void RankEngine::route_nccl_kernel(Ev e) {
   if (nccl_join_.join(e)) add_device_collective(e);
+}
+
+// NCCL kernels that were waiting for their launch, joined when it came.
+void RankEngine::add_joined_kernels() {
+  if (nccl_join_.joined().empty()) return;
+  for (const Ev& k : nccl_join_.joined()) add_device_collective(k);
+  nccl_join_.joined().clear();
 }
 
 // A device-side collective with its call's identity: an instance for the
@@ -116,10 +120,7 @@ void RankEngine::add_device_collective(const Ev& e) {
 
 void RankEngine::route_trainer(const Ev& e) {
   if (e.phase != format::kComplete) return;
-  if (!nccl_join_.joined().empty()) {  // kernels whose launch came just now
-    for (const Ev& k : nccl_join_.joined()) add_device_collective(k);
-    nccl_join_.joined().clear();
-  }
+  add_joined_kernels();  // kernels whose launch came just now
   if (e.kind == Kind::kApiCall) ++cuda_api_;
   if (finder_.decided() && e.track != finder_.trainer_track()) return;
   TrainerChans& c = chans_[e.track];

@@ -61,6 +61,7 @@ class RankEngine {
   void route_data(const Ev& e, std::span<const uint64_t> ids);
   void route_nccl_kernel(Ev e);
   void add_device_collective(const Ev& e);
+  void add_joined_kernels();
   void on_counter(const Ev& e);
   CounterKind counter_kind(uint32_t name);
   void on_decided();
