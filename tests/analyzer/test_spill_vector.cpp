@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "analyzer/run_self.hpp"
 #include "stallscope/analyzer/report.hpp"
@@ -30,6 +31,19 @@ bool same(const an::StepResult& a, const an::StepResult& b) {
 
 using Steps = an::SpillVector<an::StepResult>;
 constexpr size_t kN = 10'000;  // dozens of chunks: most of them spilled
+
+// Memory stops growing once a table holds its resident chunks: within 512
+// elements for each table of a report, whatever the element's size, so a
+// run of ~1,000 steps already shows the bound (bench/multirank_bench).
+template <class T>
+constexpr size_t bound_reached_at() {
+  return an::SpillVector<T>::kChunk * an::SpillVector<T>::kResident;
+}
+static_assert(bound_reached_at<an::StepResult>() <= 512);
+static_assert(bound_reached_at<an::CollectiveInstance>() <= 512);
+static_assert(bound_reached_at<std::pair<int64_t, int64_t>>() <= 512);
+static_assert(an::SpillVector<std::pair<int64_t, int64_t>>::kChunk == 256);  // 4 KiB chunks
+static_assert(an::SpillVector<an::StepResult>::kChunk * sizeof(an::StepResult) <= 16384);
 
 an::SpillVector<an::StepResult> filled() {
   an::SpillVector<an::StepResult> v;
