@@ -18,12 +18,14 @@
 
 #include "attribution.hpp"
 #include "channels.hpp"
+#include "decimated.hpp"
 #include "engine_collectives.hpp"
 #include "lineage.hpp"
 #include "nccl_join.hpp"
 #include "run_stats.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "step_finder.hpp"
+#include "summary.hpp"
 
 namespace stallscope::analyzer {
 
@@ -115,6 +117,11 @@ class RankEngine {
   SpillVector<StepResult> steps_;  // finalized, in start order (nearly always)
   int64_t last_step_start_ = INT64_MIN;
   bool steps_in_order_ = true;
+  // Taken as the steps are made, so that the end of the rank reads the
+  // step table (spilled: spill_vector.hpp) once, not once per figure.
+  uint8_t steps_split_ = 0;                 // SplitBits of every step
+  size_t steps_closed_ = 0;                 // steps closed by the analyzer
+  Decimated<int64_t> step_walls_{kSampleCap};  // for the warm-up's median
   std::vector<std::string> warnings_;
   Timeline typical_, longest_;
   static constexpr size_t kLineageSteps = 64;

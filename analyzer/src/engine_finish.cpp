@@ -39,8 +39,8 @@ RankReport RankEngine::finish() {
     steps_ = SpillVector<StepResult>(v);
   }
   r.steps = std::move(steps_);
-  for (const auto& s : r.steps) r.split |= s.split;
-  summarize_steps(r, opt_);
+  r.split = steps_split_;
+  summarize_steps(r, opt_, step_walls_);
   stats_.nccl_joined = nccl_join_.matched();
   stats_.nccl_unjoined = nccl_join_.unmatched();
   build_capacity(r, stats_, trace_);
@@ -58,8 +58,7 @@ RankReport RankEngine::finish() {
 void RankEngine::add_warnings(RankReport& r) const {
   auto& w = r.warnings;
   if (r.source == StepSource::kNone) w.push_back("no steps found: no step events, no ranges matching the step pattern, no data waits");
-  const auto closed = std::count_if(r.steps.begin(), r.steps.end(),
-                                    [](const StepResult& s) { return s.closed_by_analyzer; });
+  const size_t closed = steps_closed_;
   if (closed > 0 && r.source == StepSource::kDataWaits)
     w.push_back("the last step (from the last data wait to the last event) is partial: closed by the analyzer");
   else if (closed > 0)

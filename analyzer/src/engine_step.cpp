@@ -108,6 +108,9 @@ void RankEngine::finalize(const StepCand& c) {
   steps_in_order_ = steps_in_order_ && r.start_ns >= last_step_start_;
   last_step_start_ = r.start_ns;
   steps_.push_back(r);
+  steps_split_ |= r.split;
+  steps_closed_ += r.closed_by_analyzer ? 1 : 0;
+  step_walls_.add(r.wall());
   snapshot(in, r);
   finalized_until_ = std::max(finalized_until_, c.end);
 }

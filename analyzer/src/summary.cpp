@@ -33,10 +33,9 @@ void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90) {
   p90 = static_cast<double>(ns[k90]) / 1e6;
 }
 
-size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps) {
+size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps,
+                    Decimated<int64_t>& walls) {
   if (steps.size() < 4) return 0;
-  Decimated<int64_t> walls(kSampleCap);
-  for (size_t i = 0; i < steps.size(); ++i) walls.add(steps.peek(i).wall());
   const double median = percentile_ms(std::move(walls.values()), 0.5) * 1e6;
   const size_t cap = std::min(max_steps, steps.size() / 4);
   size_t n = 1;
@@ -44,8 +43,8 @@ size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps) {
   return std::max<size_t>(1, std::min(n, cap));
 }
 
-void summarize_steps(RankReport& r, const AnalyzeOptions& opt) {
-  r.warmup_steps = warmup_count(r.steps, opt.warmup_max);
+void summarize_steps(RankReport& r, const AnalyzeOptions& opt, Decimated<int64_t>& step_walls) {
+  r.warmup_steps = warmup_count(r.steps, opt.warmup_max, step_walls);
   for (size_t i = 0; i < r.warmup_steps; ++i) r.steps.edit(i).warmup = true;
   // One pass over the steady steps; the percentiles come from bounded
   // samples (exact up to kSampleCap steps).

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "decimated.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 
 namespace stallscope::analyzer {
@@ -14,13 +15,17 @@ inline constexpr size_t kSampleCap = size_t{1} << 16;
 
 // Warm-up: from the first step, every step until the first whose wall time
 // is within 1.5 × the median of all steps (at least one step when there are
-// 4 or more, never more than max_steps or a quarter of the steps).
-size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps);
+// 4 or more, never more than max_steps or a quarter of the steps). `walls`
+// is a sample of every step's wall time (kSampleCap), consumed.
+size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps,
+                    Decimated<int64_t>& walls);
 double percentile_ms(std::vector<int64_t> ns, double q);
 // The median and the 90th percentile of `ns` (reordered in place), in ms:
 // the same values as percentile_ms(ns, 0.5) and percentile_ms(ns, 0.9).
 void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90);
-// Fills warmup/steady counts, step and part percentiles, outliers.
-void summarize_steps(RankReport& r, const AnalyzeOptions& opt);
+// Fills warmup/steady counts, step and part percentiles, outliers, in one
+// pass over the steps after the first few. `walls` is the sample of every
+// step's wall time taken as the steps were made (kSampleCap), consumed.
+void summarize_steps(RankReport& r, const AnalyzeOptions& opt, Decimated<int64_t>& walls);
 
 }  // namespace stallscope::analyzer
