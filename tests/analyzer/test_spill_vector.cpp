@@ -1,7 +1,12 @@
 // SpillVector: a table that keeps only a few chunks in memory and the rest
 // in the process's scratch file, read back unchanged; without a scratch file
 // it keeps everything in memory and still works.
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <string>
@@ -139,5 +144,36 @@ BOOST_AUTO_TEST_CASE(without_a_scratch_file_everything_stays_in_memory) {
   const int st = stallscope::testing::run_self_test(
       "without_a_scratch_file_everything_stays_in_memory",
       {"SPILL_TEST_CHILD=1", "TMPDIR=/nonexistent/stallscope-spill-test"});
+  BOOST_TEST(stallscope::testing::exited_ok(st), "child status " << st);
+}
+
+// Run in a child whose files may not grow past 40 KiB (RLIMIT_FSIZE, with
+// SIGXFSZ ignored so that the write fails with EFBIG): the scratch file
+// takes the first chunks, then a write fails halfway through the run. From
+// then on the table stays in memory, nothing is lost, and the failure is
+// named for the report's warnings.
+BOOST_AUTO_TEST_CASE(a_write_failing_midway_keeps_the_rest_in_memory) {
+  if (std::getenv("SPILL_TEST_CHILD") != nullptr) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit lim{40 << 10, 40 << 10};
+    BOOST_TEST_REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    auto v = filled();
+    BOOST_TEST(an::spill::Arena::instance().bytes_in_use() > 0u);  // the first chunks went out
+    const std::string why = an::spill::Arena::instance().failure();
+    BOOST_TEST(why.find("writing the scratch file in /tmp failed") != std::string::npos, why);
+    BOOST_TEST(why.find(std::strerror(EFBIG)) != std::string::npos, why);
+    BOOST_TEST(v.resident_chunks() > kN / Steps::kChunk - 3);  // all but the spilled ones
+    for (size_t i = 0; i < kN; i += 37) BOOST_TEST_REQUIRE(same(v[i], step(i)));
+    // The chunks written before the failure come back; changes stick.
+    for (size_t i = 0; i < kN; i += 101) {
+      an::StepResult x = v[i];
+      x.outlier = true;
+      v.set(i, x);
+    }
+    for (size_t i = 0; i < kN; ++i) BOOST_TEST_REQUIRE(v[i].outlier == (i % 101 == 0));
+    return;
+  }
+  const int st = stallscope::testing::run_self_test("a_write_failing_midway_keeps_the_rest_in_memory",
+                                                    {"SPILL_TEST_CHILD=1", "TMPDIR=/tmp"});
   BOOST_TEST(stallscope::testing::exited_ok(st), "child status " << st);
 }
