@@ -43,6 +43,22 @@ constexpr size_t kSlot = sizeof(CUpti_ActivityKernel10);  // every record's room
 static_assert(sizeof(CUpti_ActivityDevice5) <= kSlot && sizeof(CUpti_ActivityMemcpy6) <= kSlot &&
               sizeof(CUpti_ActivityMemset4) <= kSlot);
 
+// Writes `n` kernel records named `name` on `stream`, correlation ids from
+// `corr`, stamped now by the registered callback, `dur` long.
+void fill_kernels(uint8_t* buf, int n, const char* name, uint32_t stream, uint32_t corr,
+                  uint64_t dur) {
+  std::memset(buf, 0, kSlot * static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(buf + i * kSlot);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->name = name;
+    k->streamId = stream;
+    k->correlationId = corr + static_cast<uint32_t>(i);
+    k->start = g.timestamp();
+    k->end = k->start + dur;
+  }
+}
+
 // Requests a buffer, lets `fill` write one record into its first slot and
 // completes it; 0, or -1 before attach, -2 when no buffer came.
 template <typename Fill>
@@ -188,16 +204,7 @@ FAKE_EXPORT int fake_cupti_emit(int kernels, size_t dropped) {
   g.request(&buf, &size, &max);
   const size_t need = kSlot * (kernels + 2);
   if (buf == nullptr || size < need) return -2;
-  std::memset(buf, 0, need);
-  for (int i = 0; i < kernels + 2; ++i) {
-    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(buf + i * kSlot);
-    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k->name = "fake_kernel";
-    k->streamId = 7;
-    k->correlationId = 100 + i;
-    k->start = g.timestamp();
-    k->end = k->start + 1000;
-  }
+  fill_kernels(buf, kernels + 2, "fake_kernel", 7, 100, 1000);
   reinterpret_cast<CUpti_ActivityKernel10*>(buf + kernels * kSlot)->start = 0;
   reinterpret_cast<CUpti_Activity*>(buf + (kernels + 1) * kSlot)->kind =
       static_cast<CUpti_ActivityKind>(0x7001);
@@ -218,16 +225,7 @@ FAKE_EXPORT int fake_cupti_stage(int kernels) {
   g.request(&buf, &size, &max);
   const size_t need = kSlot * static_cast<size_t>(kernels);
   if (buf == nullptr || size < need) return -2;
-  std::memset(buf, 0, need);
-  for (int i = 0; i < kernels; ++i) {
-    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(buf + i * kSlot);
-    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k->name = "fake_flushed_kernel";
-    k->streamId = 9;
-    k->correlationId = 200 + i;
-    k->start = g.timestamp();
-    k->end = k->start + 500;
-  }
+  fill_kernels(buf, kernels, "fake_flushed_kernel", 9, 200, 500);
   g_staged = buf;
   g_staged_size = size;
   g_staged_valid = need;
