@@ -19,4 +19,6 @@ bool init_suite() {
 
 }  // namespace
 
-int main(int argc, char* argv[]) { return boost::unit_test::unit_test_main(&init_suite, argc, argv); }
+int main(int argc, char* argv[]) {
+  return boost::unit_test::unit_test_main(&init_suite, argc, argv);
+}

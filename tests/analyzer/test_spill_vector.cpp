@@ -173,7 +173,8 @@ BOOST_AUTO_TEST_CASE(a_write_failing_midway_keeps_the_rest_in_memory) {
     for (size_t i = 0; i < kN; ++i) BOOST_TEST_REQUIRE(v[i].outlier == (i % 101 == 0));
     return;
   }
-  const int st = stallscope::testing::run_self_test("a_write_failing_midway_keeps_the_rest_in_memory",
-                                                    {"SPILL_TEST_CHILD=1", "TMPDIR=/tmp"});
+  const int st =
+      stallscope::testing::run_self_test("a_write_failing_midway_keeps_the_rest_in_memory",
+                                         {"SPILL_TEST_CHILD=1", "TMPDIR=/tmp"});
   BOOST_TEST(stallscope::testing::exited_ok(st), "child status " << st);
 }
