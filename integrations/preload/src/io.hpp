@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "classify.hpp"
+#include "direct_read.hpp"
 #include "fd_table.hpp"
 #include "recorder/inline_events.hpp"
 #include "shim.hpp"
@@ -62,6 +63,14 @@ class ReadScope {
       done_slow(result);
     }
   }
+  // True when the read may make its system call itself (direct_read.hpp):
+  // a traced read of a regular file on a local or memory filesystem.
+  bool direct() const noexcept {
+    return active_ && info_.kind == FdKind::kFile &&
+           (info_.tier == static_cast<uint8_t>(format::Tier::kLocal) ||
+            info_.tier == static_cast<uint8_t>(format::Tier::kMemory)) &&
+           g_direct_reads.load(std::memory_order_relaxed);
+  }
   ReadScope(const ReadScope&) = delete;
   ReadScope& operator=(const ReadScope&) = delete;
 
@@ -75,6 +84,9 @@ class ReadScope {
     } else if (classify_due(len)) {
       begin_classified(len);
     }
+    // The record's cache lines, fetched for writing while the kernel works:
+    // written after the call, they would otherwise wait for the fetch.
+    if (auto* b = stallscope::detail::t_buf) b->prefetch_head();
     t0_ = ticks_now();
   }
   void end_file(uint64_t bytes) noexcept {

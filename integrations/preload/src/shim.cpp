@@ -73,6 +73,12 @@ void load_shim_config() noexcept {
   }
   g_config.classify_every = env_u32("STALLSCOPE_PRELOAD_CLASSIFY_EVERY", 256, 1, 1u << 20);
   g_config.wait_min_ns = env_u32("STALLSCOPE_PRELOAD_WAIT_MIN_US", 20, 0, 1000000) * 1000u;
+  const char* direct = std::getenv("STALLSCOPE_PRELOAD_DIRECT");
+  if (direct != nullptr && std::strcmp(direct, "off") == 0) {
+    g_config.direct_reads = false;
+  } else if (direct != nullptr && *direct != '\0' && std::strcmp(direct, "on") != 0) {
+    shim_note("STALLSCOPE_PRELOAD_DIRECT must be 'on' or 'off'; using 'on'");
+  }
 }
 
 }  // namespace stallscope::preload

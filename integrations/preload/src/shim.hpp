@@ -17,6 +17,7 @@ struct ShimConfig {
   bool follow_children = true;  // STALLSCOPE_FOLLOW=none|children
   uint32_t classify_every = 256; // STALLSCOPE_PRELOAD_CLASSIFY_EVERY: 1 read in N
   uint32_t wait_min_ns = 20000; // blocking channel reads shorter are not waits
+  bool direct_reads = true;     // STALLSCOPE_PRELOAD_DIRECT=on|off (direct_read.hpp)
 };
 
 // False until the constructor ran, and for good in an excluded program;

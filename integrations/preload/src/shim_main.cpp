@@ -14,6 +14,7 @@
 #include <string>
 
 #include "channels.hpp"
+#include "direct_read.hpp"
 #include "env_policy.hpp"
 #include "fault_sampler.hpp"
 #include "shim.hpp"
@@ -86,6 +87,7 @@ __attribute__((constructor)) void shim_constructor() {
   ::pthread_atfork(nullptr, nullptr, after_fork_child_handler);
   (void)ns_per_tick();  // calibrated now, not inside a traced call
   claim_injection();
+  direct_reads_init();
   {
     Guard guard;  // the recorder's start-up calls are not traced
     stallscope_init();
