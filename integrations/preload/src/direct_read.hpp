@@ -1,9 +1,10 @@
 // Reads of local files made with the system call itself instead of libc's
-// function. A traced read then has one frame fewer around its system call:
-// after the kernel returns, the next `ret` is likely mispredicted (the
-// kernel's return-stack mitigations leave the return predictor empty), and
-// libc's read or pread adds one, plus its cancellation bookkeeping (about
-// 15 ns of a 560 ns page-cached 4 KiB pread, docs/performance.md).
+// function. A traced read then has one frame fewer open across its system
+// call: when the kernel comes back the return predictor no longer holds the
+// program's returns, so each return out of such a frame is likely
+// mispredicted, and libc's read or pread adds one, plus its cancellation
+// bookkeeping (together about 12-15 ns of a 560 ns page-cached 4 KiB pread,
+// docs/performance.md).
 //
 // Only where nothing is lost by it:
 //   - the next definition of every read and pread name after the shim is
