@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,9 @@ void find_own_path() {
   char real[4096];
   const char* path = ::realpath(info.dli_fname, real) != nullptr ? real : info.dli_fname;
   set_shim_path(path);
-  std::strncpy(g_dir, path, sizeof g_dir - 1);
+  const size_t n = std::min(std::strlen(path), sizeof g_dir - 1);
+  std::memcpy(g_dir, path, n);
+  g_dir[n] = '\0';
   if (char* slash = std::strrchr(g_dir, '/')) *slash = '\0';
 }
 
