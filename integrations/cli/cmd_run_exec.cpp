@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cmd_run.hpp"
+#include "commands.hpp"
 
 namespace stallscope::cli::run {
 namespace {
@@ -115,9 +116,11 @@ pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setsigmask(&attr, &child_mask);
-  sigset_t dflt;
-  sigemptyset(&dflt);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2, SIGCHLD, SIGPIPE}) sigaddset(&dflt, s);
+  // Dispositions pass to the command as stallscope inherited them (a
+  // signal ignored under nohup stays ignored), but for the ones stallscope
+  // ignores itself. Its handled signals are blocked (the signalfd), and the
+  // mask above restores them.
+  const sigset_t dflt = child_signal_defaults();
   posix_spawnattr_setsigdefault(&attr, &dflt);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;

@@ -67,7 +67,7 @@ int launch_scaling_runs(ScalingArgs& a) {
     const std::string cmd = command_for(a, n);
     std::cerr << "stallscope scaling: " << n << " rank(s): " << cmd << "\n";
     setenv("STALLSCOPE_OUT", dir.c_str(), 1);
-    const int st = std::system(cmd.c_str());
+    const int st = shell(cmd);
     unsetenv("STALLSCOPE_OUT");
     if (st != 0) {
       std::cerr << "stallscope scaling: the " << n << "-rank run failed (exit status "

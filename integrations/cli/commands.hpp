@@ -2,6 +2,8 @@
 // itself on the top-level CLI11 app; main.cpp runs the one that was chosen.
 #pragma once
 
+#include <signal.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -36,6 +38,18 @@ Command add_scaling_command(CLI::App& parent);  // cmd_scaling.cpp
 // path that yields none ("stallscope <cmd>: <path>: ...") and sets *failed.
 std::vector<std::string> expand_inputs(const std::string& cmd,
                                        const std::vector<std::string>& paths, bool* failed);
+
+// SIGXFSZ: with a file-size limit (ulimit -f, RLIMIT_FSIZE) a write past it
+// would kill stallscope silently. main() ignores the signal, so the write
+// fails with EFBIG and the command reports which file it could not write.
+// Programs stallscope starts get the disposition it inherited instead:
+// spawn them with child_signal_defaults() reset to default, and run shell
+// commands through shell().
+void ignore_file_size_signal();
+// The signals to reset to default in a child (posix_spawnattr_setsigdefault).
+sigset_t child_signal_defaults();
+// std::system(cmd) with the dispositions stallscope inherited.
+int shell(const std::string& cmd);
 
 // Prints "[i/n] path" on one rewritten stderr line when stderr is a
 // terminal (long runs show progress; logs stay clean). Call with i == n to

@@ -50,7 +50,7 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 
 // Runs a command with its output appended to `log`; true on exit status 0.
 bool run_logged(const std::string& cmd, const std::string& log) {
-  const int rc = std::system((cmd + " >>" + quote(log) + " 2>&1").c_str());
+  const int rc = shell(cmd + " >>" + quote(log) + " 2>&1");
   return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
 }
 

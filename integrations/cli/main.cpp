@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   // (glibc's adaptive threshold would keep blocks up to 32 MiB; ~60 MiB of
   // peak RSS on a 50 M-event trace).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  stallscope::cli::ignore_file_size_signal();
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {  // out of memory, a failed stream …

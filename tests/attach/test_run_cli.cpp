@@ -52,6 +52,37 @@ BOOST_AUTO_TEST_CASE(refuses_a_static_binary_clearly) {
   BOOST_TEST(slurp(log).find("statically linked") != std::string::npos, slurp(log));
 }
 
+// The command's signal dispositions are those stallscope inherited: SIGHUP
+// stays ignored under nohup, and SIGXFSZ, which stallscope ignores itself
+// (a write past a file-size limit fails instead of killing it), reaches the
+// command at its default.
+BOOST_AUTO_TEST_CASE(the_command_inherits_the_signal_dispositions_it_was_given) {
+  TempDir t;
+  // The command's ignored-signal mask, from the log (stallscope writes its
+  // own lines there too).
+  auto ignored_mask = [](const std::string& log) -> unsigned long long {
+    const std::string text = slurp(log);
+    const size_t at = text.find("SigIgn:");
+    return at == std::string::npos ? ~0ull : std::stoull(text.substr(at + 7), nullptr, 16);
+  };
+  const auto bit = [](int sig) { return 1ull << (sig - 1); };
+  const std::vector<std::string> show = {"grep", "SigIgn", "/proc/self/status"};
+  const std::string plain_log = t.path() + "/plain.log", nohup_log = t.path() + "/nohup.log";
+  BOOST_TEST_REQUIRE(run(run_argv(t.path() + "/a", {}, show), plain_log, 20) == 0,
+                     slurp(plain_log));
+  const unsigned long long plain = ignored_mask(plain_log);
+  BOOST_TEST_REQUIRE(plain != ~0ull, slurp(plain_log));
+  BOOST_TEST((plain & bit(SIGHUP)) == 0u);
+  BOOST_TEST((plain & bit(SIGXFSZ)) == 0u);
+  std::vector<std::string> nohup = run_argv(t.path() + "/b", {}, show);
+  BOOST_TEST_REQUIRE(exists("/usr/bin/nohup"));  // coreutils
+  nohup.insert(nohup.begin(), "/usr/bin/nohup");
+  BOOST_TEST_REQUIRE(run(nohup, nohup_log, 20) == 0, slurp(nohup_log));
+  const unsigned long long under_nohup = ignored_mask(nohup_log);
+  BOOST_TEST((under_nohup & bit(SIGHUP)) != 0u);
+  BOOST_TEST((under_nohup & bit(SIGXFSZ)) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(forwards_sigint_to_the_command) {
   TempDir t;
   const std::string log = t.path() + "/log", file = t.path() + "/got-signal";

@@ -31,9 +31,12 @@ inline std::string slurp(const std::string& path) {
   return s.str();
 }
 
-// Runs `stallscope args...` with its output captured in `dir`.
-inline CliResult run_cli(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = shell_quote(STALLSCOPE_CLI);
+// Runs `stallscope args...` with its output captured in `dir`; `shell_setup`
+// (e.g. "ulimit -f 1") runs first in the same shell.
+inline CliResult run_cli(const TempDir& dir, const std::vector<std::string>& args,
+                         const std::string& shell_setup = "") {
+  std::string cmd = shell_setup.empty() ? "" : shell_setup + "; ";
+  cmd += "exec " + shell_quote(STALLSCOPE_CLI);
   for (const auto& a : args) {
     cmd += ' ';
     cmd += shell_quote(a);

@@ -171,6 +171,23 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2_naming_the_flag) {
   BOOST_TEST(!std::filesystem::exists(out));
 }
 
+// Past a file-size limit (ulimit -f) the write fails with EFBIG instead of
+// SIGXFSZ killing stallscope: exit 1 naming the file, nothing half-written.
+BOOST_AUTO_TEST_CASE(a_file_size_limit_fails_the_write_clearly) {
+  TempDir dir;
+  write_trace(dir.file("a.sst"));
+  const auto full = run_cli(dir, {"export", "--chrome", dir.file("full.json"), dir.file("a.sst")});
+  BOOST_TEST_REQUIRE(full.exit_code == 0, full.err);
+  BOOST_TEST_REQUIRE(std::filesystem::file_size(dir.file("full.json")) > 1024u);
+  // dash counts -f in 512-byte blocks, bash in KiB: either is below the output.
+  const auto r = run_cli(dir, {"export", "--chrome", dir.file("out.json"), dir.file("a.sst")},
+                         "ulimit -f 1");
+  BOOST_TEST(r.exit_code == 1, "exit " << r.exit_code << " (153: killed by SIGXFSZ) " << r.err);
+  BOOST_TEST(has(r.err, "cannot write " + dir.file("out.json")), r.err);
+  BOOST_TEST(!std::filesystem::exists(dir.file("out.json")));
+  BOOST_TEST(!std::filesystem::exists(dir.file("out.json.tmp")));
+}
+
 BOOST_AUTO_TEST_CASE(missing_or_unreadable_input_exits_1_naming_the_file) {
   TempDir dir;
   const std::string out = dir.file("o.json");

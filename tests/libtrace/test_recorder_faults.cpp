@@ -119,6 +119,40 @@ BOOST_AUTO_TEST_CASE(stop_mode_keeps_the_file_within_budget_and_counts_the_rest)
   BOOST_TEST(l.end.summary.disk_dropped == disk);
 }
 
+// A file-size limit (ulimit -f) below the budget: the recorder keeps the
+// file under it, as under STALLSCOPE_MAX_MB, instead of a write past it
+// killing the program with SIGXFSZ.
+BOOST_AUTO_TEST_CASE(a_file_size_limit_caps_the_file_instead_of_killing_the_program) {
+  TempDir d;
+  constexpr uint64_t kLimit = 3u << 20;
+  auto r = run_probe({"threads", "4", "250000"},
+                     {{"STALLSCOPE_OUT", d.path()}, {"STALLSCOPE_THREAD_BUFFER_KB", "16384"},
+                      {"STALLSCOPE_SAMPLE_MS", "0"}},
+                     {}, {}, 60, {"prlimit", "--fsize=" + std::to_string(kLimit)});
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << ": " << r.err);
+  BOOST_TEST(r.value("issued") == 1000000);
+  BOOST_TEST(count_lines_with(r.err, "stallscope:") == 1u, r.err);
+  BOOST_TEST(r.err.find("file-size limit") != std::string::npos, r.err);
+  auto files = trace_files(d.path());
+  BOOST_REQUIRE_EQUAL(files.size(), 1u);
+  BOOST_TEST(std::filesystem::file_size(files[0]) < kLimit);
+  Loaded l = load(files[0]);
+  BOOST_TEST(static_cast<int>(l.status) == static_cast<int>(reader::Status::kComplete));
+  BOOST_TEST(l.end.summary.disk_dropped > 0u);
+  BOOST_TEST(l.by_name["work"] > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_size_limit_too_small_for_a_trace_turns_tracing_off) {
+  TempDir d;
+  auto r = run_probe({"threads", "2", "1000"}, {{"STALLSCOPE_OUT", d.path()}}, {}, {}, 60,
+                     {"prlimit", "--fsize=500000"});
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << ": " << r.err);
+  BOOST_TEST(r.value("issued") == 2000);
+  BOOST_TEST(count_lines_with(r.err, "stallscope:") == 1u, r.err);
+  BOOST_TEST(r.err.find("leaves no room for a trace file") != std::string::npos, r.err);
+  BOOST_TEST(trace_files(d.path()).empty());
+}
+
 BOOST_AUTO_TEST_CASE(ring_mode_keeps_the_newest_segments_and_counts_the_discarded) {
   TempDir d;
   auto r = run_probe({"threads", "4", "250000"},

@@ -1,6 +1,10 @@
 #include "recorder/config.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -41,7 +45,31 @@ struct Reader {
   }
 };
 
+std::string megabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", double(bytes) / double(1u << 20));
+  return text;
+}
+
 }  // namespace
+
+void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
+  if (limit == 0) return;
+  constexpr uint64_t kMinFile = 1u << 20;
+  const uint64_t room = std::max<uint64_t>(64u << 10, limit / 16);  // closing chunk, rotation
+  const uint64_t cap = limit > room ? limit - room : 0;
+  if (cap < kMinFile) {
+    cfg.enabled = false;
+    cfg.warnings.push_back("the file-size limit (ulimit -f) of " + megabytes(limit) +
+                           " leaves no room for a trace file; tracing is off");
+    return;
+  }
+  if (cfg.max_file_bytes != 0 && cfg.max_file_bytes <= cap) return;
+  cfg.warnings.push_back("the file-size limit (ulimit -f) of " + megabytes(limit) +
+                         " caps the trace file at " + megabytes(cap) +
+                         " (STALLSCOPE_MAX_MB); events past it are counted, not written");
+  cfg.max_file_bytes = cap;
+}
 
 size_t round_buffer_size(size_t bytes) noexcept {
   size_t n = 64u << 10;
@@ -72,6 +100,10 @@ RecorderConfig load_config(const sys::EnvLookup& env) {
                            "one thread buffer uses the whole budget");
     cfg.thread_buffer_bytes = round_buffer_size(cfg.buffer_bytes);
     if (cfg.thread_buffer_bytes > cfg.buffer_bytes) cfg.thread_buffer_bytes >>= 1;
+  }
+  rlimit fsize{};
+  if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
+    apply_file_size_limit(cfg, std::max<uint64_t>(fsize.rlim_cur, 1));
   }
   return cfg;
 }

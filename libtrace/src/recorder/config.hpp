@@ -37,6 +37,14 @@ struct RecorderConfig {
 // Reads the configuration from `env` (the process environment by default).
 RecorderConfig load_config(const sys::EnvLookup& env);
 
+// Keeps the trace file under a file-size limit of `limit` bytes (the soft
+// RLIMIT_FSIZE, `ulimit -f`; 0 = none): a write past it would fail (or kill
+// a thread that does not block SIGXFSZ). The budget (max_file_bytes) is
+// lowered to leave room for the closing chunk, with a warning; a limit too
+// small for a useful file turns recording off. load_config() applies the
+// process's own limit.
+void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit);
+
 // Thread buffer size actually used: a power of two in [64 KiB, 1 GiB].
 size_t round_buffer_size(size_t bytes) noexcept;
 
