@@ -54,7 +54,7 @@ std::string megabytes(uint64_t bytes) {
 }  // namespace
 
 void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
-  if (limit == 0) return;
+  if (limit == 0 || !cfg.enabled) return;
   constexpr uint64_t kMinFile = 1u << 20;
   const uint64_t room = std::max<uint64_t>(64u << 10, limit / 16);  // closing chunk, rotation
   const uint64_t cap = limit > room ? limit - room : 0;
@@ -66,8 +66,8 @@ void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
   }
   if (cfg.max_file_bytes != 0 && cfg.max_file_bytes <= cap) return;
   cfg.warnings.push_back("the file-size limit (ulimit -f) of " + megabytes(limit) +
-                         " caps the trace file at " + megabytes(cap) +
-                         " (STALLSCOPE_MAX_MB); events past it are counted, not written");
+                         " lowers the trace file budget (STALLSCOPE_MAX_MB) to " +
+                         megabytes(cap));
   cfg.max_file_bytes = cap;
 }
 
