@@ -108,6 +108,20 @@ BOOST_AUTO_TEST_CASE(the_off_switch_leaves_the_calls_to_libc) {
   BOOST_TEST(w.read_by == "libc.so.6");
 }
 
+BOOST_AUTO_TEST_CASE(a_bad_switch_value_is_named_and_the_default_kept) {
+  TempDir dir;
+  const std::string data = make_file(dir);
+  const RunResult r = run({helper("direct_reads"), "where", data},
+                          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_PRELOAD_DIRECT", "maybe"}});
+  if (r.exit_code == 77) return;
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.out << r.err);
+  BOOST_TEST(r.err.find("STALLSCOPE_PRELOAD_DIRECT must be 'on' or 'off'; using 'on'") !=
+                 std::string::npos,
+             r.err);
+  const Where on = where(shim());
+  BOOST_TEST(word(r, "pread_by") == on.pread_by);  // as with the default
+}
+
 BOOST_AUTO_TEST_CASE(an_interposer_after_the_shim_still_gets_every_pread) {
   const Where w = where(shim() + ":" + helper("libpread_counter.so"));
   if (w.skipped) return;
