@@ -18,6 +18,9 @@ namespace {
 const std::string kRun = STALLSCOPE_BIN;
 const std::string kPython = "/usr/bin/python3";
 const std::string kSrc = ATTACH_SOURCE_DIR;
+// A Python expression: true when stallscope's import finder is installed.
+const std::string kHooked =
+    "any(type(f).__name__ == 'StallscopeAfterImport' for f in sys.meta_path)";
 
 void write_compressed_files(const std::string& dir, int n) {
   std::filesystem::create_directories(dir);
@@ -97,16 +100,80 @@ BOOST_AUTO_TEST_CASE(hooks_do_not_import_torch_eagerly) {
   const std::string log = t.path() + "/log";
   const int code = run({kRun, "run", "--out", t.path() + "/run", "--", kPython, "-c",
                         "import sys; sys.exit(4 if 'torch' in sys.modules else "
-                        "0 if 'stallscope' in sys.modules else 5)"},
+                        "0 if " + kHooked + " else 5)"},
                        log, 30);
-  BOOST_TEST(code == 0, slurp(log));  // hooks installed (module loaded), torch not imported
+  BOOST_TEST(code == 0, slurp(log));  // hooks installed (finder present), torch not imported
+}
+
+// Start-up under the hooks loads no module a program without them would not
+// have: the finder waits for torch, and stallscope's own modules come with it.
+BOOST_AUTO_TEST_CASE(hooks_load_no_module_before_torch) {
+  TempDir t;
+  const std::string code =
+      "import sys; open(sys.argv[1], 'w').write(' '.join(sorted(sys.modules)))";
+  const std::string plain = t.path() + "/plain", hooked = t.path() + "/hooked";
+  BOOST_TEST_REQUIRE(run({kPython, "-c", code, plain}, t.path() + "/log1", 30) == 0);
+  BOOST_TEST_REQUIRE(run({kRun, "run", "--out", t.path() + "/run", "--", kPython, "-c",
+                          code + "; sys.exit(0 if " + kHooked + " else 5)", hooked},
+                         t.path() + "/log2", 30) == 0,
+                     slurp(t.path() + "/log2"));
+  BOOST_TEST(slurp(hooked) == slurp(plain));
+}
+
+// The recorder's SIGINT/SIGTERM handlers are invisible to Python: it
+// installs its KeyboardInterrupt handler as without stallscope (the
+// forkserver restores the handlers it read; "None" would fail it).
+BOOST_AUTO_TEST_CASE(python_keeps_its_own_signal_handlers) {
+  TempDir t;
+  const std::string code =
+      "import os, signal, sys, time\n"
+      "if signal.getsignal(signal.SIGINT) is not signal.default_int_handler: sys.exit(5)\n"
+      "if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL: sys.exit(6)\n"
+      "try:\n"
+      "    os.kill(os.getpid(), signal.SIGINT)\n"
+      "    time.sleep(10)\n"
+      "except KeyboardInterrupt:\n"
+      "    sys.exit(0)\n"
+      "sys.exit(7)\n";
+  const std::string log = t.path() + "/log";
+  BOOST_TEST(run({kRun, "run", "--out", t.path() + "/run", "--", kPython, "-c", code}, log, 30) ==
+                 0,
+             slurp(log));
+}
+
+// DataLoader workers started by each method: spawn and forkserver pickle the
+// worker target by reference, so every hook must be picklable and look like
+// what it wraps. The trainer checks that and its batches; each run's report
+// has the optimizer's steps and both workers' named tracks.
+BOOST_AUTO_TEST_CASE(hooks_work_under_fork_spawn_and_forkserver_workers) {
+  for (const std::string method : {"fork", "spawn", "forkserver"}) {
+    BOOST_TEST_CONTEXT("start method " << method) {
+      TempDir t;
+      const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
+      const int code = run({kRun, "run", "--out", run_dir, "--", kPython,
+                            kSrc + "/torch_contexts.py", method, "12"},
+                           log, 90);
+      BOOST_TEST_REQUIRE(code == 0, slurp(log));
+      BOOST_TEST(slurp(log).find("trained 12 steps with " + method) != std::string::npos,
+                 slurp(log));
+      const auto rep = report_json(run_dir);
+      BOOST_TEST_REQUIRE(rep.is_object(), slurp(log));
+      const auto& r = rep["ranks"][0];
+      BOOST_TEST(r["step_source"]["kind"].get<std::string>() == "step_events");
+      BOOST_TEST(r["steps"]["total"].get<int>() >= 11);
+      const std::string info = t.path() + "/info";
+      BOOST_TEST(run({kRun, "info", run_dir}, info, 30) == 0);
+      BOOST_TEST(slurp(info).find("\"DataLoader worker 0\"") != std::string::npos, slurp(info));
+      BOOST_TEST(slurp(info).find("\"DataLoader worker 1\"") != std::string::npos, slurp(info));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(hooks_reach_a_script_started_through_its_shebang) {
   TempDir t;
   const std::string log = t.path() + "/log", script = t.path() + "/train.py";
   std::ofstream(script) << "#!/usr/bin/env python3\nimport sys\n"
-                           "sys.exit(0 if 'stallscope' in sys.modules else 6)\n";
+                           "sys.exit(0 if " << kHooked << " else 6)\n";
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   BOOST_TEST(run({kRun, "run", "--out", t.path() + "/run", "--", script}, log, 30) == 0,
              slurp(log));

@@ -1,7 +1,8 @@
 """PyTorch hooks installed by ``stallscope run`` (through sitecustomize).
 
-Nothing here imports torch: ``install_import_hooks()`` waits for the
-program's own imports and patches each module right after it loaded:
+Nothing here imports torch: sitecustomize's finder waits for the program's
+own imports and calls ``patch(name, module)`` right after each watched module
+loaded:
 
 * ``torch.utils.data.dataloader``: a data wait around every DataLoader
   iterator ``__next__`` (batch id = the iterator's batch count). A step
@@ -12,17 +13,34 @@ program's own imports and patches each module right after it loaded:
 * ``torch.utils.data._utils.worker``: DataLoader worker processes name their
   track "DataLoader worker <id>" and leave a mark with their worker id.
 
-Every hook swallows its own errors: a hook must never break training.
+Every hook is transparent: a wrapper carries the name, qualified name,
+module, docstring and signature of what it wraps (``functools.wraps``), and
+stands where the original stood, so pickle finds it by reference there — a
+``spawn`` or ``forkserver`` worker unpickles its target as the wrapper (in a
+child with the hooks) or as torch's own function (in one without). Every
+hook swallows its own errors: a hook must never break training.
 """
 
-import importlib.abc
-import sys
+import functools
+import inspect
 import threading
 
 import stallscope
 
 _tls = threading.local()
 _state = {"loader_seen": False}
+_MARK = "_stallscope_hook"
+
+
+def _is_ours(fn):
+    return getattr(fn, _MARK, False)
+
+
+def _transparent(original, wrapper):
+    """``wrapper`` made to look like ``original`` and marked as ours."""
+    wrapper = functools.wraps(original)(wrapper)
+    setattr(wrapper, _MARK, True)
+    return wrapper
 
 
 def _optimizer_stepped(*_args, **_kwargs):
@@ -35,38 +53,44 @@ def _optimizer_stepped(*_args, **_kwargs):
         pass
 
 
+def _before_next():
+    try:
+        _state["loader_seen"] = True
+        if not stallscope.step_open():
+            stallscope.step()
+        return stallscope.now()
+    except Exception:  # pylint: disable=broad-except
+        return 0
+
+
+def _after_next(iterator, start):
+    try:
+        stallscope.record_data_wait(start, stallscope.now(), getattr(iterator, "_num_yielded", 0))
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
 def _patch_dataloader(module):
     base = getattr(module, "_BaseDataLoaderIter", None)
-    if base is None or getattr(base.__next__, "_stallscope", False):
+    if base is None or _is_ours(base.__next__):
         return
     original = base.__next__
 
     def __next__(self):
-        try:
-            _state["loader_seen"] = True
-            if not stallscope.step_open():
-                stallscope.step()
-            start = stallscope.now()
-        except Exception:  # pylint: disable=broad-except
-            start = 0
+        start = _before_next()
         batch = original(self)
-        try:
-            stallscope.record_data_wait(start, stallscope.now(),
-                                        getattr(self, "_num_yielded", 0))
-        except Exception:  # pylint: disable=broad-except
-            pass
+        _after_next(self, start)
         return batch
 
-    __next__._stallscope = True
-    base.__next__ = __next__
+    base.__next__ = _transparent(original, __next__)
 
 
 def _wrap_step(cls):
     step = cls.__dict__.get("step")
-    if step is None or getattr(step, "_stallscope", False):
+    if step is None or _is_ours(step):
         return
 
-    def wrapped(self, *args, **kwargs):
+    def step_wrapper(self, *args, **kwargs):
         depth = getattr(_tls, "depth", 0)
         _tls.depth = depth + 1  # a subclass calling super().step() counts once
         try:
@@ -76,55 +100,61 @@ def _wrap_step(cls):
             if depth == 0:
                 _optimizer_stepped()
 
-    wrapped._stallscope = True
-    wrapped.__wrapped__ = step
-    cls.step = wrapped
+    cls.step = _transparent(step, step_wrapper)
 
 
 def _patch_optimizer(module):
     register = getattr(module, "register_optimizer_step_post_hook", None)
     if register is not None:  # torch >= 2.0
-        register(_optimizer_stepped)
+        if not _state.get("post_hook"):
+            _state["post_hook"] = register(_optimizer_stepped)
         return
     optimizer = getattr(module, "Optimizer", None)
-    if optimizer is None or getattr(optimizer.__init__, "_stallscope", False):
+    if optimizer is None or _is_ours(optimizer.__init__):
         return
     original_init = optimizer.__init__
 
-    def __init__(self, *args, **kwargs):
+    def init_wrapper(self, *args, **kwargs):
         try:
             _wrap_step(type(self))
         except Exception:  # pylint: disable=broad-except
             pass
         original_init(self, *args, **kwargs)
 
-    __init__._stallscope = True
-    optimizer.__init__ = __init__
+    optimizer.__init__ = _transparent(original_init, init_wrapper)
+
+
+def _worker_id_position(loop):
+    try:
+        return list(inspect.signature(loop).parameters).index("worker_id")
+    except (ValueError, TypeError):
+        return None
+
+
+def _name_worker(position, args, kwargs):
+    try:
+        worker = kwargs.get("worker_id")
+        if worker is None and position is not None and position < len(args):
+            worker = args[position]
+        stallscope.thread_name("DataLoader worker %s" % worker)
+        stallscope.mark("dataloader_worker %s" % worker)
+    except Exception:  # pylint: disable=broad-except
+        pass
 
 
 def _patch_worker(module):
     loop = getattr(module, "_worker_loop", None)
-    if loop is None or getattr(loop, "_stallscope", False):
+    if loop is None or _is_ours(loop):
         return
-    try:
-        import inspect  # pylint: disable=import-outside-toplevel
-        position = list(inspect.signature(loop).parameters).index("worker_id")
-    except (ValueError, TypeError):
-        position = None
+    position = _worker_id_position(loop)
 
-    def _worker_loop(*args, **kwargs):
-        try:
-            worker = kwargs.get("worker_id")
-            if worker is None and position is not None and position < len(args):
-                worker = args[position]
-            stallscope.thread_name("DataLoader worker %s" % worker)
-            stallscope.mark("dataloader_worker %s" % worker)
-        except Exception:  # pylint: disable=broad-except
-            pass
+    def worker_loop_wrapper(*args, **kwargs):
+        _name_worker(position, args, kwargs)
         return loop(*args, **kwargs)
 
-    _worker_loop._stallscope = True
-    module._worker_loop = _worker_loop
+    # Pickled by reference (module + qualified name), which now names the
+    # wrapper: spawn and forkserver workers find it again after import.
+    module._worker_loop = _transparent(loop, worker_loop_wrapper)
 
 
 _PATCHES = {
@@ -134,44 +164,9 @@ _PATCHES = {
 }
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: lets the other finders find a watched module and
-    runs its patch right after the module executed."""
-
-    def find_spec(self, name, path, target=None):
-        patch = _PATCHES.get(name)
-        if patch is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        original = loader.exec_module
-
-        def exec_module(module):
-            original(module)
-            try:
-                patch(module)
-            except Exception as e:  # pylint: disable=broad-except
-                sys.stderr.write("stallscope: hook for %s not installed: %s\n" % (name, e))
-
-        loader.exec_module = exec_module
-        return spec
-
-
-def install_import_hooks():
-    """Patches the watched torch modules when (if ever) the program imports
-    them; those already imported are patched now."""
-    for name, patch in _PATCHES.items():
-        module = sys.modules.get(name)
-        if module is not None:
-            patch(module)
-    if not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport())
+def patch(name, module):
+    """Installs the hook for the watched module ``name`` (no-op otherwise;
+    idempotent)."""
+    fn = _PATCHES.get(name)
+    if fn is not None:
+        fn(module)
