@@ -1,10 +1,7 @@
-// Process lifecycle: the file is completed at normal exit, SIGTERM, SIGINT
-// and _exit; a fork child gets its own recorder and file (RELIABILITY.md 3,
-// 12, 13). Signal handlers only ask the flusher thread to flush and wait a
-// bounded time — nothing async-signal-unsafe runs in them — then chain to
-// the program's own handler or the default action.
+// Process lifecycle: the file is completed at normal exit and _exit (and at
+// SIGTERM and SIGINT: signals.cpp); a fork child gets its own recorder and
+// file (RELIABILITY.md 3, 12, 13).
 #include <pthread.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,45 +15,7 @@
 namespace stallscope::detail {
 namespace {
 
-constexpr int kSignalFlushMs = 1000;
-constexpr int kSignals[] = {SIGTERM, SIGINT};
-struct sigaction g_prev[NSIG];
-
-bool is_default(const struct sigaction& sa) {
-  return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
-}
-bool is_ignored(const struct sigaction& sa) {
-  return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN;
-}
-
-void on_signal(int sig, siginfo_t* info, void* uctx) {
-  const int saved_errno = errno;
-  const struct sigaction& prev = g_prev[sig];
-  // The default action ends the process: complete the file first.
-  request_flush_and_wait(is_default(prev), kSignalFlushMs);
-  if (is_default(prev)) {
-    signal(sig, SIG_DFL);
-    raise(sig);  // delivered when this handler returns
-  } else if (prev.sa_flags & SA_SIGINFO) {
-    prev.sa_sigaction(sig, info, uctx);
-  } else if (!is_ignored(prev)) {
-    prev.sa_handler(sig);
-  }
-  errno = saved_errno;
-}
-
-void install_signal_handlers() {
-  for (int sig : kSignals) {
-    struct sigaction prev{};
-    if (sigaction(sig, nullptr, &prev) != 0 || is_ignored(prev)) continue;  // keep SIG_IGN
-    g_prev[sig] = prev;
-    struct sigaction sa{};
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | (prev.sa_flags & SA_ONSTACK);
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, nullptr);
-  }
-}
+constexpr int kExitFlushMs = 1000;
 
 // fork: the child must not inherit a registry mid-update.
 void before_fork() { recorder().registry.mutex().lock(); }
@@ -84,7 +43,7 @@ void on_exit_hook() { close_recorder(); }
 void before_immediate_exit() noexcept {
   Recorder& r = recorder();
   if (r.state.load() != State::kRunning || r.pid != ::getpid()) return;
-  request_flush_and_wait(true, kSignalFlushMs);
+  request_flush_and_wait(true, kExitFlushMs);
 }
 
 }  // namespace

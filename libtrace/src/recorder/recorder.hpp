@@ -18,6 +18,7 @@
 #include "recorder/file_writer.hpp"
 #include "recorder/progress.hpp"
 #include "recorder/registry.hpp"
+#include "recorder/signals.hpp"
 #include "stallscope/trace.hpp"
 #include "sys/cpu_sampler.hpp"
 #include "sys/run_identity.hpp"
@@ -68,6 +69,7 @@ struct Recorder {
   std::mutex attach_mu;
   std::mutex internal_mu;   // writers of the process track (rare)
   int64_t control_mtime_ns = -1;
+  bool control_refused = false;  // RUN/control is not a regular file (said once)
   ProgressState progress;  // flusher only (STALLSCOPE_PROGRESS)
 };
 
@@ -122,6 +124,7 @@ class SignalsBlocked {
 
 // Lifecycle (lifecycle.cpp): exit and signal hooks, fork handling.
 void install_process_hooks();
+
 void warn(const std::string& text);
 
 }  // namespace stallscope::detail
