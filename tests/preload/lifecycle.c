@@ -8,7 +8,14 @@
  *   lifecycle exit FILE        read, then _exit(0)
  *   lifecycle killworker FILE  a forked worker reads until SIGKILLed
  *   lifecycle threads FILE N   N threads make their first call at once
- *   lifecycle execpipe         read a pipe fed by an exec'd program */
+ *   lifecycle execpipe         read a pipe fed by an exec'd program
+ *   lifecycle execchain FILE N [plant]
+ *                              read N+1 bytes, then exec itself with N-1
+ *                              (N+1 images in all); `plant` first puts a
+ *                              file named as another host's trace of this
+ *                              pid into $STALLSCOPE_OUT
+ *   lifecycle signals FILE     what sigaction/signal read back and do for
+ *                              SIGINT/SIGTERM, then read and die of SIGTERM */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -156,6 +163,60 @@ static int execpipe(void) {
   return 0;
 }
 
+static int execchain(char** argv, int n, int plant) {
+  if (plant) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/otherhost-r0-%d.sst", getenv("STALLSCOPE_OUT"), (int)getpid());
+    FILE* f = fopen(path, "w");
+    if (f == NULL) die(path);
+    fputs("another host's trace\n", f);
+    fclose(f);
+  }
+  read_n(argv[2], (size_t)n + 1);
+  if (n == 0) return 0;
+  char next[16];
+  snprintf(next, sizeof next, "%d", n - 1);
+  char* args[] = {argv[0], argv[1], argv[2], next, NULL};
+  execv("/proc/self/exe", args);
+  die("execv");
+  return 3;
+}
+
+static volatile sig_atomic_t term_seen;
+static void on_term(int sig) { (void)sig; ++term_seen; }
+
+/* 1 when SIGINT is really ignored (the kernel's view, as exec keeps it). */
+static int int_ignored_in_kernel(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  unsigned long long mask = 0;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "SigIgn: %llx", &mask) == 1) break;
+  if (f != NULL) fclose(f);
+  return (int)((mask >> (SIGINT - 1)) & 1);
+}
+
+static int signals(const char* file) {
+  struct sigaction q;
+  sigaction(SIGINT, NULL, &q);
+  printf("INT_DFL %d\n", q.sa_handler == SIG_DFL && !(q.sa_flags & SA_SIGINFO));
+  printf("TERM_OLD_DFL %d\n", signal(SIGTERM, on_term) == SIG_DFL);
+  raise(SIGTERM);
+  printf("TERM_HANDLED %d\n", (int)term_seen);
+  sigaction(SIGTERM, NULL, &q);
+  printf("TERM_READBACK %d\n", q.sa_handler == on_term);
+  signal(SIGINT, SIG_IGN);
+  printf("INT_IGN_REAL %d\n", int_ignored_in_kernel());
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGTERM, &dfl, NULL);
+  read_n(file, 123);
+  fflush(stdout);
+  raise(SIGTERM); /* the default action: the file is completed first */
+  return 4;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* mode = argv[1];
@@ -178,5 +239,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "killworker") == 0 && argc == 3) return killworker(argv[2]);
   if (strcmp(mode, "threads") == 0 && argc == 4) return threads(argv[2], atoi(argv[3]));
   if (strcmp(mode, "execpipe") == 0) return execpipe();
+  if (strcmp(mode, "signals") == 0 && argc == 3) return signals(argv[2]);
+  if (strcmp(mode, "execchain") == 0 && argc >= 4)
+    return execchain(argv, atoi(argv[3]), argc == 5 && strcmp(argv[4], "plant") == 0);
   return 2;
 }

@@ -7,10 +7,8 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
-#include <dirent.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -34,37 +32,12 @@ STALLSCOPE_REAL(execvpe, nullptr);
 STALLSCOPE_REAL(fexecve, nullptr);
 STALLSCOPE_REAL(execveat, nullptr);
 
-// The new image records under the same pid, so into a file of the same
-// name: the completed file of this image moves aside first
-// (<base>-<pid>.sst -> <base>-<pid>.exec<N>.sst, N = 1, 2, … per exec).
-void move_file_aside() {
-  const char* dir = std::getenv("STALLSCOPE_OUT");
-  if (dir == nullptr) return;
-  DIR* d = ::opendir(dir);
-  if (d == nullptr) return;
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, "-%d.sst", static_cast<int>(::getpid()));
-  const size_t sl = std::strlen(suffix);
-  while (dirent* e = ::readdir(d)) {
-    const size_t n = std::strlen(e->d_name);
-    if (n <= sl || std::strcmp(e->d_name + n - sl, suffix) != 0) continue;
-    const std::string from = std::string(dir) + "/" + e->d_name;
-    const std::string stem = from.substr(0, from.size() - 4);
-    for (int k = 1; k < 100; ++k) {
-      const std::string to = stem + ".exec" + std::to_string(k) + ".sst";
-      if (::access(to.c_str(), F_OK) == 0) continue;
-      ::rename(from.c_str(), to.c_str());
-      break;
-    }
-  }
-  ::closedir(d);
-}
-
-// The recorder's file is completed before the image is replaced.
+// The recorder's file is completed before the image is replaced. The new
+// image records under the same pid, so the recorder gives it the next free
+// name (<base>.<N>.sst); this image's file is never moved or touched again.
 void before_exec() {
   pl::Guard guard;  // the recorder's own calls are not traced
   stallscope_shutdown();
-  move_file_aside();
 }
 
 template <typename Exec>

@@ -16,6 +16,8 @@ namespace {
 // Descriptors at or above this number are rarely used by programs; moving
 // ours there makes a clash with the program's own numbering less likely.
 constexpr int kHighFd = 700;
+// Files of one process id in one run: an image per exec, or a reused pid.
+constexpr uint32_t kMaxSameBase = 1u << 16;
 }  // namespace
 
 FileWriter::~FileWriter() {
@@ -27,14 +29,29 @@ std::string FileWriter::segment_path(uint32_t seg) const {
   return opts_.dir + "/" + opts_.base + ".seg" + std::to_string(seg) + ".sst";
 }
 
+// A file of this name already exists when an earlier image of this process
+// (before an exec) or an earlier process of the same id wrote it, or when
+// something else was put there: it is never opened, truncated or followed;
+// the next free name "<base>.<N>" is taken instead.
 int FileWriter::open(const WriterOptions& opts, std::string* error) {
   opts_ = opts;
-  return open_segment(error);
+  for (uint32_t k = 0; k < kMaxSameBase; ++k) {
+    opts_.base = k == 0 ? opts.base : opts.base + "." + std::to_string(k);
+    const int rc = open_segment(error);
+    if (rc != -EEXIST) return rc;
+    struct stat st{};
+    if (k == 0 && ::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      note_ = path_ + " is not a regular file: left alone, recording into " + opts.base + ".<N>";
+  }
+  return -EEXIST;
 }
 
 int FileWriter::open_segment(std::string* error) {
   path_ = segment_path(segment_);
-  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL | O_NOFOLLOW: never through a planted symlink, never into a FIFO
+  // or someone else's file; O_NONBLOCK: even the attempt cannot wait.
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                  0644);
   if (fd < 0) {
     int err = errno;
     if (error) *error = "cannot create " + path_ + ": " + std::strerror(err);
@@ -98,7 +115,7 @@ bool FileWriter::check_descriptor() {
   if (::fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
   // The program closed our descriptor (and may have reused the number):
   // never write through it again. Reopen our own file by path.
-  int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  int fd = ::open(path_.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
     if (fd >= 0) ::close(fd);
     fail("lost the descriptor of", EBADF);
@@ -147,7 +164,11 @@ bool FileWriter::rotate() {
   }
   segment_events_[segment_ % kRingSegments] = 0;
   std::string err;
-  if (open_segment(&err) != 0) return false;
+  if (open_segment(&err) != 0) {
+    failed_ = true;
+    failure_ = err + "; tracing stopped";
+    return false;
+  }
   for (auto& [type, data] : sticky_)
     if (!emit(type, data.data(), static_cast<uint32_t>(data.size()))) return false;
   return true;

@@ -1,5 +1,9 @@
 // Writes trace chunks to the process's file, within the disk budget.
 //
+// Files are created, never reused: an existing file of the same name (an
+// earlier image of the process before an exec, a reused pid, or anything
+// planted there) is left alone and the next free name taken.
+//
 // Stop mode: once the next chunk would pass the budget, event chunks are
 // refused (the caller counts their events as disk drops) and only the End
 // chunk is still written. Ring mode: the budget is split into kRingSegments
@@ -57,6 +61,10 @@ class FileWriter {
   bool failed() const { return failed_; }
   const std::string& failure() const { return failure_; }
   const std::string& path() const { return path_; }
+  // The name the files took: opts.base, or "<base>.<N>" when that was taken.
+  const std::string& base() const { return opts_.base; }
+  // Set when the first name held something other than a regular file.
+  const std::string& note() const { return note_; }
   uint64_t bytes_written() const { return total_bytes_; }
   uint64_t ring_discarded() const { return ring_discarded_; }
 
@@ -72,6 +80,7 @@ class FileWriter {
   int fd_ = -1;
   uint64_t dev_ = 0, ino_ = 0;
   std::string path_;
+  std::string note_;
   uint64_t offset_ = 0;        // size of the current file
   uint64_t total_bytes_ = 0;   // over all segments
   uint64_t seq_ = 0;

@@ -3,6 +3,7 @@
 // flusher), polls the run directory's control file, and performs flushes
 // requested from signal handlers. Between those it sleeps: an idle traced
 // process costs one wake-up per control poll, not one per 10 ms.
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -140,18 +141,34 @@ bool any_buffer_half_full(Recorder& r) {
   return false;
 }
 
+// Reads RUN/control into buf; -1 when it is not a regular file (a FIFO, a
+// device, a symlink: never opened in a way that could wait, never followed).
+ssize_t read_control(const std::string& path, char* buf, size_t size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st{};
+  ssize_t n = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, buf, size);
+  ::close(fd);
+  return n;
+}
+
 void poll_control(Recorder& r) {
   struct stat st{};
-  if (::stat(r.control_path.c_str(), &st) != 0) return;
+  if (::lstat(r.control_path.c_str(), &st) != 0) return;
+  if (!S_ISREG(st.st_mode)) {
+    if (!r.control_refused) warn(r.control_path + ": not a regular file; ignored");
+    r.control_refused = true;
+    return;
+  }
+  r.control_refused = false;
   const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   if (mtime == r.control_mtime_ns) return;
   r.control_mtime_ns = mtime;
   char buf[32] = {};
-  FILE* f = std::fopen(r.control_path.c_str(), "re");
-  if (f == nullptr) return;
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  std::string_view s(buf, n);
+  const ssize_t n = read_control(r.control_path, buf, sizeof buf - 1);
+  if (n < 0) return;
+  std::string_view s(buf, static_cast<size_t>(n));
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
   if (s == "on" || s == "off") {
     stallscope_capture_set(s == "on" ? 1 : 0);

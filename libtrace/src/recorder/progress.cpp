@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "recorder/recorder.hpp"
@@ -86,7 +87,15 @@ void progress_open(Recorder& r, const std::string& base) {
     p.on = false;
     return;
   }
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    warn(dir + ": not a directory (a symlink or a file is there); no step progress for "
+         "stallscope run");
+    p.on = false;
+    return;
+  }
   p.path = dir + "/" + base;
+  p.tmp_template = dir + "/." + base + ".XXXXXX";
 }
 
 void progress_scan(Recorder& r, const uint8_t* payload, size_t bytes) {
@@ -110,13 +119,19 @@ void progress_publish(Recorder& r, bool ended) {
                 r.pid, static_cast<unsigned long long>(p.steps), p.capture ? "on" : "off",
                 static_cast<unsigned long long>(p.windows_closed), ended ? 1 : 0);
   if (p.last_written == text) return;
-  const std::string tmp = p.path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh, unpredictable name (mkostemp: O_EXCL), renamed over the last:
+  // nothing planted in the directory is followed or written into.
+  std::string tmp = p.tmp_template;
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return;  // retried at the next flush
   const size_t n = std::strlen(text);
-  const bool ok = ::write(fd, text, n) == static_cast<ssize_t>(n);
+  const bool ok = ::fchmod(fd, 0644) == 0 && ::write(fd, text, n) == static_cast<ssize_t>(n);
   ::close(fd);
-  if (ok && ::rename(tmp.c_str(), p.path.c_str()) == 0) p.last_written = text;
+  if (ok && ::rename(tmp.c_str(), p.path.c_str()) == 0) {
+    p.last_written = text;
+  } else {
+    ::unlink(tmp.c_str());
+  }
 }
 
 }  // namespace stallscope::detail

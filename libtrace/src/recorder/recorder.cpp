@@ -157,13 +157,14 @@ bool open_trace_file(Recorder& r, const sys::EnvLookup& env) {
     warn(error + "; tracing is off");
     return false;
   }
+  if (!r.writer.note().empty()) warn(r.writer.note());
   const std::string meta = metadata_json(facts, rank, choice, r.run_dir, r.cfg).dump();
   std::vector<uint8_t> payload(format::pad8(static_cast<uint32_t>(meta.size())), ' ');
   std::copy(meta.begin(), meta.end(), payload.begin());
   r.writer.write_chunk(format::ChunkType::kMetadata, payload.data(),
                        static_cast<uint32_t>(payload.size()), true, 0);
   r.pid = facts.pid;
-  progress_open(r, w.base);
+  progress_open(r, r.writer.base());
   return true;
 }
 

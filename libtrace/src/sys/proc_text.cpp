@@ -14,8 +14,16 @@ namespace stallscope::sys {
 
 bool read_text_file(const std::string& path, std::string& out, size_t limit) {
   out.clear();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK and the type check: a FIFO or device put where a file is
+  // expected (RUN/run.json) is never waited on. /proc and /sys files are
+  // regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
   char buf[4096];
   bool ok = true;
   while (out.size() < limit) {

@@ -15,7 +15,8 @@
 namespace stallscope::sys {
 
 // Reads a whole small file into `out` (pseudo files report size 0, so this
-// reads until EOF, at most `limit` bytes). False, with `out` empty, on error.
+// reads until EOF, at most `limit` bytes). False, with `out` empty, on error
+// and for anything but a regular file (a FIFO is refused, never waited on).
 bool read_text_file(const std::string& path, std::string& out, size_t limit = 1 << 20);
 
 std::string_view trim(std::string_view s);

@@ -1,0 +1,205 @@
+// Regressions: what a traced program meets in its run directory must never
+// hang it, and nothing there that is not its own is written, followed or
+// renamed (RELIABILITY.md 27, 28, 34). Each case failed on the build before
+// the fix: the program hung on a FIFO, wrote through a planted symlink, or
+// lost or renamed other files after many execs.
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "preload/preload_run.hpp"
+
+using namespace stallscope;
+using namespace stallscope::test;
+
+namespace {
+
+std::string make_file(const TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir / name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool is_fifo(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+bool is_symlink(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+std::string host_name() {
+  char h[256] = {};
+  ::gethostname(h, sizeof h - 1);
+  return h;
+}
+
+// Runs `lifecycle read FILE 100` under the shim with STALLSCOPE_RANK=0, in
+// a child that first puts a FIFO or a symlink at the trace file it will
+// write (<host>-r0-<pid>.sst: the pid survives the exec). Returns the base.
+std::string run_with_planted_trace_path(const TempDir& dir, const std::string& data, bool fifo,
+                                        const std::string& victim, RunResult* out) {
+  const std::string run_dir = dir / "run";
+  std::filesystem::create_directories(run_dir);
+  // The child learns its pid only after fork: it plants, then execs.
+  // Planted first, then the shim set just before the exec: neither the
+  // shell nor mkfifo/ln is traced.
+  const std::string script =
+      "p=\"" + run_dir + "/" + host_name() + "-r0-$$\"; " +
+      (fifo ? "mkfifo \"$p.sst\"" : "ln -s '" + victim + "' \"$p.sst\"") + " || exit 9; " +
+      "echo \"$p\" > '" + (dir / "base") + "'; export LD_PRELOAD='" + shim() +
+      "' STALLSCOPE_OUT='" + run_dir + "' STALLSCOPE_RANK=0 STALLSCOPE_SAMPLE_MS=0; exec '" +
+      helper("lifecycle") + "' read '" + data + "' 100";
+  *out = run({"/bin/sh", "-c", script}, {}, /*preload=*/false, /*timeout_s=*/20);
+  std::string base = slurp(dir / "base");
+  while (!base.empty() && base.back() == '\n') base.pop_back();
+  return base;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(repro_run_dir)
+
+BOOST_AUTO_TEST_CASE(fifo_at_run_control_never_hangs_the_program) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  std::filesystem::create_directories(dir / "run");
+  BOOST_TEST_REQUIRE(::mkfifo((dir / "run/control").c_str(), 0644) == 0);
+  const RunResult r = run({helper("lifecycle"), "read", data, "100"},
+                          {{"STALLSCOPE_OUT", dir / "run"}}, true, 20);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << " signal " << r.term_signal
+                                                << ": " << r.err);
+  BOOST_TEST(r.err.find("control: not a regular file; ignored") != std::string::npos, r.err);
+  BOOST_TEST(is_fifo(dir / "run/control"));
+  const RunTrace t = load_run(dir / "run");
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  BOOST_TEST((t.files[0].status == reader::Status::kComplete));
+}
+
+BOOST_AUTO_TEST_CASE(fifo_at_run_json_never_hangs_the_program) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  std::filesystem::create_directories(dir / "run");
+  BOOST_TEST_REQUIRE(::mkfifo((dir / "run/run.json").c_str(), 0644) == 0);
+  const RunResult r = run({helper("lifecycle"), "read", data, "100"},
+                          {{"STALLSCOPE_OUT", dir / "run"}}, true, 20);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << ": " << r.err);
+  BOOST_TEST(is_fifo(dir / "run/run.json"));  // another run's name: recorded elsewhere
+  BOOST_TEST(load_run(dir / "run-2").files.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(fifo_at_the_trace_path_is_left_alone_and_the_next_name_taken) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  RunResult r;
+  const std::string base = run_with_planted_trace_path(dir, data, true, "", &r);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << ": " << r.err);
+  BOOST_TEST_REQUIRE(!base.empty());
+  BOOST_TEST(is_fifo(base + ".sst"));
+  BOOST_TEST(r.err.find("is not a regular file") != std::string::npos, r.err);
+  reader::TraceReader tr(base + ".1.sst");
+  reader::Event e;
+  while (tr.next(e)) {
+  }
+  BOOST_TEST((tr.status() == reader::Status::kComplete));
+  BOOST_TEST(load_run(dir / "run").files.size() == 1u);  // the FIFO is not listed
+}
+
+BOOST_AUTO_TEST_CASE(symlink_at_the_trace_path_is_never_followed) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const std::string victim = make_file(dir, "victim", "precious\n");
+  ::chmod(victim.c_str(), 0600);
+  RunResult r;
+  const std::string base = run_with_planted_trace_path(dir, data, false, victim, &r);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << ": " << r.err);
+  BOOST_TEST(slurp(victim) == "precious\n");
+  BOOST_TEST(is_symlink(base + ".sst"));
+  BOOST_TEST(std::filesystem::is_regular_file(base + ".1.sst"));
+}
+
+BOOST_AUTO_TEST_CASE(symlinked_progress_directory_is_not_followed) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  std::filesystem::create_directories(dir / "run");
+  std::filesystem::create_directories(dir / "elsewhere");
+  std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "run/progress");
+  const RunResult r = run({helper("lifecycle"), "read", data, "100"},
+                          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_PROGRESS", "on"}}, true,
+                          20);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+  BOOST_TEST(std::filesystem::is_empty(dir / "elsewhere"));
+  BOOST_TEST(r.err.find("progress: not a directory") != std::string::npos, r.err);
+  BOOST_TEST(load_run(dir / "run").files.size() == 1u);
+}
+
+// 200 execs: 201 images, each with its own complete file and its own read;
+// a file of another host that ends in the same -<pid>.sst stays as it was.
+BOOST_AUTO_TEST_CASE(every_image_of_two_hundred_execs_keeps_its_trace) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const RunResult r = run({helper("lifecycle"), "execchain", data, "200", "plant"},
+                          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_SAMPLE_MS", "0"}}, true,
+                          120);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+  std::string other;
+  size_t ours = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "run")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("otherhost-", 0) == 0) other = name;
+    if (name.ends_with(".sst") && name.rfind("otherhost-", 0) != 0) ++ours;
+  }
+  BOOST_TEST(other.find(".sst") == other.size() - 4, other);  // never renamed
+  BOOST_TEST(slurp(dir / ("run/" + other)) == "another host's trace\n");
+  BOOST_TEST(ours == 201u);
+  // Every image's read is there once: N+1 bytes for N = 200 … 0.
+  std::multiset<uint64_t> sizes;
+  std::error_code ec;
+  std::filesystem::remove(dir / ("run/" + other), ec);  // not a trace: keep load_run clean
+  const RunTrace t = load_run(dir / "run");
+  for (const FileInfo& fi : t.files) BOOST_TEST((fi.status == reader::Status::kComplete), fi.path);
+  for (const Ev& e : t.of_kind(format::Kind::kStorageRead))
+    if (e.name == data) sizes.insert(e.io.bytes);
+  BOOST_TEST(sizes.size() == 201u);
+  BOOST_TEST(std::set<uint64_t>(sizes.begin(), sizes.end()).size() == 201u);
+}
+
+// The recorder's SIGTERM/SIGINT handler stays invisible: the program reads
+// back SIG_DFL and what it set, its handler runs, SIG_IGN is really ignored
+// (exec keeps it), and the default action still completes the file.
+BOOST_AUTO_TEST_CASE(signal_dispositions_stay_the_programs_own) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const RunResult r = run({helper("lifecycle"), "signals", data},
+                          {{"STALLSCOPE_OUT", dir / "run"}}, true, 20);
+  BOOST_TEST(r.term_signal == SIGTERM, r.out << r.err);
+  BOOST_TEST(r.value("INT_DFL") == 1, r.out);
+  BOOST_TEST(r.value("TERM_OLD_DFL") == 1, r.out);
+  BOOST_TEST(r.value("TERM_HANDLED") == 1, r.out);
+  BOOST_TEST(r.value("TERM_READBACK") == 1, r.out);
+  BOOST_TEST(r.value("INT_IGN_REAL") == 1, r.out);
+  const RunTrace t = load_run(dir / "run");
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  BOOST_TEST((t.files[0].status == reader::Status::kComplete));
+  size_t reads = 0;
+  for (const Ev& e : t.of_kind(format::Kind::kStorageRead)) reads += e.io.bytes == 123;
+  BOOST_TEST(reads == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
