@@ -2,11 +2,10 @@
 // the same workload, and whether each remedy run A's report proposed
 // delivered its predicted gain in run B. A run is a run directory, a trace
 // file, or a JSON report saved with `stallscope report --json`.
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
+#include "cli_files.hpp"
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/render.hpp"
@@ -14,6 +13,9 @@
 namespace stallscope::cli {
 
 namespace {
+
+// A report's JSON: a few MB for thousands of ranks.
+constexpr size_t kMaxReportJson = size_t{256} << 20;
 
 struct DiffArgs {
   std::string a, b;
@@ -24,12 +26,14 @@ struct DiffArgs {
 
 bool load_run(const std::string& path, analyzer::Report& out) {
   if (path.size() > 5 && path.ends_with(".json")) {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    std::string error;
-    if (!f || !analyzer::read_json(s.str(), out, &error)) {
-      std::cerr << "stallscope diff: " << path << ": " << (f ? error : "cannot read") << "\n";
+    std::string text;
+    std::string error = read_input_file(path, &text, kMaxReportJson);
+    if (!error.empty()) {
+      std::cerr << "stallscope diff: " << error << "\n";
+      return false;
+    }
+    if (!analyzer::read_json(text, out, &error)) {
+      std::cerr << "stallscope diff: " << path << ": " << error << "\n";
       return false;
     }
     return true;

@@ -5,10 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "cli_files.hpp"
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/render.hpp"
@@ -34,21 +34,11 @@ void show_progress(uint64_t done, uint64_t total) {
 }
 
 bool write_html_file(const analyzer::Report& rep, const std::string& dest) {
-  const std::string tmp = dest + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    analyzer::write_html(out, rep);
-    if (!out) {
-      std::cerr << "stallscope report: --html: cannot write " << tmp << "\n";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), dest.c_str()) != 0) {
-    std::cerr << "stallscope report: --html: cannot write " << dest << "\n";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  const std::string err = write_output(dest, OutputOwner::kUser,
+                                       [&](std::ostream& out) { analyzer::write_html(out, rep); });
+  if (err.empty()) return true;
+  std::cerr << "stallscope report: --html: cannot write " << err << "\n";
+  return false;
 }
 
 int run_report(const ReportOptions& in) {

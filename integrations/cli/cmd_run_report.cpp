@@ -2,10 +2,10 @@
 // the capture window is on disk (the trainer goes on), saved next to the
 // traces and printed on stderr, so the trainer's own stdout stays clean for
 // whatever reads it.
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "cli_files.hpp"
 #include "cmd_run.hpp"
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
@@ -14,15 +14,12 @@
 namespace stallscope::cli::run {
 namespace {
 
-template <typename Write>
-bool save(const std::string& path, Write&& write) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    write(out);
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+// RUN/report.* are stallscope's own: a FIFO or device planted there is
+// refused, never opened.
+bool save(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  const std::string err = write_output(path, OutputOwner::kStallscope, write);
+  if (!err.empty()) std::cerr << "stallscope run: cannot write " << err << "\n";
+  return err.empty();
 }
 
 }  // namespace
@@ -47,7 +44,6 @@ int write_run_report(const std::string& run_dir, const std::string& format,
   ok = save(base + ".json", [&](std::ostream& o) { analyzer::write_json(o, rep); }) && ok;
   if (format == "html")
     ok = save(base + ".html", [&](std::ostream& o) { analyzer::write_html(o, rep); }) && ok;
-  if (!ok) std::cerr << "stallscope run: cannot write " << base << ".*\n";
   std::ostringstream text;
   if (format == "json")
     analyzer::write_json(text, rep);

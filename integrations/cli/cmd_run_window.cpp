@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli_files.hpp"
 #include "cmd_run.hpp"
 #include "sys/run_identity.hpp"
 
@@ -71,12 +72,10 @@ bool gone_from_this_host(const ProcessProgress& p) {
 }
 
 std::string read_small(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  std::string text;
+  // A progress file is one short line; a FIFO or anything larger is no
+  // progress file (never waited on).
+  return read_input_file(path, &text, 512).empty() ? text : "";
 }
 
 }  // namespace
@@ -102,18 +101,10 @@ std::vector<ProcessProgress> read_progress(const std::string& run_dir) {
 }
 
 std::string write_control(const std::string& run_dir, bool on) {
-  const std::string path = run_dir + "/control", tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return tmp + ": " + std::strerror(errno);
-  const char* text = on ? "on\n" : "off\n";
-  const auto len = static_cast<ssize_t>(std::strlen(text));
-  const bool ok = ::write(fd, text, static_cast<size_t>(len)) == len;
-  const int err = errno;
-  ::close(fd);
-  if (!ok) return tmp + ": " + std::strerror(err);
-  // rename: the recorder never reads a half-written file.
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return path + ": " + std::strerror(errno);
-  return "";
+  // Written to a temporary and renamed: the recorder never reads a
+  // half-written file.
+  return write_output(run_dir + "/control", OutputOwner::kStallscope,
+                      [on](std::ostream& out) { out << (on ? "on\n" : "off\n"); });
 }
 
 bool Window::want_open(double now_s) const {

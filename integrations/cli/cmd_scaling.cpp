@@ -4,10 +4,10 @@
 // --ranks 1,2,4 [--steps K]` it records the runs itself (cmd_scaling_launch.cpp).
 #include "cmd_scaling.hpp"
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "cli_files.hpp"
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/scaling.hpp"
@@ -42,10 +42,11 @@ int run_scaling(ScalingArgs& in) {
   else
     analyzer::write_scaling_text(std::cout, study);
   if (!in.html.empty()) {
-    std::ofstream out(in.html, std::ios::trunc);
-    analyzer::write_scaling_html(out, study);
-    if (!out) {
-      std::cerr << "stallscope scaling: --html: cannot write " << in.html << "\n";
+    const std::string err = write_output(in.html, OutputOwner::kUser, [&](std::ostream& out) {
+      analyzer::write_scaling_html(out, study);
+    });
+    if (!err.empty()) {
+      std::cerr << "stallscope scaling: --html: cannot write " << err << "\n";
       return kExitInput;
     }
   }

@@ -2,12 +2,11 @@
 // it, plus NUMA affinity and link bandwidths; `--probe` measures pinned and
 // pageable H2D/D2H (and P2P with several GPUs). Run it on its own, never
 // inside someone's job: the probe saturates the links it measures.
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cmd_topo_probe.hpp"
+#include "cli_files.hpp"
 #include "commands.hpp"
 #include "stallscope/reader.hpp"
 #include "stallscope/topo/topology.hpp"
@@ -15,6 +14,9 @@
 namespace stallscope::cli {
 
 namespace {
+
+// hwloc's XML of a large machine is a few MB.
+constexpr size_t kMaxTopologyXml = size_t{64} << 20;
 
 struct TopoOptions {
   std::string xml;    // read this hwloc XML instead of this machine
@@ -49,14 +51,13 @@ std::optional<topo::Topology> load(const TopoOptions& opt) {
     if (!t) std::cerr << "stallscope topo: " << err << "\n";
     return t;
   }
-  std::ifstream in(opt.xml);
-  if (!in) {
-    std::cerr << "stallscope topo: --xml " << opt.xml << ": cannot open\n";
+  std::string xml;
+  err = read_input_file(opt.xml, &xml, kMaxTopologyXml);
+  if (!err.empty()) {
+    std::cerr << "stallscope topo: --xml " << err << "\n";
     return std::nullopt;
   }
-  std::stringstream s;
-  s << in.rdbuf();
-  auto t = topo::parse_hwloc_xml(s.str(), opt.xml, &err);
+  auto t = topo::parse_hwloc_xml(xml, opt.xml, &err);
   if (!t) std::cerr << "stallscope topo: " << err << "\n";
   return t;
 }

@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "cli_files.hpp"
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/chrome_export.hpp"
@@ -111,17 +111,12 @@ int export_to_stdout(std::vector<reader::TraceReader>& readers,
 
 int export_to_file(std::vector<reader::TraceReader>& readers,
                    const reader::ChromeExportOptions& opt, const std::string& dest) {
-  const std::string tmp = dest + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    std::cerr << "stallscope export: cannot write " << tmp << ": " << std::strerror(errno) << "\n";
-    return kExitInput;
-  }
-  const auto res = reader::export_chrome(readers, out, opt);
-  out.close();
-  if (!out || std::rename(tmp.c_str(), dest.c_str()) != 0) {
-    std::cerr << "stallscope export: cannot write " << dest << ": " << std::strerror(errno) << "\n";
-    std::remove(tmp.c_str());
+  reader::ChromeExportResult res;
+  const std::string err = write_output(dest, OutputOwner::kUser, [&](std::ostream& out) {
+    res = reader::export_chrome(readers, out, opt);
+  });
+  if (!err.empty()) {
+    std::cerr << "stallscope export: cannot write " << err << "\n";
     return kExitInput;
   }
   report(res, dest);

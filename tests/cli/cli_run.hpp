@@ -32,11 +32,14 @@ inline std::string slurp(const std::string& path) {
 }
 
 // Runs `stallscope args...` with its output captured in `dir`; `shell_setup`
-// (e.g. "ulimit -f 1") runs first in the same shell.
+// (e.g. "ulimit -f 1") runs first in the same shell. With `limit_s`, the
+// command is stopped after that long (exit code 124): a hang guard.
 inline CliResult run_cli(const TempDir& dir, const std::vector<std::string>& args,
-                         const std::string& shell_setup = "") {
+                         const std::string& shell_setup = "", int limit_s = 0) {
   std::string cmd = shell_setup.empty() ? "" : shell_setup + "; ";
-  cmd += "exec " + shell_quote(STALLSCOPE_CLI);
+  cmd += "exec ";
+  if (limit_s > 0) cmd += "timeout -k 5 " + std::to_string(limit_s) + " ";
+  cmd += shell_quote(STALLSCOPE_CLI);
   for (const auto& a : args) {
     cmd += ' ';
     cmd += shell_quote(a);

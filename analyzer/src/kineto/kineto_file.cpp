@@ -24,7 +24,9 @@ constexpr size_t kSniffBytes = 64u << 10;
 
 class Fd {
  public:
-  explicit Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  // O_NONBLOCK: a FIFO is refused as not a regular file, never waited on.
+  explicit Fd(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
   ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }

@@ -28,7 +28,8 @@ File& File::operator=(File&& o) noexcept {
 }
 
 bool File::open(const std::string& path, std::string* why) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO given as a trace file is refused (below), not waited on.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     *why = std::strerror(errno);
     return false;

@@ -1,0 +1,179 @@
+// Regressions: the `stallscope` command never waits on a FIFO named as
+// input, never replaces a special file named as output (a device stays a
+// device, a FIFO receives the output) and never writes through a symlink
+// planted where it writes (RELIABILITY.md 27, 28). Each case failed on the
+// build before the fix: the command blocked forever, renamed its output over
+// the device or FIFO, or overwrote the file a planted symlink named.
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "cli/cli_run.hpp"
+
+using namespace stallscope;
+using namespace stallscope::testing;
+
+namespace {
+
+constexpr int kLimitS = 20;  // a hang guard: each command takes well under a second
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+mode_t type_of(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? (st.st_mode & S_IFMT) : 0;
+}
+
+std::string write_trace(const TempDir& dir) {
+  TraceBuilder b;
+  b.metadata(R"({"host":"node1","rank":0})");
+  b.strings({{1, "trainer"}});
+  b.tracks({thread_track(1, 100, 1)});
+  Records trainer;
+  for (uint64_t i = 0; i < 6; ++i) {
+    auto s = make_ext<format::StepExt>(format::Ext::kStep);
+    s.index = i;
+    trainer.core(format::Kind::kStep, 0, 10000000 + i * 10000000, 9000000).ext(s);
+  }
+  b.events({{1, trainer}});
+  b.end();
+  const std::string path = dir.file("t.sst");
+  b.write(path);
+  return path;
+}
+
+std::string make_victim(const TempDir& dir, const std::string& name) {
+  const std::string path = dir.file(name);
+  std::ofstream(path) << "precious\n";
+  ::chmod(path.c_str(), 0600);
+  return path;
+}
+
+// Reads a FIFO until its writer closes it, or `kLimitS` passes; never blocks
+// in open (O_NONBLOCK) so a command that never opens the FIFO cannot hang
+// the test.
+std::string drain_fifo(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return "";
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLimitS);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    if (n == 0 && (p.revents & POLLHUP)) break;  // the writer closed it
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(repro_cli_files)
+
+BOOST_AUTO_TEST_CASE(a_fifo_named_as_input_is_refused_without_waiting) {
+  TempDir dir;
+  const std::string fifo = dir.file("x.sst");
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", fifo}, {"report", fifo}, {"export", "--chrome", dir.file("o.json"), fifo}};
+  for (const auto& args : commands) {
+    BOOST_TEST_CONTEXT(args[0]) {
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code == 1, r.exit_code << ": " << r.err);  // 124: it waited
+      BOOST_TEST(has(r.err, "not a regular file"), r.err);
+    }
+  }
+  BOOST_TEST(type_of(fifo) == S_IFIFO);
+}
+
+BOOST_AUTO_TEST_CASE(a_device_named_as_output_is_written_in_place) {
+  TempDir dir;
+  const std::string trace = write_trace(dir);
+  const std::string null = dir.file("null"), full = dir.file("full");
+  // Our own nodes of /dev/null and /dev/full: the machine's are never risked.
+  BOOST_TEST_REQUIRE(::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0);
+  BOOST_TEST_REQUIRE(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  CliResult r = run_cli(dir, {"report", "--html", null, trace}, "", kLimitS);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(type_of(null) == S_IFCHR);
+  r = run_cli(dir, {"export", "--chrome", null, trace}, "", kLimitS);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(type_of(null) == S_IFCHR);
+  r = run_cli(dir, {"report", "--html", full, trace}, "", kLimitS);
+  BOOST_TEST(r.exit_code == 1, r.err);
+  BOOST_TEST(has(r.err, full + ": No space left on device"), r.err);
+  BOOST_TEST(type_of(full) == S_IFCHR);
+}
+
+BOOST_AUTO_TEST_CASE(a_fifo_named_as_output_receives_the_output) {
+  TempDir dir;
+  const std::string trace = write_trace(dir);
+  const std::string fifo = dir.file("pipe");
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  std::string got;
+  std::thread reader([&] { got = drain_fifo(fifo); });
+  const CliResult r = run_cli(dir, {"report", "--html", fifo, trace}, "", kLimitS);
+  reader.join();
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(has(got, "</html>"), got.size() << " bytes");
+  BOOST_TEST(type_of(fifo) == S_IFIFO);
+}
+
+BOOST_AUTO_TEST_CASE(outputs_never_write_through_planted_symlinks) {
+  TempDir dir;
+  const std::string trace = write_trace(dir);
+  for (const std::string flag : {"--html", "--chrome"}) {
+    BOOST_TEST_CONTEXT(flag) {
+      const std::string out = dir.file("out" + flag.substr(2));
+      const std::string at_out = make_victim(dir, "victim-out" + flag.substr(2));
+      const std::string at_tmp = make_victim(dir, "victim-tmp" + flag.substr(2));
+      std::filesystem::create_symlink(at_out, out);
+      std::filesystem::create_symlink(at_tmp, out + ".tmp");
+      const std::vector<std::string> args =
+          flag == "--html" ? std::vector<std::string>{"report", "--html", out, trace}
+                           : std::vector<std::string>{"export", "--chrome", out, trace};
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code == 0, r.err);
+      BOOST_TEST(slurp(at_out) == "precious\n");
+      BOOST_TEST(slurp(at_tmp) == "precious\n");
+      BOOST_TEST(type_of(out) == S_IFREG);  // the link was replaced, not followed
+      BOOST_TEST(slurp(out).size() > 100u);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(ctl_never_writes_through_a_planted_symlink_or_into_a_fifo) {
+  TempDir dir;
+  const std::string run = dir.file("run");
+  std::filesystem::create_directories(run);
+  std::ofstream(run + "/run.json") << R"({"id":"job","key":"k"})" << "\n";
+  const std::string victim = make_victim(dir, "victim");
+  std::filesystem::create_symlink(victim, run + "/control.tmp");
+  CliResult r = run_cli(dir, {"ctl", run, "off"}, "", kLimitS);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(slurp(victim) == "precious\n");
+  BOOST_TEST(slurp(run + "/control") == "off\n");
+  // stallscope's own file: a FIFO there is refused, never opened or replaced.
+  std::filesystem::remove(run + "/control");
+  BOOST_TEST_REQUIRE(::mkfifo((run + "/control").c_str(), 0644) == 0);
+  r = run_cli(dir, {"ctl", run, "on"}, "", kLimitS);
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(r.exit_code != 124);
+  BOOST_TEST(has(r.err, "not a regular file"), r.err);
+  BOOST_TEST(type_of(run + "/control") == S_IFIFO);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
