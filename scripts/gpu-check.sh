@@ -14,6 +14,8 @@
 #   run -- python3` on a GPU DataLoader loop; torch.profiler under
 #   `stallscope run` (its kernels present, GPU rows inside the CPU span,
 #   the hand-over marked in our trace), keeping two profiler traces.
+#   The Python hooks on the machine's PyTorch (2.x): tests/attach/torch_contexts.py with
+#   spawn and forkserver DataLoader workers, and KeyboardInterrupt under the shim.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=$PWD/gpu-bundle
@@ -174,6 +176,28 @@ if grep -q "GPU activity handed to" "$OUT/python.chrome.json" "$OUT/python.log" 
 else bad "hand-over mark" "no 'GPU activity handed to' in the trace or log"; fi
 if grep -q '"cat":"kernel"' "$OUT/python.chrome.json" 2>/dev/null; then ok "kernels recorded before the hand-over"
 else bad "kernels" "no kernel events in the stallscope trace of the python run"; fi
+
+step "Python hooks on this PyTorch: spawn and forkserver DataLoader workers, signal handlers"
+for method in spawn forkserver; do
+  rm -rf "$OUT/run-$method"
+  timeout 120 "$B/bin/stallscope" run --out "$OUT/run-$method" -- \
+    python3 tests/attach/torch_contexts.py "$method" 12 >"$OUT/hooks-$method.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "trained 12 steps with $method" "$OUT/hooks-$method.log"; then
+    ok "hooks transparent, $method workers trained 12 steps"
+  else bad "hooks under $method" "exit $rc ($(tail -3 "$OUT/hooks-$method.log" | tr '\n' ' '))"; fi
+done
+timeout 60 "$B/bin/stallscope" run --out "$OUT/run-signals" -- python3 -c '
+import os, signal, sys, time
+if signal.getsignal(signal.SIGINT) is not signal.default_int_handler: sys.exit(5)
+try:
+    os.kill(os.getpid(), signal.SIGINT); time.sleep(10)
+except KeyboardInterrupt:
+    sys.exit(0)
+sys.exit(7)' >"$OUT/signals.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then ok "KeyboardInterrupt as without stallscope"
+else bad "Python signal handlers" "exit $rc (5: SIGINT handler not Python's; 7: no KeyboardInterrupt)"; fi
 
 echo "gpu-check: $PASS passed, $FAIL failed in $(( $(date +%s) - START )) s; outputs in $OUT"
 [ $FAIL -eq 0 ]

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_files.hpp"
 #include "cmd_run.hpp"
 #include "commands.hpp"
 
@@ -76,7 +77,9 @@ std::string resolve_command(const std::string& argv0) {
 
 std::string attach_obstacle(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";  // spawning reports it
+  // Spawning reports a missing or non-regular program (never opened here:
+  // a FIFO would block).
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
   if (((st.st_mode & S_ISUID) && st.st_uid != ::getuid()) ||
       ((st.st_mode & S_ISGID) && st.st_gid != ::getgid()))
     return path +
@@ -100,6 +103,7 @@ std::string attach_obstacle(const std::string& path) {
 }
 
 std::string script_interpreter_of(const std::string& path) {
+  if (!not_a_regular_file(path).empty()) return "";
   std::ifstream in(path, std::ios::binary);
   std::string line;
   if (!std::getline(in, line) || line.rfind("#!", 0) != 0) return "";
