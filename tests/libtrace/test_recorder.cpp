@@ -300,8 +300,9 @@ BOOST_AUTO_TEST_CASE(sigterm_completes_the_file_and_runs_the_programs_handler) {
   BOOST_TEST(l.by_name["before_signal"] == 3000u);
 }
 
-BOOST_AUTO_TEST_CASE(default_sigterm_and_sigint_complete_the_file_then_kill) {
-  for (int sig : {SIGTERM, SIGINT}) {
+// SIGHUP is what a dropped ssh session sends (RELIABILITY.md 35).
+BOOST_AUTO_TEST_CASE(default_fatal_signals_complete_the_file_then_kill) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
     BOOST_TEST_CONTEXT("signal " << sig) {
       TempDir d;
       auto r = run_probe({"signal-default", "3000"}, env_for(d), "ready",

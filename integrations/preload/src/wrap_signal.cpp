@@ -1,7 +1,7 @@
-// sigaction and signal: the recorder keeps its SIGTERM/SIGINT handler (the
-// file is completed before the default action ends the process) while the
-// program sees and sets its own disposition as if stallscope were not
-// there. Python reads SIGINT's disposition at start-up and installs its
+// sigaction and signal: the recorder keeps its SIGTERM/SIGINT/SIGHUP/SIGQUIT
+// handler (the file is completed before the default action ends the
+// process) while the program sees and sets its own disposition as if
+// stallscope were not there. Python reads SIGINT's disposition at start-up and installs its
 // KeyboardInterrupt handler only over SIG_DFL; multiprocessing's forkserver
 // restores the handlers it read. Every other signal goes straight to libc.
 #include <signal.h>

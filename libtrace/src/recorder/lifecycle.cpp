@@ -1,5 +1,5 @@
 // Process lifecycle: the file is completed at normal exit and _exit (and at
-// SIGTERM and SIGINT: signals.cpp); a fork child gets its own recorder and
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT: signals.cpp); a fork child gets its own recorder and
 // file (RELIABILITY.md 3, 12, 13).
 #include <pthread.h>
 #include <sys/syscall.h>

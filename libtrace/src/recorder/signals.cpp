@@ -1,5 +1,5 @@
-// SIGTERM and SIGINT complete the file before the default action ends the
-// process (RELIABILITY.md 3). The handler only asks the flusher thread to
+// SIGTERM, SIGINT, SIGHUP (a dropped ssh session) and SIGQUIT complete the
+// file before the default action ends the process (RELIABILITY.md 3, 35). The handler only asks the flusher thread to
 // flush and waits a bounded time — nothing async-signal-unsafe runs in it —
 // then chains to the program's own disposition.
 //
@@ -27,7 +27,7 @@ namespace stallscope::detail {
 namespace {
 
 constexpr int kSignalFlushMs = 1000;
-constexpr int kSignals[] = {SIGTERM, SIGINT};
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
 // The program's disposition per signal, under a sequence lock: written by
 // program_sigaction (any thread), read by the handler.

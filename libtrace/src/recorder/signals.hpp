@@ -1,5 +1,5 @@
-// The recorder's SIGTERM/SIGINT handlers (signals.cpp), and the entry the
-// preload shim's sigaction/signal wrappers call.
+// The recorder's SIGTERM/SIGINT/SIGHUP/SIGQUIT handlers (signals.cpp), and
+// the entry the preload shim's sigaction/signal wrappers call.
 #pragma once
 
 #include <signal.h>
@@ -12,8 +12,8 @@ namespace stallscope::detail {
 // ends the process, in front of what the program had.
 void install_signal_handlers();
 
-// Once the handlers are installed, the program's own disposition of
-// SIGTERM/SIGINT is kept aside and read back as the program set it, while
+// Once the handlers are installed, the program's own disposition of those
+// four signals is kept aside and read back as the program set it, while
 // the recorder's handler stays in front and chains to it. Returns 1 for any
 // other signal (the caller makes the real call), 0 when done, -1 with errno
 // set when libc refused. Async-signal-safe.
