@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -264,6 +265,34 @@ BOOST_AUTO_TEST_CASE(claim_gives_up_after_the_bound_with_an_error) {
   BOOST_TEST(claim_run_dir(choice_at(dir), "k101", &err).empty());
   BOOST_TEST(err.find("other runs") != std::string::npos, err);
   BOOST_TEST(claim_run_dir(choice_at(dir), "k101", nullptr).empty());  // null error: no crash
+}
+
+// STALLSCOPE_OUT=/dev/full recorded into /dev/full-2 before, a regular file
+// into afile-2, and /dev/full/x said "-100 all hold other runs".
+BOOST_AUTO_TEST_CASE(a_run_directory_naming_a_non_directory_is_refused) {
+  TempDir tmp;
+  const std::string afile = (tmp.path / "afile").string(), full = (tmp.path / "full").string();
+  std::ofstream(afile) << "x";
+  RunDirChoice c = choice_at(afile);
+  c.source = "STALLSCOPE_OUT";
+  std::string err;
+  BOOST_TEST(claim_run_dir(c, "k", &err).empty());
+  BOOST_TEST(err == "STALLSCOPE_OUT=" + afile + ": not a directory (" + afile +
+                        " is a regular file)");
+  BOOST_TEST(!fs::exists(afile + "-2"));
+  // Our own node of /dev/full: the machine's is never risked.
+  BOOST_TEST_REQUIRE(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  c.path = full;
+  BOOST_TEST(claim_run_dir(c, "k", &err).empty());
+  BOOST_TEST(err.find("is a character device") != std::string::npos, err);
+  BOOST_TEST(!fs::exists(full + "-2"));
+  c.path = full + "/x";
+  BOOST_TEST(claim_run_dir(c, "k", &err).empty());
+  BOOST_TEST(err == "STALLSCOPE_OUT=" + full + "/x: not a directory (" + full +
+                        " is a character device)");
+  c.source = "SLURM";  // a derived directory names where it came from
+  BOOST_TEST(claim_run_dir(c, "k", &err).empty());
+  BOOST_TEST(err.find("run directory " + full + "/x (from SLURM)") == 0u, err);
 }
 
 BOOST_AUTO_TEST_CASE(claim_reports_an_uncreatable_directory) {

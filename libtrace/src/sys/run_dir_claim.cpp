@@ -26,9 +26,10 @@ namespace {
 
 constexpr int kMaxSuffix = 100;
 
-// mkdir -p: 0, or an errno. EEXIST means something that is not a directory
-// is in the way. Concurrent creators are fine: EEXIST on a directory is ok.
-int make_dirs(const std::string& path) {
+// mkdir -p: 0, or an errno; ENOTDIR (with *in_way set to it) when something
+// that is not a directory holds the path or one of its parents.
+// Concurrent creators are fine: EEXIST on a directory is ok.
+int make_dirs(const std::string& path, std::string* in_way) {
   for (size_t pos = 1; pos <= path.size(); ++pos) {
     if (pos != path.size() && path[pos] != '/') continue;
     const std::string prefix = path.substr(0, pos);
@@ -36,9 +37,31 @@ int make_dirs(const std::string& path) {
     const int err = errno;
     struct stat st {};
     if (::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-    return err == EEXIST ? EEXIST : err;
+    if (err == EEXIST || err == ENOTDIR) {
+      *in_way = prefix;
+      return ENOTDIR;
+    }
+    return err;
   }
   return 0;
+}
+
+const char* kind_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "something else";
+  if (S_ISREG(st.st_mode)) return "a regular file";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "something else";
+}
+
+// "STALLSCOPE_OUT=/dev/full" or "run directory x" (derived from the job).
+std::string named(const RunDirChoice& choice, const std::string& path) {
+  if (choice.source == "STALLSCOPE_OUT" || choice.source.rfind("--", 0) == 0)
+    return choice.source + "=" + path;
+  return "run directory " + path + " (from " + choice.source + ")";
 }
 
 // Only printable ASCII in keys, so that what we write (JSON) compares
@@ -134,10 +157,18 @@ std::string claim_run_dir(const RunDirChoice& choice, const std::string& key, st
     const std::string body = nlohmann::json{{"id", printable(choice.id)}, {"key", k}}.dump() + "\n";
     for (int n = 1; n <= kMaxSuffix; ++n) {
       const std::string dir = candidate(base, n);
-      if (const int rc = make_dirs(dir); rc == EEXIST) {
-        continue;  // a file is in the way: that name is taken
+      std::string in_way;
+      if (const int rc = make_dirs(dir, &in_way); rc == ENOTDIR && n > 1) {
+        continue;  // a file in the way of a suffixed name: that name is taken
+      } else if (rc == ENOTDIR) {
+        // Never silently moved elsewhere: the path named must be a directory.
+        if (error != nullptr)
+          *error = named(choice, base) + ": not a directory (" + in_way + " is " +
+                   kind_of(in_way) + ")";
+        return {};
       } else if (rc != 0) {
-        if (error != nullptr) *error = dir + ": cannot create directory: " + std::strerror(rc);
+        if (error != nullptr)
+          *error = named(choice, dir) + ": cannot create directory: " + std::strerror(rc);
         return {};
       }
       const Claim c = try_claim(dir, k, body, error);
