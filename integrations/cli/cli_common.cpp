@@ -1,7 +1,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "commands.hpp"
@@ -10,35 +13,55 @@
 namespace stallscope::cli {
 
 namespace {
-bool g_file_size_signal_ignored = false;  // by stallscope, not inherited so
+
+constexpr int kOutputSignals[] = {SIGXFSZ, SIGPIPE};
+sigset_t g_ignored_by_us;  // ignored by stallscope, not inherited so
+
+void set_disposition(int sig, sighandler_t handler) {
+  struct sigaction sa{};
+  sa.sa_handler = handler;
+  ::sigaction(sig, &sa, nullptr);
+}
+
 }  // namespace
 
-void ignore_file_size_signal() {
-  struct sigaction old{};
-  if (::sigaction(SIGXFSZ, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) return;
-  struct sigaction ign{};
-  ign.sa_handler = SIG_IGN;
-  g_file_size_signal_ignored = ::sigaction(SIGXFSZ, &ign, nullptr) == 0;
+void ignore_output_signals() {
+  sigemptyset(&g_ignored_by_us);
+  for (int sig : kOutputSignals) {
+    struct sigaction old{};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+    struct sigaction ign{};
+    ign.sa_handler = SIG_IGN;
+    if (::sigaction(sig, &ign, nullptr) == 0) sigaddset(&g_ignored_by_us, sig);
+  }
 }
 
-sigset_t child_signal_defaults() {
-  sigset_t set;
-  sigemptyset(&set);
-  if (g_file_size_signal_ignored) sigaddset(&set, SIGXFSZ);
-  return set;
-}
+sigset_t child_signal_defaults() { return g_ignored_by_us; }
 
 int shell(const std::string& cmd) {
-  if (!g_file_size_signal_ignored) return std::system(cmd.c_str());
-  // The child inherits the disposition at fork; stallscope writes nothing
+  // The child inherits the dispositions at fork; stallscope writes nothing
   // while it waits.
-  struct sigaction dfl{}, ign{};
-  dfl.sa_handler = SIG_DFL;
-  ign.sa_handler = SIG_IGN;
-  ::sigaction(SIGXFSZ, &dfl, nullptr);
+  for (int sig : kOutputSignals)
+    if (sigismember(&g_ignored_by_us, sig)) set_disposition(sig, SIG_DFL);
   const int rc = std::system(cmd.c_str());
-  ::sigaction(SIGXFSZ, &ign, nullptr);
+  for (int sig : kOutputSignals)
+    if (sigismember(&g_ignored_by_us, sig)) set_disposition(sig, SIG_IGN);
   return rc;
+}
+
+bool stdout_complete() {
+  errno = 0;
+  std::cout.flush();
+  const bool ok = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!ok) {
+    const int err = errno;
+    // The write that failed may be long past (stdio writes as its buffer
+    // fills): its errno is gone then.
+    std::cerr << "stallscope: cannot write standard output"
+              << (err != 0 ? std::string(": ") + std::strerror(err) : std::string())
+              << "; what was written is incomplete\n";
+  }
+  return ok;
 }
 
 std::vector<std::string> expand_inputs(const std::string& cmd,

@@ -39,13 +39,16 @@ Command add_scaling_command(CLI::App& parent);  // cmd_scaling.cpp
 std::vector<std::string> expand_inputs(const std::string& cmd,
                                        const std::vector<std::string>& paths, bool* failed);
 
-// SIGXFSZ: with a file-size limit (ulimit -f, RLIMIT_FSIZE) a write past it
-// would kill stallscope silently. main() ignores the signal, so the write
-// fails with EFBIG and the command reports which file it could not write.
-// Programs stallscope starts get the disposition it inherited instead:
-// spawn them with child_signal_defaults() reset to default, and run shell
-// commands through shell().
-void ignore_file_size_signal();
+// SIGXFSZ and SIGPIPE: a write past a file-size limit (ulimit -f) or into a
+// closed pipe would kill stallscope silently. main() ignores both, so the
+// write fails (EFBIG, EPIPE) and the command says which output it could not
+// write and exits 1. Programs stallscope starts get the dispositions it
+// inherited instead: spawn them with child_signal_defaults() reset to
+// default, and run shell commands through shell().
+void ignore_output_signals();
+// Flushes standard output; false, with a message on stderr, when anything
+// written to it was lost (a full disk, /dev/full, a closed pipe).
+bool stdout_complete();
 // The signals to reset to default in a child (posix_spawnattr_setsigdefault).
 sigset_t child_signal_defaults();
 // std::system(cmd) with the dispositions stallscope inherited.

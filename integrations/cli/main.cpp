@@ -84,11 +84,15 @@ int main(int argc, char** argv) {
   // (glibc's adaptive threshold would keep blocks up to 32 MiB; ~60 MiB of
   // peak RSS on a 50 M-event trace).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  stallscope::cli::ignore_file_size_signal();
+  stallscope::cli::ignore_output_signals();
+  int rc = stallscope::cli::kExitInput;
   try {
-    return run(argc, argv);
+    rc = run(argc, argv);
   } catch (const std::exception& e) {  // out of memory, a failed stream …
     std::cerr << "stallscope: " << e.what() << "\n";
-    return stallscope::cli::kExitInput;
   }
+  // A report cut by a full disk or a closed pipe is no success.
+  if (!stallscope::cli::stdout_complete() && rc == stallscope::cli::kExitOk)
+    rc = stallscope::cli::kExitInput;
+  return rc;
 }

@@ -176,4 +176,27 @@ BOOST_AUTO_TEST_CASE(ctl_never_writes_through_a_planted_symlink_or_into_a_fifo) 
   BOOST_TEST(type_of(run + "/control") == S_IFIFO);
 }
 
+// `report --json > file` on a full disk exited 0 with a cut report.
+BOOST_AUTO_TEST_CASE(standard_output_that_cannot_be_written_exits_1) {
+  TempDir dir;
+  const std::string trace = write_trace(dir);
+  const std::string full = dir.file("full");
+  BOOST_TEST_REQUIRE(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", trace}, {"report", trace}, {"report", "--json", trace},
+      {"export", "--chrome", "-", trace}};
+  for (const auto& args : commands) {
+    BOOST_TEST_CONTEXT(args[0] << " " << args[1]) {
+      std::string cmd = "exec timeout -k 5 " + std::to_string(kLimitS) + " " +
+                        shell_quote(STALLSCOPE_CLI);
+      for (const auto& a : args) cmd += " " + shell_quote(a);
+      cmd += " >" + shell_quote(full) + " 2>" + shell_quote(dir.file("err"));
+      const int status = std::system(cmd.c_str());
+      BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 1), "status " << status);
+      BOOST_TEST(has(slurp(dir.file("err")), "cannot write standard output"),
+                 slurp(dir.file("err")));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
