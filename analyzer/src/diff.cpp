@@ -2,10 +2,12 @@
 // run A's report predicted for each remedy shows up in run B.
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.hpp"
 #include "stallscope/analyzer/render.hpp"
 
 namespace stallscope::analyzer {
@@ -102,7 +104,14 @@ bool read_rank(const json& j, RankReport& r) {
 }  // namespace
 
 bool read_json(const std::string& text, Report& out, std::string* error) {
-  const json j = json::parse(text, nullptr, false);
+  // Only the depth is bounded: a long run's report is large, but shallow.
+  constexpr size_t kAny = std::numeric_limits<size_t>::max();
+  std::string why;
+  const json j = detail::parse_bounded_json(text, &why, {kAny, detail::kMaxJsonDepth, kAny});
+  if (j.is_discarded()) {
+    *error = "not a stallscope report: the document " + why;
+    return false;
+  }
   if (!j.is_object() || j.value("schema", "") != "stallscope.report") {
     *error = "not a stallscope report (field 'schema')";
     return false;

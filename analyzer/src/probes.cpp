@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.hpp"
+
 namespace stallscope::analyzer {
 
 namespace {
@@ -145,6 +147,25 @@ void apply(const std::string& key, const json& j, Probes& p) {
   else if (key == "device.model") loader_device(j, p);
 }
 
+bool is_probe(const std::string& key) {
+  return key == "storage_probe" || key == "emulated_device" || key == "topology_probe" ||
+         key == "loader" || key == "loader.config" || key == "loader.probe" ||
+         key == "device.model";
+}
+
+// An attachment within the limits of common/bounded_json.hpp (depth, size,
+// values), or a discarded value and, with `warnings`, a warning naming the
+// file and the attachment.
+json attachment_json(const reader::Attachment& a, const std::string& file,
+                     std::vector<std::string>* warnings) {
+  std::string why;
+  json j = detail::parse_bounded_json(a.data, &why);
+  if (j.is_discarded() && warnings != nullptr)
+    warnings->push_back(file + ": attachment \"" + a.name + "\" " + why +
+                        (a.name == "topology" ? "; topology-based remedies skipped" : "; ignored"));
+  return j;
+}
+
 }  // namespace
 
 ProcessDesc process_of(const reader::TraceReader& r) {
@@ -175,21 +196,12 @@ void merge_probes(const reader::TraceReader& r, Probes& p) {
     }
   }
   for (const auto& a : r.attachments()) {
-    const json j = json::parse(a.data, nullptr, false);
-    if (a.name == "topology") {
-      if (j.is_discarded())
-        p.warnings.push_back(r.path() + ": attachment \"topology\" is not valid JSON;"
-                             " topology-based remedies skipped");
-      else
-        topology(j, r.path(), p);
-    } else if (a.name == "cuda.device") {
-      if (j.is_discarded())
-        p.warnings.push_back(r.path() + ": attachment \"cuda.device\" is not valid JSON; ignored");
-      else
-        cuda_device(j, r.path(), p);
-    } else if (!j.is_discarded()) {
-      apply(a.name, j, p);
-    }
+    if (a.name != "topology" && a.name != "cuda.device" && !is_probe(a.name)) continue;
+    const json j = attachment_json(a, r.path(), &p.warnings);
+    if (j.is_discarded()) continue;
+    if (a.name == "topology") topology(j, r.path(), p);
+    else if (a.name == "cuda.device") cuda_device(j, r.path(), p);
+    else apply(a.name, j, p);
   }
 }
 
@@ -197,7 +209,7 @@ HostTopology host_topology(const reader::TraceReader& r) {
   Probes p;
   for (const auto& a : r.attachments()) {
     if (a.name != "topology") continue;
-    const json j = json::parse(a.data, nullptr, false);
+    const json j = attachment_json(a, r.path(), nullptr);  // merge_probes warns
     if (!j.is_discarded()) topology(j, r.path(), p);
     if (!p.gpus.empty() || p.host_numa_nodes > 0) break;
   }

@@ -1,7 +1,10 @@
 // Runs the stallscope binary for black-box tests: exit code, stdout, stderr.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +19,7 @@ namespace stallscope::testing {
 struct CliResult {
   int exit_code = -1;
   std::string out, err;
+  long max_rss_kb = -1;  // the command's peak resident memory (run_cli_measured only)
 };
 
 inline std::string shell_quote(const std::string& s) {
@@ -52,6 +56,34 @@ inline CliResult run_cli(const TempDir& dir, const std::vector<std::string>& arg
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// As run_cli, without a shell, and with the command's peak resident memory
+// (wait4's rusage of that one child, not of every child the test ran).
+inline CliResult run_cli_measured(const TempDir& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> words{STALLSCOPE_CLI};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const std::string out = dir.file("cli.out"), err = dir.file("cli.err");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  CliResult r;
+  int status = 0;
+  rusage ru{};
+  if (pid < 0 || ::wait4(pid, &status, 0, &ru) != pid) return r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.max_rss_kb = ru.ru_maxrss;
   r.out = slurp(out);
   r.err = slurp(err);
   return r;

@@ -1,6 +1,7 @@
 // The "topology" attachment: Topology <-> JSON.
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.hpp"
 #include "stallscope/topo/topology.hpp"
 
 namespace stallscope::topo {
@@ -75,7 +76,10 @@ std::string to_json(const Topology& t) {
 std::optional<Topology> from_json(std::string_view text, std::string_view origin,
                                   std::string* error) {
   try {
-    const json j = json::parse(text);
+    // Bounded: the copies below (value()) recurse once per level.
+    std::string why;
+    const json j = detail::parse_bounded_json(text, &why);
+    if (j.is_discarded()) throw std::runtime_error("the document " + why);
     if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array())
       throw std::runtime_error("no \"devices\" array");
     Topology t;

@@ -222,10 +222,13 @@ bool TraceReader::Impl::index_one(uint64_t off, const format::ChunkHeader& h) {
            std::to_string(off) + "; written by a newer stallscope?)");
     return true;
   }
+  const uint64_t poff = off + sizeof h;
+  if ((type == format::ChunkType::kMetadata || type == format::ChunkType::kAttachment) &&
+      !admit_kept_chunk(type, poff, h.payload_bytes))
+    return true;
   std::vector<uint8_t> payload;
   if (!read_payload(off, h, payload)) return false;
   const std::span<const uint8_t> p(payload);
-  const uint64_t poff = off + sizeof h;
   switch (type) {
     case format::ChunkType::kStrings:
       return parse_strings(p, poff);

@@ -30,6 +30,11 @@ inline bool sane_triple(const format::ClockTriple& t) noexcept {
          t.real_ns >= -kMaxAbsNs && t.real_ns <= kMaxAbsNs;
 }
 
+// What a file's metadata and attachments may keep in memory, in all (the
+// recorder writes some KiB of each); chunks past it are skipped unread.
+inline constexpr uint64_t kMaxMetadataBytes = uint64_t{4} << 20;
+inline constexpr uint64_t kMaxAttachmentBytes = uint64_t{16} << 20;
+
 // Interned strings by id. Dense ids (the recorder's 1, 2, 3 …) go to a
 // vector; others to a map, so a corrupt id never sizes an allocation.
 class StringTable {
@@ -112,6 +117,9 @@ struct TraceReader::Impl {
   std::string host;
   int64_t rank = -1;
   std::vector<Attachment> attachments;
+  uint64_t metadata_bytes = 0;    // of the metadata chunks admitted
+  uint64_t attachment_bytes = 0;  // of the attachment chunks admitted
+  uint64_t skipped_attachments = 0;
   EndTotals end;
   uint64_t unknown_chunks = 0;
   std::vector<std::pair<int64_t, int64_t>> clock_points;  // (mono, real - mono)
@@ -137,6 +145,9 @@ struct TraceReader::Impl {
   // ---- tables.cpp
   bool parse_strings(std::span<const uint8_t> p, uint64_t off);
   bool parse_tracks(std::span<const uint8_t> p, uint64_t off);
+  // False (and a warning) when a metadata or attachment chunk of `bytes`
+  // at payload offset `off` would pass the file's budget for it.
+  bool admit_kept_chunk(format::ChunkType type, uint64_t off, uint32_t bytes);
   void parse_metadata(std::span<const uint8_t> p, uint64_t off);
   bool parse_attachment(std::span<const uint8_t> p, uint64_t off);
   bool parse_end(std::span<const uint8_t> p, uint64_t off);

@@ -3,6 +3,7 @@
 // container with 64-bit arithmetic before use.
 #include <cstring>
 
+#include "common/bounded_json.hpp"
 #include "reader/reader_impl.hpp"
 
 namespace stallscope::reader {
@@ -79,22 +80,48 @@ bool TraceReader::Impl::parse_tracks(std::span<const uint8_t> p, uint64_t off) {
   return true;
 }
 
+// Checked before the payload is read: metadata and attachments stay in
+// memory as long as the reader, so each file gets a budget for them.
+bool TraceReader::Impl::admit_kept_chunk(format::ChunkType type, uint64_t off, uint32_t bytes) {
+  const bool meta = type == format::ChunkType::kMetadata;
+  uint64_t& used = meta ? metadata_bytes : attachment_bytes;
+  const uint64_t limit = meta ? kMaxMetadataBytes : kMaxAttachmentBytes;
+  if (bytes <= limit - used) {
+    used += bytes;
+    return true;
+  }
+  const std::string what = std::string(meta ? "metadata" : "attachment") + " chunk at offset " +
+                           std::to_string(off) + " is " + std::to_string(bytes) + " bytes";
+  const std::string budget = std::to_string(limit >> 20) + " MiB limit";
+  if (meta) {
+    warn(what + ", over the " + budget + " for a file's metadata" +
+         (used > 0 ? " (" + std::to_string(used) + " bytes before it)" : "") + "; skipped unread");
+  } else if (skipped_attachments++ == 0) {
+    warn(what + ": with the " + std::to_string(used) + " bytes before it, over the " + budget +
+         " for a file's attachments; skipped unread (later ones past the limit too)");
+  }
+  return false;
+}
+
 void TraceReader::Impl::parse_metadata(std::span<const uint8_t> p, uint64_t off) {
   size_t n = p.size();
   while (n > 0 && (p[n - 1] == 0 || p[n - 1] == ' ' || p[n - 1] == '\n')) --n;
-  const auto* text = reinterpret_cast<const char*>(p.data());
-  try {
-    auto j = nlohmann::json::parse(text, text + n);
-    if (!j.is_object()) {
-      warn("metadata chunk at offset " + std::to_string(off) + " is not a JSON object; ignored");
-      return;
-    }
-    metadata.update(j);
-    metadata_text = metadata.dump();
-  } catch (const nlohmann::json::exception& e) {
-    warn("metadata chunk at offset " + std::to_string(off) + " is not valid JSON (" + e.what() +
-         "); ignored");
+  const std::string_view text(reinterpret_cast<const char*>(p.data()), n);
+  const std::string where = "metadata chunk at offset " + std::to_string(off);
+  std::string why;
+  auto j = stallscope::detail::parse_bounded_json(
+      text, &why, {kMaxMetadataBytes, stallscope::detail::kMaxJsonDepth});
+  if (j.is_discarded()) {
+    warn(where + " " + why + "; ignored");
+    return;
   }
+  if (!j.is_object()) {
+    warn(where + " is not a JSON object; ignored");
+    return;
+  }
+  // Moved, not copied: later keys win, as update() would make them.
+  for (auto& item : j.items()) metadata[item.key()] = std::move(item.value());
+  metadata_text = metadata.dump();
 }
 
 bool TraceReader::Impl::parse_attachment(std::span<const uint8_t> p, uint64_t off) {
