@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <limits>
 #include <ostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/bounded_json.hpp"
 #include "stallscope/analyzer/render.hpp"
+#include "stallscope/file_summary.hpp"  // terminal_safe
 
 namespace stallscope::analyzer {
 
@@ -143,8 +145,10 @@ void write_diff(std::ostream& out, const Report& a, const Report& b, const DiffO
     out << json{{"schema", "stallscope.diff"}, {"schema_version", 1}, {"ranks", all}}.dump(1) << "\n";
     return;
   }
-  for (const auto& d : all) print_rank(out, d);
-  if (all.empty()) out << "no rank to compare\n";
+  std::ostringstream text;
+  for (const auto& d : all) print_rank(text, d);
+  if (all.empty()) text << "no rank to compare\n";
+  out << reader::terminal_safe(text.str());
 }
 
 }  // namespace stallscope::analyzer

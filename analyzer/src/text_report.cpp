@@ -3,9 +3,11 @@
 // warnings. Plain text unless colors are asked for.
 #include <cstdio>
 #include <ostream>
+#include <sstream>
 
 #include "multirank/cross_render.hpp"
 #include "stallscope/analyzer/render.hpp"
+#include "stallscope/file_summary.hpp"  // terminal_safe
 
 namespace stallscope::analyzer {
 
@@ -134,9 +136,7 @@ void drops_and_warnings(std::ostream& o, const RankReport& r, const Style& s) {
   for (const auto& w : r.warnings) o << s.red() << "warning: " << s.off() << w << "\n";
 }
 
-}  // namespace
-
-void write_text(std::ostream& out, const Report& r, const TextOptions& opt) {
+void write_text_unescaped(std::ostream& out, const Report& r, const TextOptions& opt) {
   const Style s{opt.color};
   for (const auto& e : r.errors) out << s.red() << "error: " << s.off() << e << "\n";
   for (const auto& w : r.warnings) out << s.red() << "warning: " << s.off() << w << "\n";
@@ -154,6 +154,16 @@ void write_text(std::ostream& out, const Report& r, const TextOptions& opt) {
   }
   if (shown.size() < r.ranks.size())
     out << "\n(" << r.ranks.size() - shown.size() << " more ranks not shown: see --json, or report their files alone)\n";
+}
+
+}  // namespace
+
+// Names from traces may hold terminal escapes: the whole text is made safe,
+// keeping only the colours.
+void write_text(std::ostream& out, const Report& r, const TextOptions& opt) {
+  std::ostringstream text;
+  write_text_unescaped(text, r, opt);
+  out << reader::terminal_safe(text.str(), opt.color);
 }
 
 }  // namespace stallscope::analyzer

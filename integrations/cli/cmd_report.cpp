@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/render.hpp"
+#include "stallscope/file_summary.hpp"  // terminal_safe
 
 namespace stallscope::cli {
 
@@ -58,7 +59,8 @@ int run_report(const ReportOptions& in) {
     return kExitUsage;
   }
   // Errors go to stderr (scripts read stdout); the report lists them too.
-  for (const auto& e : rep.errors) std::cerr << "stallscope report: error: " << e << "\n";
+  for (const auto& e : rep.errors)
+    std::cerr << "stallscope report: error: " << reader::terminal_safe(e) << "\n";
   if (rep.ranks.empty()) return kExitInput;  // nothing readable: no empty report
   if (in.json) {
     analyzer::write_json(std::cout, rep);

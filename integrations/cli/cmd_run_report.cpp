@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/render.hpp"
+#include "stallscope/file_summary.hpp"  // terminal_safe
 
 namespace stallscope::cli::run {
 namespace {
@@ -34,7 +35,8 @@ int write_run_report(const std::string& run_dir, const std::string& format,
     return kExitInput;
   }
   if (!note.empty()) rep.warnings.push_back(note);
-  for (const auto& e : rep.errors) std::cerr << "stallscope run: report: " << e << "\n";
+  for (const auto& e : rep.errors)
+    std::cerr << "stallscope run: report: " << reader::terminal_safe(e) << "\n";
   if (rep.ranks.empty()) {
     std::cerr << "stallscope run: no trace to report in " << run_dir << "\n";
     return kExitInput;

@@ -95,8 +95,10 @@ std::function<void(reader::ChromeEventSink&)> attribution_events(const std::vect
 
 void report(const reader::ChromeExportResult& res, const std::string& dest) {
   show_progress(1, 1, "");  // clear the progress line
-  for (const auto& w : res.warnings) std::cerr << "stallscope export: warning: " << w << "\n";
-  for (const auto& e : res.errors) std::cerr << "stallscope export: error: " << e << "\n";
+  for (const auto& w : res.warnings)
+    std::cerr << "stallscope export: warning: " << reader::terminal_safe(w) << "\n";
+  for (const auto& e : res.errors)
+    std::cerr << "stallscope export: error: " << reader::terminal_safe(e) << "\n";
   std::cerr << "stallscope export: wrote " << res.events << " trace events ("
             << reader::format_bytes(res.bytes) << ") to " << dest << "\n";
 }

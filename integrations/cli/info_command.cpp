@@ -1,6 +1,7 @@
 // `stallscope info PATH...`: what each trace file holds (tracks, events per
 // kind, span, drops, complete/cut/error) and run-level totals.
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "commands.hpp"
@@ -20,10 +21,14 @@ int run_info(const InfoOptions& opt) {
   if (files.empty()) return kExitInput;
   const auto run = reader::summarize_run(files, show_progress);
   show_progress(files.size(), files.size(), "");
-  reader::print_run_summary(std::cout, run);
+  // Thread, host and path names come from the traces: escaped for the terminal.
+  std::ostringstream text;
+  reader::print_run_summary(text, run);
+  std::cout << reader::terminal_safe(text.str());
   std::cout.flush();
   for (const auto& f : run.files)
-    if (f.status == reader::Status::kError) std::cerr << "stallscope info: " << f.error << "\n";
+    if (f.status == reader::Status::kError)
+      std::cerr << "stallscope info: " << reader::terminal_safe(f.error) << "\n";
   return failed || run.files_error > 0 ? kExitInput : kExitOk;
 }
 

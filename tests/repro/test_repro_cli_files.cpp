@@ -199,4 +199,39 @@ BOOST_AUTO_TEST_CASE(standard_output_that_cannot_be_written_exits_1) {
   }
 }
 
+// A thread named "\e]0;PWNED\a\e[2J" retitled and cleared the terminal of
+// whoever ran `info` or `report` on its trace.
+BOOST_AUTO_TEST_CASE(names_from_a_trace_never_reach_the_terminal_raw) {
+  TempDir dir;
+  TraceBuilder b;
+  b.metadata(R"({"host":"node\u001b]0;HOST\u0007\u00ff","rank":0})");
+  b.strings({{1, "\x1b]0;PWNED\a\x1b[2J\xff"}});
+  b.tracks({thread_track(1, 100, 1)});
+  Records trainer;
+  for (uint64_t i = 0; i < 6; ++i) {
+    auto st = make_ext<format::StepExt>(format::Ext::kStep);
+    st.index = i;
+    trainer.core(format::Kind::kStep, 0, 10000000 + i * 10000000, 9000000).ext(st);
+  }
+  b.events({{1, trainer}});
+  b.end();
+  const std::string trace = dir.file("evil.sst");
+  b.write(trace);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"info", trace}, {"report", trace}, {"report", "--color", trace}}) {
+    BOOST_TEST_CONTEXT(args[0] << " " << args[1]) {
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code == 0, r.err);
+      BOOST_TEST(!has(r.out, "\x1b]"), r.out);  // no OSC (retitle)
+      BOOST_TEST(!has(r.out, "\x1b[2J"));       // no clear screen
+      BOOST_TEST(!has(r.out, "\a"));
+      BOOST_TEST(!has(r.err, "\x1b]"), r.err);
+    }
+  }
+  const CliResult info = run_cli(dir, {"info", trace}, "", kLimitS);
+  BOOST_TEST(has(info.out, "\\x1b]0;PWNED\\x07\\x1b[2J\\xff"), info.out);
+  const CliResult color = run_cli(dir, {"report", "--color", trace}, "", kLimitS);
+  BOOST_TEST(has(color.out, "\x1b[1m"), color.out);  // stallscope's own colours stay
+}
+
 BOOST_AUTO_TEST_SUITE_END()

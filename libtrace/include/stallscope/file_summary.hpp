@@ -14,6 +14,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stallscope/format.hpp"
@@ -112,5 +113,12 @@ STALLSCOPE_API void print_run_summary(std::ostream& out, const RunSummary& run);
 
 // "1.5 KiB", "3.2 GiB".
 STALLSCOPE_API std::string format_bytes(uint64_t bytes);
+
+// `text` made safe to print on a terminal: control characters other than
+// newline and tab, DEL, C1 controls and bytes that are not UTF-8 become
+// "\xNN"; with `keep_sgr`, colour sequences (ESC [ digits ; m) pass, so
+// stallscope's own colours survive. Every text output of names from traces
+// goes through it.
+STALLSCOPE_API std::string terminal_safe(std::string_view text, bool keep_sgr = false);
 
 }  // namespace stallscope::reader
