@@ -26,6 +26,7 @@ struct ReportOptions {
   std::string step_pattern;
   double lag_s = 0;  // 0: adaptive
   size_t jobs = 0;   // ranks analyzed at once (0: one per core)
+  uint64_t max_json_mb = 2048;
 };
 
 void show_progress(uint64_t done, uint64_t total) {
@@ -50,6 +51,7 @@ int run_report(const ReportOptions& in) {
     opt.adaptive_lag = false;
   }
   opt.rank_threads = in.jobs;
+  opt.max_json_bytes = in.max_json_mb << 20;
   if (::isatty(2)) opt.progress = show_progress;
   analyzer::Report rep;
   try {
@@ -105,6 +107,11 @@ Command add_report_command(CLI::App& parent) {
                   "memory grows with it")
       ->type_name("N")
       ->check(CLI::Range(0, 4096));
+  sub->add_option("--max-json-mb", opt->max_json_mb,
+                  "The most decompressed JSON one PyTorch profiler trace may have (default "
+                  "2048; a .json.gz is checked while it inflates)")
+      ->type_name("MIB")
+      ->check(CLI::Range(1, 4095));
   sub->footer("Exit status: 0 reported, 1 no readable input (or an unwritable --html), 2 usage error.");
   return {sub, [opt] { return run_report(*opt); }};
 }

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -232,6 +234,40 @@ BOOST_AUTO_TEST_CASE(names_from_a_trace_never_reach_the_terminal_raw) {
   BOOST_TEST(has(info.out, "\\x1b]0;PWNED\\x07\\x1b[2J\\xff"), info.out);
   const CliResult color = run_cli(dir, {"report", "--color", trace}, "", kLimitS);
   BOOST_TEST(has(color.out, "\x1b[1m"), color.out);  // stallscope's own colours stay
+}
+
+// A .json.gz of `spaces` bytes of blanks inside a trace's traceEvents
+// array: deflate packs it about 1000-fold.
+std::string write_blank_trace_gz(const TempDir& dir, const std::string& name, size_t spaces) {
+  const std::string path = dir.file(name);
+  gzFile g = gzopen(path.c_str(), "wb1");  // fast: the test's time goes here
+  gzputs(g, "{\"traceEvents\":[");
+  const std::string blanks(1 << 20, ' ');
+  for (size_t done = 0; done < spaces; done += blanks.size())
+    gzwrite(g, blanks.data(), static_cast<unsigned>(std::min(blanks.size(), spaces - done)));
+  gzputs(g, "]}");
+  gzclose(g);
+  return path;
+}
+
+// A 5 MB gzip inflated to 5 GiB of memory (23 s) before the 4 GiB refusal.
+BOOST_AUTO_TEST_CASE(a_gzip_bomb_is_refused_while_it_inflates) {
+  TempDir dir;
+  const std::string bomb = write_blank_trace_gz(dir, "bomb.json.gz", size_t{512} << 20);
+  const CliResult r = run_cli_measured(dir, {"report", bomb});
+  BOOST_TEST(r.exit_code == 1, r.err);
+  BOOST_TEST(has(r.err, "inflates more than 100-fold"), r.err);
+  BOOST_TEST(r.max_rss_kb < 256 * 1024, r.max_rss_kb << " KiB");
+}
+
+BOOST_AUTO_TEST_CASE(decompressed_json_past_the_limit_names_the_flag) {
+  TempDir dir;
+  const std::string gz = write_blank_trace_gz(dir, "big.json.gz", size_t{3} << 20);
+  const CliResult r = run_cli(dir, {"report", "--max-json-mb", "1", gz}, "", kLimitS);
+  BOOST_TEST(r.exit_code == 1, r.err);
+  BOOST_TEST(has(r.err, "passes the limit of 1 MiB (raise it with --max-json-mb"), r.err);
+  const CliResult bad = run_cli(dir, {"report", "--max-json-mb", "0", gz}, "", kLimitS);
+  BOOST_TEST(bad.exit_code == 2, bad.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -68,14 +68,20 @@ struct ImportedRank {
 // export (otherData.generator "stallscope") is not.
 bool sniff(const std::string& path);
 
+// The most decompressed JSON a trace may have by default (report
+// --max-json-mb raises it, to simdjson's 4 GiB).
+inline constexpr uint64_t kDefaultMaxJsonBytes = uint64_t{2} << 30;
+
 // The JSON text of `path`, gunzipped when it starts with the gzip magic,
-// with simdjson's padding after size(). Throws ImportError.
-std::string read_json(const std::string& path);
+// with simdjson's padding after size(). Throws ImportError, also when the
+// JSON passes `max_bytes` or a gzip inflates like a bomb (both found while
+// streaming, before the memory is spent).
+std::string read_json(const std::string& path, uint64_t max_bytes = kDefaultMaxJsonBytes);
 
 // Parses and maps one file. Throws ImportError (malformed JSON, truncated
 // gzip, no traceEvents …); unusable single events are skipped, counted and
 // named in `warnings`.
-ImportedRank import_file(const std::string& path);
+ImportedRank import_file(const std::string& path, uint64_t max_bytes = kDefaultMaxJsonBytes);
 // The same from JSON text already in memory (`json` must have
 // simdjson::SIMDJSON_PADDING bytes of capacity past its size).
 ImportedRank import_json(const std::string& json, const std::string& name);

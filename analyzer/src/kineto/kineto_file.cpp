@@ -21,6 +21,14 @@ constexpr size_t kChunk = size_t{1} << 20;
 // simdjson parses documents of up to 4 GiB; a larger JSON cannot be read.
 constexpr uint64_t kMaxJson = (uint64_t{1} << 32) - 1;
 constexpr size_t kSniffBytes = 64u << 10;
+// Profiler JSON deflates 10- to 30-fold; past this ratio (deflate's ceiling
+// is ~1032) after kBombCheckBytes of output a file is no trace but a bomb,
+// and is refused before it costs gigabytes.
+constexpr uint64_t kMaxInflateRatio = 100;
+constexpr uint64_t kBombCheckBytes = uint64_t{64} << 20;
+// The first buffer, from the size gzip's trailer claims: at most this many
+// times the compressed size, so a lying trailer costs nothing up front.
+constexpr uint64_t kHintRatio = 64;
 
 class Fd {
  public:
@@ -78,6 +86,13 @@ size_t size_hint(int fd, uint64_t compressed, const std::string& path) {
   return isize;
 }
 
+void check_ratio(uint64_t out, uint64_t in, const std::string& path) {
+  if (out < kBombCheckBytes || out <= in * kMaxInflateRatio) return;
+  throw ImportError(path + ": inflates more than " + std::to_string(kMaxInflateRatio) + "-fold (" +
+                    std::to_string(out >> 20) + " MiB from " + std::to_string(in >> 10) +
+                    " KiB of gzip so far): not a profiler trace; refused");
+}
+
 class Inflater {
  public:
   explicit Inflater(const std::string& path) : path_(path) {
@@ -94,7 +109,12 @@ class Inflater {
     zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in));
     zs_.avail_in = static_cast<uInt>(n);
     while (zs_.avail_in > 0 || pending_) {
-      if (used == out.size()) grow(out, limit, used);
+      if (used == out.size()) {
+        // Checked as the output grows: one 1 MiB piece of a bomb inflates
+        // to a gigabyte.
+        check_ratio(used, in_at + (n - zs_.avail_in), path_);
+        grow(out, limit, used);
+      }
       zs_.next_out = reinterpret_cast<Bytef*>(out.data() + used);
       const size_t room = std::min<size_t>(out.size() - used, UINT32_MAX);
       zs_.avail_out = static_cast<uInt>(room);
@@ -123,8 +143,9 @@ class Inflater {
  private:
   void grow(std::string& out, uint64_t limit, size_t used) {
     if (used >= limit)
-      throw ImportError(path_ + ": decompressed JSON exceeds " + std::to_string(limit >> 20) +
-                        " MiB (simdjson reads documents up to 4 GiB)");
+      throw ImportError(path_ + ": decompressed JSON passes the limit of " +
+                        std::to_string(limit >> 20) +
+                        " MiB (raise it with --max-json-mb; at most 4095)");
     out.resize(std::min<uint64_t>(std::max<size_t>(out.size() * 2, kChunk), limit));
   }
 
@@ -136,11 +157,14 @@ class Inflater {
 // Inflates a gzip file into a string; stops early once `stop_at` bytes are
 // out. `lenient` (sniffing): a cut or corrupt stream yields what came before.
 std::string gunzip(int fd, uint64_t compressed, const std::string& path, uint64_t stop_at,
-                   bool lenient) {
+                   bool lenient, uint64_t max_bytes) {
   Inflater inf(path);
-  const uint64_t cap = stop_at >= kMaxJson ? kMaxJson : stop_at + kChunk;
+  const uint64_t limit = std::min(max_bytes, kMaxJson);
+  const uint64_t cap = stop_at >= limit ? limit : stop_at + kChunk;
   std::string out;
-  out.resize(std::min<uint64_t>(size_hint(fd, compressed, path) + simdjson::SIMDJSON_PADDING, cap));
+  const uint64_t hint = std::min<uint64_t>(size_hint(fd, compressed, path),
+                                           std::max<uint64_t>(compressed * kHintRatio, kChunk));
+  out.resize(std::min<uint64_t>(hint + simdjson::SIMDJSON_PADDING, cap));
   size_t used = 0;
   auto in = std::make_unique<char[]>(kChunk);
   uint64_t off = 0;
@@ -164,9 +188,12 @@ std::string gunzip(int fd, uint64_t compressed, const std::string& path, uint64_
   return out;
 }
 
-std::string read_plain(int fd, uint64_t size, const std::string& path, uint64_t stop_at) {
-  if (size > kMaxJson)
-    throw ImportError(path + ": larger than 4 GiB (simdjson reads documents up to 4 GiB)");
+std::string read_plain(int fd, uint64_t size, const std::string& path, uint64_t stop_at,
+                       uint64_t max_bytes) {
+  if (size > std::min(max_bytes, kMaxJson) && stop_at >= size)
+    throw ImportError(path + ": " + std::to_string(size >> 20) + " MiB of JSON passes the limit of " +
+                      std::to_string(std::min(max_bytes, kMaxJson) >> 20) +
+                      " MiB (raise it with --max-json-mb; at most 4095)");
   const size_t n = static_cast<size_t>(std::min(size, stop_at));
   std::string out;
   out.reserve(n + simdjson::SIMDJSON_PADDING);
@@ -176,12 +203,13 @@ std::string read_plain(int fd, uint64_t size, const std::string& path, uint64_t 
   return out;
 }
 
-std::string read_prefix(const std::string& path, uint64_t stop_at, bool lenient) {
+std::string read_prefix(const std::string& path, uint64_t stop_at, bool lenient,
+                        uint64_t max_bytes) {
   Fd fd(path);
   if (fd.get() < 0) fail_errno(path, "open");
   const uint64_t size = file_size(fd.get(), path);
-  return is_gzip(fd.get(), path) ? gunzip(fd.get(), size, path, stop_at, lenient)
-                                 : read_plain(fd.get(), size, path, stop_at);
+  return is_gzip(fd.get(), path) ? gunzip(fd.get(), size, path, stop_at, lenient, max_bytes)
+                                 : read_plain(fd.get(), size, path, stop_at, max_bytes);
 }
 
 size_t skip_space(std::string_view s, size_t i) {
@@ -192,8 +220,8 @@ size_t skip_space(std::string_view s, size_t i) {
 
 }  // namespace
 
-std::string read_json(const std::string& path) {
-  std::string s = read_prefix(path, UINT64_MAX, false);
+std::string read_json(const std::string& path, uint64_t max_bytes) {
+  std::string s = read_prefix(path, UINT64_MAX, false, max_bytes);
   if (s.capacity() < s.size() + simdjson::SIMDJSON_PADDING)
     s.reserve(s.size() + simdjson::SIMDJSON_PADDING);
   return s;
@@ -202,7 +230,7 @@ std::string read_json(const std::string& path) {
 bool sniff(const std::string& path) {
   std::string head;
   try {
-    head = read_prefix(path, kSniffBytes, true);
+    head = read_prefix(path, kSniffBytes, true, kMaxJson);
   } catch (const ImportError&) {
     return false;  // unreadable: not ours to claim
   }

@@ -48,14 +48,14 @@ Found scan(const std::string& path) {
 }
 
 void for_each_import(const std::vector<std::string>& paths, std::vector<std::string>& errors,
-                     std::vector<std::string>& rest,
+                     std::vector<std::string>& rest, uint64_t max_bytes,
                      const std::function<void(ImportedRank&&)>& fn) {
   for (const auto& p : paths) {
     Found f = scan(p);
     if (f.rest) rest.push_back(p);
     for (const auto& file : f.files) {
       try {
-        fn(import_file(file));
+        fn(import_file(file, max_bytes));
       } catch (const ImportError& e) {
         errors.push_back(e.what());
       }
@@ -87,14 +87,14 @@ ImportedRank import_json(const std::string& json, const std::string& name) {
   return out;
 }
 
-ImportedRank import_file(const std::string& path) {
-  const std::string json = read_json(path);
+ImportedRank import_file(const std::string& path, uint64_t max_bytes) {
+  const std::string json = read_json(path, max_bytes);
   return import_json(json, path);
 }
 
 Imported import_paths(const std::vector<std::string>& paths) {
   Imported out;
-  for_each_import(paths, out.errors, out.rest,
+  for_each_import(paths, out.errors, out.rest, kDefaultMaxJsonBytes,
                   [&](ImportedRank&& r) { out.ranks.push_back(std::move(r)); });
   return out;
 }
@@ -103,7 +103,7 @@ std::vector<std::string> analyze_kineto_inputs(const std::vector<std::string>& p
                                                const AnalyzeOptions& opt, Report& rep) {
   std::vector<std::string> rest;
   // One file in memory at a time: imported, analyzed, dropped.
-  for_each_import(paths, rep.errors, rest,
+  for_each_import(paths, rep.errors, rest, opt.max_json_bytes,
                   [&](ImportedRank&& r) { rep.ranks.push_back(analyze_imported(r, opt)); });
   return rest;
 }

@@ -58,6 +58,9 @@ struct AnalyzeOptions {
   double outlier_factor = 2.0;            // outlier: wall >= factor × median step
   size_t max_outliers = 10;
   size_t max_remedies = 5;
+  // The most decompressed JSON one PyTorch profiler trace may have (a
+  // gzip's inflated size is checked while streaming).
+  uint64_t max_json_bytes = uint64_t{2} << 30;
   // Ranks analyzed at once on oneTBB threads (0 = all cores). Memory grows
   // with it (one window per rank in flight). The report is the same.
   size_t rank_threads = 1;
