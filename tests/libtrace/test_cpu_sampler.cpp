@@ -2,7 +2,9 @@
 // clocks, idle CPUs, faults and /proc/stat from fake trees, stop()
 // promptness, and the faults it must survive (threads exiting, fd
 // exhaustion, the program closing our descriptors, no /proc, a throwing
-// sink, fork).
+// sink, fork). Nothing here depends on how fast a loaded machine is
+// (RELIABILITY.md 38): a case waits for what it needs with a limit far
+// beyond it, and a wrong behaviour is one that limit cannot hide.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -215,6 +218,26 @@ bool in_child(Body body) {
   return false;
 }
 
+// Polls `pred` until it holds or 10 s pass (a hang guard: what the cases
+// wait for takes milliseconds on a quiet machine).
+template <class Pred>
+bool eventually(Pred pred) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// The scheduler state of one of this process's threads ('S': sleeping).
+char thread_state(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cpu_sampler)
@@ -252,7 +275,7 @@ BOOST_AUTO_TEST_CASE(unchanged_threads_cost_no_events_process_counters_always) {
   CpuSampler s(options(c));
   for (int i = 0; i < 3; ++i) s.sample_once();
   Worker parked([] {});  // appears after the first fault pass, never runs
-  std::this_thread::sleep_for(50ms);  // until it is asleep in its wait
+  BOOST_REQUIRE(eventually([&] { return thread_state(parked.tid.load()) == 'S'; }));  // in its wait
   for (int i = 0; i < 5; ++i) s.sample_once();
   BOOST_TEST(c.values("cpu.process_ns").size() == 8u);
   BOOST_TEST(c.values("sampler.cpu_ns").size() == 8u);
@@ -308,8 +331,11 @@ BOOST_AUTO_TEST_CASE(running_sampler_emits_every_tick_within_bounds) {
   Worker busy([] { burn_cpu(CLOCK_THREAD_CPUTIME_ID, 150'000'000); });
   s.start();
   s.start();  // idempotent
+  // A first tick before busy runs, and two after it: its whole burn is seen.
+  BOOST_REQUIRE(eventually([&] { return s.stats().samples >= 1; }));
   busy.run_and_wait();
-  std::this_thread::sleep_for(100ms);
+  const uint64_t after = std::max<uint64_t>(10, s.stats().samples + 2);
+  BOOST_REQUIRE(eventually([&] { return s.stats().samples >= after; }));
   s.stop();
   const SamplerStats st = s.stats();
   BOOST_TEST_MESSAGE("samples " << st.samples << " own cpu " << st.own_cpu_ns / 1e3 << " us wall "
@@ -353,25 +379,29 @@ BOOST_AUTO_TEST_CASE(steady_state_ticks_do_not_allocate,
 
 // set_period_ms: the running thread takes a sample at once and then keeps
 // the new period; sampler.period_ms marks each period, and the automatic
-// fault and /proc/stat cadences follow it.
+// fault and /proc/stat cadences follow it. At the old period (60 s) neither
+// the sample at once nor ten more could come within the waits' 10 s limits;
+// at the new one they take ~100 ms.
 BOOST_AUTO_TEST_CASE(set_period_takes_effect_at_once) {
   Collect c;
-  CpuSampler s(c.options(2000));
+  CpuSampler s(c.options(60000));
   s.start();
-  std::this_thread::sleep_for(100ms);  // the first tick only
-  BOOST_TEST(s.stats().samples == 1u);
-  s.set_period_ms(2000);  // unchanged: no extra tick
+  BOOST_REQUIRE(eventually([&] { return s.stats().samples >= 1; }));  // the first tick only
+  s.set_period_ms(60000);  // unchanged: no extra tick (a loaded machine only delays ticks)
   std::this_thread::sleep_for(50ms);
   BOOST_TEST(s.stats().samples == 1u);
+  const auto t0 = std::chrono::steady_clock::now();
   s.set_period_ms(10);
   BOOST_TEST(s.period_ms() == 10);
-  std::this_thread::sleep_for(300ms);
+  BOOST_TEST(eventually([&] { return s.stats().samples >= 2; }));   // a sample at once
+  BOOST_TEST(eventually([&] { return s.stats().samples >= 12; }));  // then every 10 ms
   s.stop();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t n = s.stats().samples;
-  BOOST_TEST_MESSAGE("samples " << n);
-  BOOST_TEST(n >= 10u);  // ~30 at 10 ms; a loaded machine delays ticks
-  BOOST_TEST(n <= 40u);
-  BOOST_TEST(c.values("sampler.period_ms") == (std::vector<double>{2000, 10}));
+  BOOST_TEST_MESSAGE("samples " << n << " in " << ms << " ms");
+  BOOST_TEST(static_cast<double>(n) <= 3 + ms / 10);  // never faster than the period
+  BOOST_TEST(c.values("sampler.period_ms") == (std::vector<double>{60000, 10}));
   // /proc/stat: read at the first tick of each period, then every 5th at 10 ms.
   const size_t idle_reads = c.values("cpu.idle").size();
   BOOST_TEST(idle_reads <= (n - 1) / 5 + 1);
@@ -382,19 +412,21 @@ BOOST_AUTO_TEST_CASE(set_period_takes_effect_at_once) {
   BOOST_TEST(clamped.period_ms() == 60000);
 }
 
-BOOST_AUTO_TEST_CASE(stop_returns_within_one_period) {
-  for (const int period_ms : {10, 2000}) {
+// stop() wakes the sampler rather than waiting out its period: at 60 s, a
+// stop that waited could not return within the 10 s hang guard.
+BOOST_AUTO_TEST_CASE(stop_wakes_the_sampler_instead_of_waiting_out_its_period) {
+  for (const int period_ms : {10, 60000}) {
     SamplerOptions o;
     o.period_ms = period_ms;
     CpuSampler s(std::move(o));
     s.start();
-    std::this_thread::sleep_for(50ms);
+    BOOST_REQUIRE(eventually([&] { return s.stats().samples >= 1; }));  // asleep in its wait
     const auto t0 = std::chrono::steady_clock::now();
     s.stop();
     const auto took = std::chrono::steady_clock::now() - t0;
     const double took_ms = std::chrono::duration<double, std::milli>(took).count();
     BOOST_TEST_MESSAGE("period " << period_ms << " ms: stop took " << took_ms << " ms");
-    BOOST_TEST(took < 200ms);
+    BOOST_TEST(took < 10s);
     s.stop();   // again: no-op
     s.start();  // and restartable
     s.stop();
@@ -406,18 +438,21 @@ BOOST_AUTO_TEST_CASE(stop_returns_within_one_period) {
 BOOST_AUTO_TEST_CASE(sampler_thread_is_named_and_blocks_all_signals) {
   CpuSampler s(SamplerOptions{});
   s.start();
-  std::this_thread::sleep_for(30ms);
   std::string status;
-  for (const auto& e : fs::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(e.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name != "stallscope-samp") continue;
-    std::ifstream st(e.path() / "status");
-    for (std::string line; std::getline(st, line);) {
-      if (line.rfind("SigBlk:", 0) == 0) status = line;
+  auto find_status = [&status] {
+    for (const auto& e : fs::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(e.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "stallscope-samp") continue;
+      std::ifstream st(e.path() / "status");
+      for (std::string line; std::getline(st, line);) {
+        if (line.rfind("SigBlk:", 0) == 0) status = line;
+      }
     }
-  }
+    return !status.empty();
+  };
+  BOOST_TEST(eventually([&] { return s.stats().samples >= 1 && find_status(); }));
   s.stop();
   BOOST_REQUIRE(!status.empty());
   const uint64_t blocked = std::stoull(status.substr(7), nullptr, 16);
@@ -618,7 +653,9 @@ BOOST_AUTO_TEST_CASE(a_thread_exiting_between_ticks_is_dropped) {
       tid = w.tid.load();
       s.sample_once();
       w.run_and_wait();
-    }  // joined: gone
+    }  // joined; the kernel may list it a moment longer (longer on a loaded machine)
+    const std::string task = "/proc/self/task/" + std::to_string(tid);
+    BOOST_REQUIRE(eventually([&] { return !fs::exists(task); }));
     s.sample_once();
     s.sample_once();
     BOOST_TEST(c.values("cpu.thread_ns", static_cast<uint64_t>(tid)).size() == 1u);
@@ -632,6 +669,7 @@ BOOST_AUTO_TEST_CASE(a_thread_exiting_between_ticks_is_dropped) {
   s.start();
   for (int i = 0; i < 300; ++i)
     std::thread([] { burn_cpu(CLOCK_THREAD_CPUTIME_ID, 50'000); }).join();
+  BOOST_TEST(eventually([&] { return s.stats().samples > 0; }));
   s.stop();
   BOOST_TEST(s.stats().errors == 0u);
   BOOST_TEST(s.stats().samples > 0u);
@@ -750,7 +788,7 @@ BOOST_AUTO_TEST_CASE(a_throwing_sink_loses_ticks_not_the_process) {
   o.sink = [](const char*, double, uint64_t) { throw std::runtime_error("sink"); };
   CpuSampler s(std::move(o));
   s.start();
-  std::this_thread::sleep_for(30ms);
+  BOOST_TEST(eventually([&] { return s.stats().errors > 0; }));
   s.stop();
   BOOST_TEST(s.stats().samples == 0u);
   BOOST_TEST(s.stats().errors > 0u);
@@ -762,7 +800,7 @@ BOOST_AUTO_TEST_CASE(a_forked_child_can_drop_a_running_sampler) {
   o.period_ms = 1;
   CpuSampler s(std::move(o));
   s.start();
-  std::this_thread::sleep_for(10ms);
+  BOOST_REQUIRE(eventually([&] { return s.stats().samples > 0; }));  // it is running
   const bool ok = in_child([&s] {
     s.stop();  // must neither hang nor join a thread that does not exist here
     return 0;
