@@ -1,9 +1,13 @@
 // The sample trainer under mpirun, each rank on its own FUSE mount: one slow
 // mount makes its rank the straggler, charged to its storage, and the other
 // ranks' waits match that rank's own storage stall (the calibration); all
-// mounts equally slow name no rank ("all ranks: storage").
+// mounts equally slow name no rank ("all ranks: storage"). The waits
+// match the stall when every rank gets the CPU it asks for: the one-slow
+// cases have ctest entries of their own and skip, visibly, after the
+// verdict, where other processes keep the CPUs busy (tests/cpu_premise.hpp).
 #include <boost/test/unit_test.hpp>
 
+#include "cpu_premise.hpp"
 #include "multirank/mpi_harness.hpp"
 
 namespace an = stallscope::analyzer;
@@ -38,6 +42,35 @@ an::Report run_one_slow(int ranks, int slow) {
   return an::analyze_paths({run}, {});
 }
 
+// The others wait about the slow rank's stall, and it waits little itself,
+// unless ranks slowed by busy CPUs arrive after it: then the case skips.
+void check_waits(const an::Report& rep, int slow, double stall) {
+  const an::RankReport& sr = rep.ranks[size_t(slow)];
+  const double own = mean_ms(sr, {Part::kStragglerWait});
+  auto wait_of = [](const an::RankReport& r) { return mean_ms(r, {Part::kStragglerWait}); };
+  auto matches = [&](const an::RankReport& r) {
+    return std::abs(wait_of(r) - stall) <= 0.35 * stall &&
+           r.parts[an::idx(Part::kStragglerWait)].share > 0.3;
+  };
+  bool near = own < 0.1 * stall;
+  for (const auto& r : rep.ranks) {
+    BOOST_TEST_MESSAGE("rank " << r.rank << " waits " << wait_of(r) << " ms/step; rank " << slow
+                               << " stalls " << stall << " ms/step of " << sr.step_p50_ms
+                               << " ms");
+    near = near && (r.rank == slow || matches(r));
+  }
+  if (!near)
+    if (const std::string busy = stallscope::test::cpus_busy(2); !busy.empty())
+      stallscope::test::skip_case("the waits do not match rank " + std::to_string(slow) +
+                                  "'s stall, as the premise does not hold: " + busy);
+  for (const auto& r : rep.ranks)
+    if (r.rank != slow)
+      BOOST_TEST(matches(r), "rank " << r.rank << " waits " << wait_of(r) << " ms/step (share "
+                                     << r.parts[an::idx(Part::kStragglerWait)].share
+                                     << ") vs stall " << stall << " ms");
+  BOOST_TEST(own < 0.1 * stall, "rank " << slow << " waits " << own << " ms/step itself");
+}
+
 void check_one_slow(const an::Report& rep, int ranks, int slow) {
   BOOST_TEST_REQUIRE(rep.ranks.size() == size_t(ranks));
   BOOST_TEST_REQUIRE(rep.cross.present);
@@ -49,31 +82,21 @@ void check_one_slow(const an::Report& rep, int ranks, int slow) {
   // Calibration: the slow rank's own storage stall is what the others wait for.
   const double stall = mean_ms(sr, {Part::kDataStorage, Part::kDataPreprocess, Part::kDataUnknown});
   BOOST_TEST(stall > 0.4 * sr.step_p50_ms);  // the injected cause is a large share
-  for (const auto& r : rep.ranks) {
-    if (r.rank == slow) continue;
-    BOOST_TEST_CONTEXT("rank " << r.rank) {
-      const double wait = mean_ms(r, {Part::kStragglerWait});
-      BOOST_TEST_MESSAGE("rank " << r.rank << " waits " << wait << " ms/step; rank " << slow
-                                 << " stalls " << stall << " ms/step of " << sr.step_p50_ms
-                                 << " ms");
-      BOOST_TEST(std::abs(wait - stall) <= 0.35 * stall,
-                 "wait " << wait << " ms vs stall " << stall << " ms");
-      BOOST_TEST(r.parts[an::idx(Part::kStragglerWait)].share > 0.3);
-    }
-  }
-  BOOST_TEST(mean_ms(sr, {Part::kStragglerWait}) < 0.1 * stall);
   check_sums(rep);
+  check_waits(rep, slow, stall);
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(mpi_straggler)
 
-BOOST_AUTO_TEST_CASE(two_ranks_slow_mount_names_its_rank_and_storage) {
+BOOST_AUTO_TEST_CASE(two_ranks_slow_mount_names_its_rank_and_storage,
+                     *boost::unit_test::disabled()) {  // an entry of its own (CMakeLists.txt)
   check_one_slow(run_one_slow(2, 1), 2, 1);
 }
 
-BOOST_AUTO_TEST_CASE(four_ranks_slow_mount_names_its_rank_and_storage) {
+BOOST_AUTO_TEST_CASE(four_ranks_slow_mount_names_its_rank_and_storage,
+                     *boost::unit_test::disabled()) {  // an entry of its own (CMakeLists.txt)
   check_one_slow(run_one_slow(4, 2), 4, 2);
 }
 
