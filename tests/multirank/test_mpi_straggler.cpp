@@ -1,10 +1,14 @@
 // The sample trainer under mpirun, each rank on its own FUSE mount: one slow
 // mount makes its rank the straggler, charged to its storage, and the other
 // ranks' waits match that rank's own storage stall (the calibration); all
-// mounts equally slow name no rank ("all ranks: storage"). The waits
-// match the stall when every rank gets the CPU it asks for: the one-slow
-// cases have ctest entries of their own and skip, visibly, after the
-// verdict, where other processes keep the CPUs busy (tests/cpu_premise.hpp).
+// mounts equally slow name no rank ("all ranks: storage"). The waits match
+// the stall, and equal mounts make equal ranks, when every rank gets the
+// CPU it asks for: each case has a ctest entry of its own and skips,
+// visibly, where other processes keep the CPUs busy and the run shows it
+// (tests/cpu_premise.hpp).
+#include <cmath>
+#include <string>
+
 #include <boost/test/unit_test.hpp>
 
 #include "cpu_premise.hpp"
@@ -86,6 +90,28 @@ void check_one_slow(const an::Report& rep, int ranks, int slow) {
   check_waits(rep, slow, stall);
 }
 
+// Equal mounts make equal ranks while every rank's FUSE daemon gets a core.
+// Where busy CPUs starve one, its rank is slower in fact and rightly named:
+// the case skips when the named rank's data stall exceeds the others' by a
+// fifth and the CPUs are busy (a named rank no slower than the rest fails).
+void skip_if_one_mount_was_starved(const an::Report& rep) {
+  if (rep.cross.stragglers.empty()) return;
+  const int64_t named = rep.cross.stragglers[0].rank;
+  double own = 0, others = 0;
+  for (const auto& r : rep.ranks) {
+    const double stall =
+        mean_ms(r, {Part::kDataStorage, Part::kDataPreprocess, Part::kDataUnknown});
+    (r.rank == named ? own : others) += stall;
+  }
+  others /= double(rep.ranks.size() - 1);
+  if (own <= 1.2 * others) return;
+  if (const std::string busy = stallscope::test::cpus_busy(2); !busy.empty())
+    stallscope::test::skip_case(rep.cross.summary + " (data stall " +
+                                std::to_string(std::lround(own)) + " ms/step, the others " +
+                                std::to_string(std::lround(others)) +
+                                "), as the premise does not hold: " + busy);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(mpi_straggler)
@@ -100,6 +126,8 @@ BOOST_AUTO_TEST_CASE(four_ranks_slow_mount_names_its_rank_and_storage,
   check_one_slow(run_one_slow(4, 2), 4, 2);
 }
 
+// The executable's own entry runs this case alone (the others are disabled
+// there), so its skip hides no other case.
 BOOST_AUTO_TEST_CASE(four_equally_slow_mounts_name_no_straggler_over_three_seeds) {
   MpiRun::require();
   MpiRun m("equal");
@@ -113,6 +141,7 @@ BOOST_AUTO_TEST_CASE(four_equally_slow_mounts_name_no_straggler_over_three_seeds
     BOOST_TEST_MESSAGE("seed " << seed << ": " << rep.cross.summary);
     BOOST_TEST_CONTEXT("seed " << seed) {
       BOOST_TEST_REQUIRE(rep.cross.present);
+      skip_if_one_mount_was_starved(rep);
       BOOST_TEST(rep.cross.stragglers.empty());
       BOOST_TEST(rep.cross.common_cause == "all ranks: storage");
       check_sums(rep);
