@@ -1,6 +1,7 @@
 # stallscope_add_test(NAME SOURCES src... [LIBS lib...] [LABELS l...] [TIMEOUT s])
 # One Boost.Test executable per test file, registered with ctest. A test that
-# cannot run here (hardware, kernel feature) exits 77 and ctest shows SKIP.
+# cannot run here (hardware, kernel feature) exits 77 and ctest shows SKIP;
+# stallscope_add_case_tests gives one case an entry of its own.
 #
 # Every suite's files start with Boost.Test's header, precompiled once
 # (parsing it was about a third of a test file's build time), so a test file
@@ -43,13 +44,34 @@ function(stallscope_add_test name)
     target_link_libraries(${name} PRIVATE stallscope_test_main)
   endif()
   add_test(NAME ${name} COMMAND ${name} --log_level=test_suite --report_level=short)
-  if(NOT T_TIMEOUT)
-    set(T_TIMEOUT 120)
+  stallscope_test_properties(${name} "${T_TIMEOUT}" "${T_LABELS}")
+endfunction()
+
+# The ctest properties of one entry: its timeout (default 120 s), exit 77
+# shown as a skip, its labels, and the sanitizers' settings.
+function(stallscope_test_properties test timeout labels)
+  if(NOT timeout)
+    set(timeout 120)
   endif()
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
-    LABELS "${T_LABELS}")
+  set_tests_properties(${test} PROPERTIES TIMEOUT ${timeout} SKIP_RETURN_CODE 77
+    LABELS "${labels}")
   if(STALLSCOPE_SANITIZE)
-    set_tests_properties(${name} PROPERTIES ENVIRONMENT
+    set_tests_properties(${test} PROPERTIES ENVIRONMENT
       "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizers/lsan.supp:print_suppressions=0;ASAN_OPTIONS=abort_on_error=0:detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
   endif()
+endfunction()
+
+# stallscope_add_case_tests(EXE SUITE CASES case... [LABELS l...] [TIMEOUT s])
+# Each CASE of EXE's test suite SUITE as a ctest entry EXE.CASE of its own,
+# for a case that skips (exits 77) where its premise does not hold
+# (tests/cpu_premise.hpp): alone in its process, the skip hides no other
+# case. Such a case is disabled by default in its file
+# (*boost::unit_test::disabled()), so EXE's own entry leaves it out.
+function(stallscope_add_case_tests exe suite)
+  cmake_parse_arguments(T "" "TIMEOUT" "CASES;LABELS" ${ARGN})
+  foreach(case IN LISTS T_CASES)
+    add_test(NAME ${exe}.${case}
+      COMMAND ${exe} --run_test=${suite}/${case} --log_level=test_suite --report_level=short)
+    stallscope_test_properties(${exe}.${case} "${T_TIMEOUT}" "${T_LABELS}")
+  endforeach()
 endfunction()

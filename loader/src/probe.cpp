@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 
-#include <chrono>
+#include <cmath>
 
 #include "stallscope/loader/device.hpp"
 
@@ -47,41 +47,69 @@ bool next_range(const std::vector<Target>& t, Cursor& c, uint64_t rs, ReadReques
   return false;
 }
 
-ProbeRate probe_depth(StorageReader& rd, const std::vector<Target>& t, Cursor& cur,
-                      uint32_t qd, uint64_t rs, std::byte* bufs, double budget_s) {
-  using clock = std::chrono::steady_clock;
-  ProbeRate rate;
-  rate.queue_depth = qd;
-  const auto start = clock::now();
-  const auto stop = start + std::chrono::duration<double>(budget_s);
-  uint32_t in_flight = 0;
-  std::vector<uint32_t> free_bufs;
-  for (uint32_t i = 0; i < qd; ++i) free_bufs.push_back(i);
-  Completion comps[32];
-  bool more = true;
-  while (in_flight > 0 || more) {
-    while (more && !free_bufs.empty() && clock::now() < stop) {
-      ReadRequest r;
-      if (!(more = next_range(t, cur, rs, &r))) break;
-      r.buf = bufs + free_bufs.back() * rs;
-      r.user_data = free_bufs.back();
-      if (rd.submit({&r, 1}) != 1) break;
-      free_bufs.pop_back();
-      ++in_flight;
+// One queue depth's run. Reads are issued only while the probe's clock
+// (Sys::monotonic_ns) is before the deadline; once it has shown the deadline
+// nothing more is issued and the reads in flight are reaped, so the probe
+// returns after the budget by the time those take.
+class DepthRun {
+ public:
+  DepthRun(StorageReader& rd, Sys& sys, uint64_t read_size, std::byte* bufs)
+      : rd_(rd), sys_(sys), read_size_(read_size), bufs_(bufs) {}
+
+  ProbeRate run(const std::vector<Target>& t, Cursor& cur, uint32_t qd, double budget_s) {
+    rate_.queue_depth = qd;
+    for (uint32_t i = 0; i < qd; ++i) free_bufs_.push_back(i);
+    const int64_t start = sys_.monotonic_ns();
+    stop_ns_ = start + std::llround(budget_s * 1e9);
+    bool more = true;
+    while (more || in_flight_ > 0) {
+      if (more) more = issue(t, cur) && before_deadline();
+      if (in_flight_ == 0 || reap() < 0) break;
     }
-    if (clock::now() >= stop) more = false;
-    if (in_flight == 0) break;
-    const int n = rd.reap(comps, 1, 100);
-    for (int i = 0; i < n; ++i) {
-      --in_flight;
-      free_bufs.push_back(static_cast<uint32_t>(comps[i].user_data));
-      if (comps[i].res > 0) rate.bytes += static_cast<uint64_t>(comps[i].res), ++rate.reads;
-    }
-    if (n < 0) break;
+    rate_.seconds = static_cast<double>(sys_.monotonic_ns() - start) / 1e9;
+    return rate_;
   }
-  rate.seconds = std::chrono::duration<double>(clock::now() - start).count();
-  return rate;
-}
+
+ private:
+  bool before_deadline() noexcept { return sys_.monotonic_ns() < stop_ns_; }
+
+  // Fills the free buffers with reads while the deadline has not passed;
+  // false when no range is left. A refused read is tried again after the
+  // next reap (none in flight: the run ends).
+  bool issue(const std::vector<Target>& t, Cursor& cur) {
+    while (!free_bufs_.empty() && before_deadline()) {
+      ReadRequest r;
+      if (!next_range(t, cur, read_size_, &r)) return false;
+      r.buf = bufs_ + free_bufs_.back() * read_size_;
+      r.user_data = free_bufs_.back();
+      if (rd_.submit({&r, 1}) != 1) return true;
+      free_bufs_.pop_back();
+      ++in_flight_;
+      ++rate_.issued;
+    }
+    return true;
+  }
+
+  int reap() {
+    Completion comps[32];
+    const int n = rd_.reap(comps, 1, 100);
+    for (int i = 0; i < n; ++i) {
+      --in_flight_;
+      free_bufs_.push_back(static_cast<uint32_t>(comps[i].user_data));
+      if (comps[i].res > 0) rate_.bytes += static_cast<uint64_t>(comps[i].res), ++rate_.reads;
+    }
+    return n;
+  }
+
+  StorageReader& rd_;
+  Sys& sys_;
+  const uint64_t read_size_;
+  std::byte* const bufs_;
+  int64_t stop_ns_ = 0;
+  uint32_t in_flight_ = 0;
+  std::vector<uint32_t> free_bufs_;
+  ProbeRate rate_;
+};
 
 std::vector<Target> open_targets(const Dataset& ds, Sys& sys, bool* direct) {
   std::vector<Target> t;
@@ -117,7 +145,7 @@ int run_storage_probe(const Dataset& ds, Backend backend, uint64_t read_size, do
       rep.backend = std::string(rd->name());
       Cursor cur;
       for (uint32_t qd : kDepths)
-        rep.rates.push_back(probe_depth(*rd, t, cur, qd, read_size, bufs, budget_s / 3));
+        rep.rates.push_back(DepthRun(*rd, sys, read_size, bufs).run(t, cur, qd, budget_s / 3));
     }
     rd.reset();
     free_locked(bufs, 32 * read_size, false);

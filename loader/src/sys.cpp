@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cachestat.hpp"
@@ -39,6 +40,12 @@ int Sys::uring_wait(io_uring* ring, io_uring_cqe** cqe, __kernel_timespec* ts) n
   return io_uring_wait_cqe_timeout(ring, cqe, ts);
 }
 void Sys::uring_filter(int32_t&, uint64_t) noexcept {}
+
+int64_t Sys::monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 Sys& real_sys() noexcept {
   static Sys sys;

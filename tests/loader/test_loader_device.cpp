@@ -38,12 +38,15 @@ BOOST_AUTO_TEST_CASE(emulated_copies_take_the_modelled_time_without_a_host_core)
   double w0 = wall_s(), c0 = cpu_s();
   dev->wait(dev->copy_h2d(pinned, bytes, 1));
   const double pinned_wall = wall_s() - w0, pinned_cpu = cpu_s() - c0;
-  BOOST_TEST(pinned_wall >= bytes / 1e9);
-  BOOST_TEST(pinned_wall < bytes / 1e9 + 0.05);
-  BOOST_TEST(pinned_cpu < 0.2 * pinned_wall);  // the device holds it sleeping
   w0 = wall_s();
   dev->wait(dev->copy_h2d(pageable, bytes, 2));
-  BOOST_TEST(wall_s() - w0 >= bytes / 0.5e9);
+  const double pageable_wall = wall_s() - w0;
+  // Never shorter than modelled; a loaded machine only adds to each, so
+  // there is no upper bound but the pageable copy's model, twice as long.
+  BOOST_TEST(pinned_wall >= bytes / 1e9);
+  BOOST_TEST(pageable_wall >= bytes / 0.5e9);
+  BOOST_TEST(pinned_wall < pageable_wall);
+  BOOST_TEST(pinned_cpu < 0.2 * pinned_wall);  // the device holds it sleeping
   BOOST_TEST(dev->stats().copies == 2u);
   BOOST_TEST(dev->model_json().find("\"h2d_pinned_gbps\":1.0") != std::string::npos,
              dev->model_json());

@@ -168,6 +168,11 @@ BOOST_AUTO_TEST_CASE(unreadable_file_as_another_user_names_the_file) {
   BOOST_TEST(skip.value("mismatches") == 0);
 }
 
+// A hang guard, not a speed limit: a stop waits for the reads and the
+// transforms in flight (3 ms and 20 ms each), milliseconds even on a
+// loaded machine; a stop that hangs never returns.
+constexpr double kStopGuardS = 10;
+
 BOOST_AUTO_TEST_CASE(stop_mid_epoch_returns_promptly) {
   Setup s;
   sl::Config cfg = test_config();
@@ -189,7 +194,7 @@ BOOST_AUTO_TEST_CASE(stop_mid_epoch_returns_promptly) {
     l.reset();                  // round 1: destruction mid-epoch
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    BOOST_TEST(took < 2.0);
+    BOOST_TEST(took < kStopGuardS, "stop took " << took << " s");
   }
 }
 
@@ -222,7 +227,7 @@ BOOST_DATA_TEST_CASE(stop_with_reads_in_flight_leaks_nothing_and_can_start_again
       l->stop();
       const double took =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      BOOST_TEST(took < 2.0);
+      BOOST_TEST(took < kStopGuardS, "stop took " << took << " s");
       BOOST_TEST(l->next_batch(&b) == -ECANCELED);
     }
     const EpochResult r = run_epoch(*l, 1);  // a stopped loader starts again, all exact
@@ -232,8 +237,8 @@ BOOST_DATA_TEST_CASE(stop_with_reads_in_flight_leaks_nothing_and_can_start_again
     l->start_epoch(2);                            // destroyed mid-epoch
   }
   BOOST_TEST(open_fds() == fds);
-  auto now = loader_threads();  // io_uring's workers exit asynchronously: wait up to 2 s
-  for (int i = 0; i < 200 && !none_new(threads, now); ++i) {
+  auto now = loader_threads();  // io_uring's workers exit asynchronously: wait up to 10 s
+  for (int i = 0; i < 1000 && !none_new(threads, now); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     now = loader_threads();
   }

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -131,12 +132,19 @@ static int threads(const char* file, int n) {
   return bad != 0;
 }
 
+/* The worker counts its reads in shared memory; it is killed once it has
+ * made 100 and 200 ms more have passed (four flushes at 50 ms), however
+ * slowly a loaded machine runs it. */
 static int killworker(const char* file) {
+  atomic_long* reads = mmap(NULL, sizeof *reads, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (reads == MAP_FAILED) die("mmap");
   pid_t pid = fork();
   if (pid == 0) {
-    for (;;) { read_n(file, 99); usleep(1000); }
+    for (;;) { read_n(file, 99); atomic_fetch_add(reads, 1); usleep(1000); }
   }
-  usleep(400 * 1000);
+  for (int i = 0; i < 30000 && atomic_load(reads) < 100; ++i) usleep(1000); /* 30 s at most */
+  usleep(200 * 1000);
   kill(pid, SIGKILL);
   int st;
   waitpid(pid, &st, 0);

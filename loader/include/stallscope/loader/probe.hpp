@@ -1,8 +1,10 @@
 // stallscope loader — the storage probe.
 //
-// Reads the dataset's first files at queue depths 1, 8 and 32 for at most
-// a time budget (0.5 s by default), O_DIRECT where the filesystem allows,
-// and reports the rates per queue depth. The loader records the result as
+// Reads the dataset's first files at queue depths 1, 8 and 32, a third of a
+// time budget (0.5 s by default) each, O_DIRECT where the filesystem allows,
+// and reports the rates per queue depth. No read is issued once the budget
+// has passed on Sys::monotonic_ns; the reads then in flight are waited for,
+// so the probe returns a little after its budget (later on a loaded machine). The loader records the result as
 // the "loader.probe" attachment so the analyzer can predict the gain of a
 // deeper queue or larger reads the run never used (format: docs/loader.md).
 #pragma once
@@ -21,8 +23,9 @@ namespace stallscope::loader {
 struct ProbeRate {
   uint32_t queue_depth = 0;
   uint64_t bytes = 0;
-  uint64_t reads = 0;
-  double seconds = 0;
+  uint64_t issued = 0;  // reads submitted before this depth's deadline
+  uint64_t reads = 0;   // of those, the ones that returned data
+  double seconds = 0;   // from the depth's start to its last read reaped
   double mb_per_s() const noexcept { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
 };
 

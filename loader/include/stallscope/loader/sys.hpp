@@ -45,6 +45,9 @@ class STALLSCOPE_LOADER_API Sys {
   // Sees (and a fake may rewrite) each completion's result before the
   // reader does; `user_data` identifies the request.
   virtual void uring_filter(int32_t& res, uint64_t user_data) noexcept;
+  // CLOCK_MONOTONIC in nanoseconds: the storage probe's deadlines (a fake
+  // may move it as it likes, e.g. only when a read is issued).
+  virtual int64_t monotonic_ns() noexcept;
 };
 
 // The process-wide pass-through seam.
