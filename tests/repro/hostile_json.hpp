@@ -39,16 +39,19 @@ inline std::string wide_metadata(size_t bytes, const std::string& host, int rank
 // The largest metadata chunk the format allows (kMaxChunkPayload).
 inline constexpr size_t kLargestChunk = format::kMaxChunkPayload;
 
-// Three steps of a trainer thread after the given metadata.
-inline void write_trainer_trace(const std::string& path, const std::string& metadata) {
+// `steps` steps of `period_ns` (90 % busy) on a thread named `thread`,
+// after the given metadata.
+inline void write_trainer_trace(const std::string& path, const std::string& metadata,
+                                const std::string& thread = "trainer", uint64_t steps = 3,
+                                uint64_t period_ns = 10000) {
   TraceBuilder b;
   b.metadata(metadata);
-  b.strings({{1, "trainer"}}).tracks({thread_track(1, 100, 1)});
+  b.strings({{1, thread}}).tracks({thread_track(1, 100, 1)});
   Records trainer;
-  for (uint64_t i = 0; i < 3; ++i) {
+  for (uint64_t i = 0; i < steps; ++i) {
     auto s = make_ext<format::StepExt>(format::Ext::kStep);
     s.index = i;
-    trainer.core(format::Kind::kStep, 0, 10000 + i * 10000, 9000).ext(s);
+    trainer.core(format::Kind::kStep, 0, period_ns + i * period_ns, period_ns * 9 / 10).ext(s);
   }
   b.events({{1, trainer}});
   b.end();

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "cli/cli_run.hpp"
+#include "repro/hostile_json.hpp"
 
 using namespace stallscope;
 using namespace stallscope::testing;
@@ -37,20 +38,8 @@ mode_t type_of(const std::string& path) {
 }
 
 std::string write_trace(const TempDir& dir) {
-  TraceBuilder b;
-  b.metadata(R"({"host":"node1","rank":0})");
-  b.strings({{1, "trainer"}});
-  b.tracks({thread_track(1, 100, 1)});
-  Records trainer;
-  for (uint64_t i = 0; i < 6; ++i) {
-    auto s = make_ext<format::StepExt>(format::Ext::kStep);
-    s.index = i;
-    trainer.core(format::Kind::kStep, 0, 10000000 + i * 10000000, 9000000).ext(s);
-  }
-  b.events({{1, trainer}});
-  b.end();
   const std::string path = dir.file("t.sst");
-  b.write(path);
+  write_trainer_trace(path, R"({"host":"node1","rank":0})", "trainer", 6, 10000000);
   return path;
 }
 
@@ -205,20 +194,9 @@ BOOST_AUTO_TEST_CASE(standard_output_that_cannot_be_written_exits_1) {
 // whoever ran `info` or `report` on its trace.
 BOOST_AUTO_TEST_CASE(names_from_a_trace_never_reach_the_terminal_raw) {
   TempDir dir;
-  TraceBuilder b;
-  b.metadata(R"({"host":"node\u001b]0;HOST\u0007\u00ff","rank":0})");
-  b.strings({{1, "\x1b]0;PWNED\a\x1b[2J\xff"}});
-  b.tracks({thread_track(1, 100, 1)});
-  Records trainer;
-  for (uint64_t i = 0; i < 6; ++i) {
-    auto st = make_ext<format::StepExt>(format::Ext::kStep);
-    st.index = i;
-    trainer.core(format::Kind::kStep, 0, 10000000 + i * 10000000, 9000000).ext(st);
-  }
-  b.events({{1, trainer}});
-  b.end();
   const std::string trace = dir.file("evil.sst");
-  b.write(trace);
+  write_trainer_trace(trace, R"({"host":"node\u001b]0;HOST\u0007\u00ff","rank":0})",
+                      "\x1b]0;PWNED\a\x1b[2J\xff", 6, 10000000);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"info", trace}, {"report", trace}, {"report", "--color", trace}}) {
     BOOST_TEST_CONTEXT(args[0] << " " << args[1]) {
