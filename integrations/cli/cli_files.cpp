@@ -104,7 +104,13 @@ std::string write_replacing(const std::string& dest, mode_t mode,
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return errno_text(dest, errno) + " (cannot create a file in its directory)";
   int err = ::fchmod(fd, mode) == 0 ? 0 : errno;
-  if (err == 0) err = fill_fd(fd, fill);
+  try {
+    if (err == 0) err = fill_fd(fd, fill);
+  } catch (...) {  // out of memory while rendering: no temporary left behind
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && ::rename(tmp.c_str(), dest.c_str()) != 0) err = errno;
   if (err != 0) {
