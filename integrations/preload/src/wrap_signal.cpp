@@ -17,6 +17,13 @@ namespace {
 STALLSCOPE_REAL(sigaction, nullptr);
 STALLSCOPE_REAL(signal, nullptr);
 
+// A vfork child shares the parent's memory but not its handlers: what it
+// sets must not change the parent's record of them.
+int program_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (stallscope::preload::in_foreign_process()) return 1;
+  return stallscope::detail::program_sigaction(sig, act, old);
+}
+
 // signal() through sigaction, as glibc does it: BSD semantics (the handler
 // stays, interrupted calls restart, the signal is blocked while it runs),
 // or System V semantics (one delivery, not blocked).
@@ -26,7 +33,7 @@ sighandler_t signal_with(int sig, sighandler_t handler, int flags, bool* handled
   act.sa_flags = flags;
   sigemptyset(&act.sa_mask);
   if (!(flags & SA_NODEFER)) sigaddset(&act.sa_mask, sig);
-  const int rc = stallscope::detail::program_sigaction(sig, &act, &old);
+  const int rc = program_sigaction(sig, &act, &old);
   *handled = rc != 1;
   if (rc != 0) return SIG_ERR;
   // sa_handler and sa_sigaction share storage: either is the old handler.
@@ -38,7 +45,7 @@ sighandler_t signal_with(int sig, sighandler_t handler, int flags, bool* handled
 #define EXPORT STALLSCOPE_SHIM_EXPORT
 
 EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
-  const int rc = stallscope::detail::program_sigaction(sig, act, old);
+  const int rc = program_sigaction(sig, act, old);
   if (rc != 1) return rc;
   auto real = real_sigaction.get();
   return real != nullptr ? real(sig, act, old) : __sigaction(sig, act, old);
