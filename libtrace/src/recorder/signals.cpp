@@ -20,8 +20,25 @@
 #include "recorder/recorder.hpp"
 
 // libc's own entry point: the shim interposes `sigaction` and `signal`, and
-// the recorder's calls must not come back to it.
+// the recorder's calls must not come back to it. Sanitizer builds have no
+// such wrappers and must go through the sanitizer's interceptor.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STALLSCOPE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define STALLSCOPE_SANITIZED 1
+#endif
+#endif
+#ifdef STALLSCOPE_SANITIZED
+static int libc_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  return sigaction(sig, act, old);
+}
+#else
 extern "C" int __sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+static int libc_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  return __sigaction(sig, act, old);
+}
+#endif
 
 namespace stallscope::detail {
 namespace {
@@ -86,14 +103,14 @@ int install_ours(int sig, const struct sigaction& prev) {
   sa.sa_flags = SA_SIGINFO | (is_default(prev) ? SA_RESTART | (prev.sa_flags & SA_ONSTACK)
                                                : prev.sa_flags & keep);
   sa.sa_mask = prev.sa_mask;
-  return __sigaction(sig, &sa, nullptr);
+  return libc_sigaction(sig, &sa, nullptr);
 }
 
 void set_default_and_raise(int sig) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  __sigaction(sig, &dfl, nullptr);
+  libc_sigaction(sig, &dfl, nullptr);
   raise(sig);  // delivered when this handler returns
 }
 
@@ -145,7 +162,7 @@ void install_signal_handlers() {
     WriteLock lock;
     for (int sig : kSignals) {
       struct sigaction prev {};
-      if (__sigaction(sig, nullptr, &prev) != 0) continue;
+      if (libc_sigaction(sig, nullptr, &prev) != 0) continue;
       write_prev(sig, prev);
       if (!is_ignored(prev)) install_ours(sig, prev);  // an ignored signal stays ignored
     }
@@ -160,7 +177,7 @@ int program_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
   WriteLock lock;
   if (old != nullptr) *old = read_prev(sig);
   if (act == nullptr) return 0;
-  const int rc = is_ignored(wanted) ? __sigaction(sig, &wanted, nullptr) : install_ours(sig, wanted);
+  const int rc = is_ignored(wanted) ? libc_sigaction(sig, &wanted, nullptr) : install_ours(sig, wanted);
   if (rc != 0) return -1;  // errno from libc
   write_prev(sig, wanted);
   return 0;
