@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ class TempDir {
 struct ProbeResult {
   int exit_code = -1;    // -1 when killed by a signal
   int term_signal = 0;   // the signal that ended it, 0 when it exited
+  long max_rss_kb = -1;  // the probe's peak resident memory
   std::string out, err;
   // First value printed for `key` ("key value" lines), or -1.
   long long value(const std::string& key) const {
@@ -114,7 +116,8 @@ inline ProbeResult run_probe(const std::vector<std::string>& args,
     }
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  rusage ru{};
+  if (::wait4(pid, &status, 0, &ru) == pid) r.max_rss_kb = ru.ru_maxrss;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
   return r;

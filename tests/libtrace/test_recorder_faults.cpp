@@ -223,4 +223,21 @@ BOOST_AUTO_TEST_CASE(threads_beyond_the_memory_budget_drop_and_count_every_event
   BOOST_TEST(written + dropped == 160000u);
 }
 
+// RELIABILITY.md 37: STALLSCOPE_BUFFER_MB=65536 with 1 GiB thread buffers
+// took a small program to 8.4 GB and 30 s, every buffer touched up front.
+BOOST_AUTO_TEST_CASE(extreme_buffer_settings_touch_memory_lazily_and_are_capped) {
+  TempDir d;
+  auto r = run_probe({"threads", "8", "20000"},
+                     {{"STALLSCOPE_OUT", d.path()}, {"STALLSCOPE_BUFFER_MB", "65536"},
+                      {"STALLSCOPE_THREAD_BUFFER_KB", "1048576"}, {"STALLSCOPE_SAMPLE_MS", "0"}});
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  BOOST_TEST(r.err.find("is more than an eighth of this machine's") != std::string::npos, r.err);
+  BOOST_TEST(r.max_rss_kb < 256 * 1024, r.max_rss_kb << " KiB");  // 8 threads, 20,000 spans each
+  Loaded l = load(trace_files(d.path()).at(0));
+  uint64_t dropped = 0;
+  for (const auto& t : l.end.tracks) dropped += t.dropped_buffer;
+  BOOST_TEST(l.by_name["work"] + dropped == 160000u);  // threads past the budget: counted
+  BOOST_TEST(l.by_name["work"] >= 40000u);             // the first threads got 1 GiB each
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,7 @@
 #include "recorder/config.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -51,6 +52,21 @@ std::string megabytes(uint64_t bytes) {
   return text;
 }
 
+// A budget past an eighth of the machine's memory would take the job's
+// memory for the recorder (valid values go to 64 GiB): capped, with a note.
+void cap_by_machine_memory(RecorderConfig& cfg) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const uint64_t total = uint64_t(pages) * uint64_t(page);
+  const size_t cap = std::max<size_t>(size_t{1} << 20, (total / 8) & ~((size_t{1} << 20) - 1));
+  if (cfg.buffer_bytes <= cap) return;
+  cfg.warnings.push_back("STALLSCOPE_BUFFER_MB=" + std::to_string(cfg.buffer_bytes >> 20) +
+                         " is more than an eighth of this machine's " +
+                         std::to_string(total >> 20) + " MiB of memory; using " +
+                         std::to_string(cap >> 20) + " MiB");
+  cfg.buffer_bytes = cap;
+}
+
 }  // namespace
 
 void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
@@ -95,6 +111,7 @@ RecorderConfig load_config(const sys::EnvLookup& env) {
   if (r.integer("STALLSCOPE_FLUSH_MS", 1, 60000, x)) cfg.flush_ms = int(x);
   if (r.integer("STALLSCOPE_SAMPLE_MS", 0, 60000, x)) cfg.sample_ms = int(x);
   if (r.integer("STALLSCOPE_WORKER_SAMPLE_MS", 0, 60000, x)) cfg.worker_sample_ms = int(x);
+  cap_by_machine_memory(cfg);
   if (cfg.thread_buffer_bytes > cfg.buffer_bytes) {
     cfg.warnings.push_back("STALLSCOPE_THREAD_BUFFER_KB exceeds STALLSCOPE_BUFFER_MB; "
                            "one thread buffer uses the whole budget");

@@ -14,9 +14,11 @@ ThreadBuffer::ThreadBuffer(uint32_t track_id, size_t capacity)
       half_(capacity / 2),
       track_id_(track_id) {
   if (data_ == nullptr) throw std::bad_alloc();
-  // Touch every page now, at registration, so the hot path never takes a
-  // page fault on first use of its buffer.
-  std::memset(data_, 0, capacity);
+  // Touch the first pages now, at registration, so the hot path rarely takes
+  // a page fault on first use of its buffer; a large buffer's other pages
+  // are touched as it first fills (one fault per 4 KiB of records), so a
+  // thread that records little never costs its whole buffer in memory.
+  std::memset(data_, 0, capacity < kPrefaultBytes ? capacity : kPrefaultBytes);
 }
 
 ThreadBuffer::~ThreadBuffer() { std::free(data_); }

@@ -27,6 +27,10 @@ inline void (*g_half_full_hook)() noexcept = nullptr;
 
 class ThreadBuffer {
  public:
+  // Touched when the buffer is made (the default buffer whole); pages past
+  // it on first use.
+  static constexpr size_t kPrefaultBytes = size_t{2} << 20;
+
   // `capacity` is a power of two; the memory is owned by the buffer.
   ThreadBuffer(uint32_t track_id, size_t capacity);
   ~ThreadBuffer();
