@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "../keep_traces.hpp"
+
 extern char** environ;
 
 namespace attach {
@@ -27,7 +29,9 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() {
   std::error_code ec;
-  if (path_ != "/tmp") std::filesystem::remove_all(path_, ec);
+  if (path_ == "/tmp") return;
+  stallscope_tests::keep_traces(path_, "attach");
+  std::filesystem::remove_all(path_, ec);
 }
 
 bool have_shim() {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "keep_traces.hpp"
 #include "scenarios/mount.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 
@@ -43,6 +44,7 @@ class MpiRun {
   }
   ~MpiRun() {
     mounts_.clear();  // unmount before removing
+    stallscope_tests::keep_traces(dir_, "multirank");
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }

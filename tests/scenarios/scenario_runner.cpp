@@ -20,6 +20,7 @@
 
 #include "../../samples/trainer/remedy_knobs.hpp"
 #include "../cpu_busy.hpp"
+#include "../keep_traces.hpp"
 #include "mount.hpp"
 #include "runs.hpp"
 #include "scenario.hpp"
@@ -335,6 +336,7 @@ int main(int argc, char** argv) {
     t.work = tmpl;
     if (!t.results.empty()) fs::create_directories(t.results);
     const int rc = run_scenario(t, s);
+    stallscope_tests::keep_traces(t.work, "scenario-" + std::to_string(s.id));
     if (rc == 0 || std::getenv("STALLSCOPE_KEEP_SCENARIO") == nullptr)
       fs::remove_all(t.work);
     else
