@@ -3,19 +3,14 @@
 namespace stallscope::analyzer {
 
 namespace {
-constexpr uint32_t kMaxNameIds = 1u << 20;
 constexpr uint64_t kReportEvery = 64u << 20;  // bytes
 }  // namespace
 
-FileConverter::FileConverter(const reader::TraceReader& r, RankTrace& rank, uint32_t proc)
-    : r_(r), rank_(rank), proc_(proc) {
-  for (size_t i = 0; i < rank_.names.size(); ++i) interned_[rank_.names[i]] = static_cast<uint32_t>(i);
+FileConverter::FileConverter(const reader::TraceReader& r, RankScope& scope, uint32_t proc)
+    : r_(r), scope_(scope), proc_(proc) {
   for (const auto& t : r.tracks()) track_of(t.track_id);
 }
 
-// Thread tracks of one process with the same tid are one thread: records
-// written on its behalf by another thread (CUDA API calls delivered by the
-// CUPTI thread) join the thread's own track.
 uint32_t FileConverter::add_track(uint32_t file_track) {
   auto [it, fresh] = tracks_.try_emplace(file_track, 0);
   if (!fresh) return it->second;
@@ -27,14 +22,7 @@ uint32_t FileConverter::add_track(uint32_t file_track) {
     d.device = t->device;
     d.name = std::string(r_.string(t->name_id));
   }
-  uint32_t rank_track = static_cast<uint32_t>(rank_.tracks.size());
-  const bool thread = d.type == format::TrackType::kThread && d.tid != 0;
-  if (auto same = thread ? by_tid_.find(d.tid) : by_tid_.end(); same != by_tid_.end()) {
-    rank_track = same->second;
-  } else {
-    if (thread) by_tid_.emplace(d.tid, rank_track);
-    rank_.tracks.push_back(std::move(d));
-  }
+  const uint32_t rank_track = scope_.track(std::move(d));
   if (file_track < kDenseTracks) {
     if (file_track >= dense_.size()) dense_.resize(file_track + 1, 0);
     dense_[file_track] = rank_track + 1;
@@ -44,15 +32,23 @@ uint32_t FileConverter::add_track(uint32_t file_track) {
 }
 
 uint32_t FileConverter::name_of(uint32_t file_name) {
-  if (file_name == 0 || file_name >= kMaxNameIds) return 0;
+  if (file_name == 0 || file_name >= kMaxStringIds) return 0;
   if (file_name >= names_.size()) names_.resize(file_name + 1, 0);
   uint32_t& slot = names_[file_name];
-  if (slot != 0) return slot - 1;
-  const std::string text(r_.string(file_name));
-  auto [it, fresh] = interned_.try_emplace(text, static_cast<uint32_t>(rank_.names.size()));
-  if (fresh) rank_.names.push_back(text);
-  slot = it->second + 1;
-  return it->second;
+  if (slot == 0) slot = scope_.name(r_.string(file_name)) + 1;
+  return slot - 1;
+}
+
+// A path's string id past kMaxStringIds is looked up each time (a trace
+// with over a million strings is rare; the scope's map answers).
+uint32_t FileConverter::add_file(uint32_t file_name) {
+  if (file_name == 0) return 0;
+  const uint32_t id = scope_.file(r_.string(file_name));
+  if (file_name < kMaxStringIds) {
+    if (file_name >= files_.size()) files_.resize(file_name + 1, 0);
+    files_[file_name] = id + 1;
+  }
+  return id;
 }
 
 Progress::Progress(std::function<void(uint64_t, uint64_t)> fn,

@@ -3,6 +3,8 @@
 // reporting over a set of files.
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -10,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scope.hpp"
 #include "stallscope/analyzer/model.hpp"
 #include "stallscope/reader.hpp"
 
@@ -17,55 +20,52 @@ namespace stallscope::analyzer {
 
 class FileConverter {
  public:
-  // Adds the file's tracks to `rank` (process index `proc`).
-  FileConverter(const reader::TraceReader& r, RankTrace& rank, uint32_t proc);
+  // Adds the file's tracks to the scope's rank (process index `proc`).
+  FileConverter(const reader::TraceReader& r, RankScope& scope, uint32_t proc);
   // The converted event; valid until the next call. Inline: it runs once
   // per event of the trace, from the input loop.
   const Ev& convert(const reader::RecordView& e);
 
  private:
   static constexpr uint32_t kDenseTracks = 1u << 16;
+  static constexpr uint32_t kMaxStringIds = 1u << 20;  // memoized densely below this
   uint32_t track_of(uint32_t file_track) {
     if (file_track < dense_.size() && dense_[file_track] != 0) return dense_[file_track] - 1;
     return add_track(file_track);
   }
   uint32_t add_track(uint32_t file_track);  // first sight of a track, or a sparse id
   uint32_t name_of(uint32_t file_name);
+  uint32_t file_of(uint32_t file_name) {
+    if (file_name < files_.size() && files_[file_name] != 0) return files_[file_name] - 1;
+    return add_file(file_name);
+  }
+  uint32_t add_file(uint32_t file_name);
 
   const reader::TraceReader& r_;
-  RankTrace& rank_;
+  RankScope& scope_;
   uint32_t proc_;
   std::vector<uint32_t> dense_;  // small file track id -> rank track + 1 (0 = not yet)
   std::unordered_map<uint32_t, uint32_t> tracks_;  // the others
-  std::unordered_map<uint32_t, uint32_t> by_tid_;  // thread tid -> rank track
   std::vector<uint32_t> names_;  // file string id -> rank name id + 1 (0 = not yet)
-  std::unordered_map<std::string, uint32_t> interned_;
+  std::vector<uint32_t> files_;  // file string id -> rank file id + 1 (0 = not yet)
   Ev ev_;
 };
-
-static_assert(sizeof(Ev) == 112, "convert() assigns every field of Ev: update it with Ev");
 
 inline const Ev& FileConverter::convert(const reader::RecordView& e) {
   using format::Ext;
   using C = format::CoreRecord;
-  // Every field is assigned (no `v = Ev{}`: zeroing the whole struct per
-  // event through `rep stos` cost more than the rest of the conversion),
-  // each loaded from the record in place.
+  // Each field is loaded from the record in place; the payload is zeroed
+  // (48 bytes) and the kind's own fields set.
   Ev& v = ev_;
   v.kind = static_cast<Kind>(e.kind);
   v.phase = e.phase;
   v.emulated = (e.flags & format::kEmulated) != 0;
-  v.tier = v.cache = v.src = v.dst = v.cache_method = 0;
-  v.queue_depth = 0;
-  v.enqueued = v.join_only = false;
   v.track = track_of(e.track_id);
-  v.name = v.worker = v.count = 0;
+  v.name = 0;
   v.start = e.ts_ns;
   v.end = e.ts_ns + e.dur_ns;
   v.corr = e.core_field<uint64_t>(offsetof(C, corr));
-  v.sample_id = v.batch_id = v.bytes = v.queued_ns = v.file = 0;
-  v.value = 0;
-  v.ids_at = v.ids_n = 0;
+  v.clear_payload();
   switch (v.kind) {
     case Kind::kStep:
       if (e.has(Ext::kStep))
@@ -74,53 +74,65 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
     case Kind::kRange: case Kind::kCounter: {
       v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));
       const auto raw = e.core_field<uint64_t>(offsetof(C, value));
-      if ((e.flags & format::kValueDouble) != 0) std::memcpy(&v.value, &raw, sizeof raw);
-      else v.value = static_cast<double>(raw);
+      if ((e.flags & format::kValueDouble) != 0) std::memcpy(&v.value(), &raw, sizeof raw);
+      else v.value() = static_cast<double>(raw);
       break;
     }
     case Kind::kGap: v.corr = e.core_field<uint64_t>(offsetof(C, value)); break;
-    case Kind::kStorageRead:
+    case Kind::kStorageRead: {
       if (!e.has(Ext::kIo)) break;
-      v.bytes = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, bytes));
-      v.queued_ns = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, queued_ns));
-      v.sample_id = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, sample_id));
-      v.tier = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, tier));
-      v.cache = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, cache));
-      v.cache_method = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, cache_method));
-      v.queue_depth = e.ext_field<uint16_t>(Ext::kIo, offsetof(format::IoExt, queue_depth));
-      v.file = e.ext_field<uint32_t>(Ext::kIo, offsetof(format::ExtHeader, aux));
+      StorageRead& io = v.io();
+      io.bytes = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, bytes));
+      io.hit_bytes = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, hit_bytes));
+      io.queued_ns = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, queued_ns));
+      io.sample = e.ext_field<uint64_t>(Ext::kIo, offsetof(format::IoExt, sample_id));
+      io.tier = static_cast<format::Tier>(
+          std::min<uint8_t>(e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, tier)), 3));
+      {  // a state past the known ones is a classified miss
+        const auto cache = e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, cache));
+        io.cache = cache <= 3 ? static_cast<format::Cache>(cache) : format::Cache::kMiss;
+      }
+      io.cache_method = static_cast<format::CacheMethod>(
+          e.ext_field<uint8_t>(Ext::kIo, offsetof(format::IoExt, cache_method)));
+      io.queue_depth = e.ext_field<uint16_t>(Ext::kIo, offsetof(format::IoExt, queue_depth));
+      io.file = file_of(e.ext_field<uint32_t>(Ext::kIo, offsetof(format::ExtHeader, aux)));
       break;
-    case Kind::kPreprocess: case Kind::kDataWait: case Kind::kBatchReady:
+    }
+    case Kind::kPreprocess: case Kind::kDataWait: case Kind::kBatchReady: {
       if (!e.has(Ext::kWork)) break;
-      v.sample_id = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, sample_id));
-      v.batch_id = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, batch_id));
-      v.count = e.ext_field<uint32_t>(Ext::kWork, offsetof(format::WorkExt, count));
-      v.worker = v.kind == Kind::kPreprocess
+      Work& w = v.work();
+      w.sample = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, sample_id));
+      w.batch = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, batch_id));
+      w.count = e.ext_field<uint32_t>(Ext::kWork, offsetof(format::WorkExt, count));
+      w.worker = v.kind == Kind::kPreprocess
                      ? e.ext_field<uint32_t>(Ext::kWork, offsetof(format::ExtHeader, aux))
                      : 0;
       break;
-    case Kind::kH2D: case Kind::kD2H: case Kind::kD2D: case Kind::kMemset:
+    }
+    case Kind::kH2D: case Kind::kD2H: case Kind::kD2D: case Kind::kMemset: {
       if (!e.has(Ext::kCopy)) break;
-      v.bytes = e.ext_field<uint64_t>(Ext::kCopy, offsetof(format::CopyExt, bytes));
-      v.src = e.ext_field<uint8_t>(Ext::kCopy, offsetof(format::CopyExt, src));
-      v.dst = e.ext_field<uint8_t>(Ext::kCopy, offsetof(format::CopyExt, dst));
+      Copy& c = v.copy();
+      c.bytes = e.ext_field<uint64_t>(Ext::kCopy, offsetof(format::CopyExt, bytes));
+      c.src = static_cast<format::MemKind>(e.ext_field<uint8_t>(Ext::kCopy, offsetof(format::CopyExt, src)));
+      c.dst = static_cast<format::MemKind>(e.ext_field<uint8_t>(Ext::kCopy, offsetof(format::CopyExt, dst)));
       break;
-    case Kind::kCollective:
+    }
+    case Kind::kCollective: {
       if (!e.has(Ext::kCollective)) break;
-      v.bytes = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, bytes));
+      Collective& c = v.coll();
+      c.bytes = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, bytes));
       // identity of the instance across ranks
-      v.sample_id =
-          e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, comm_id));
-      v.batch_id = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, seq));
-      v.worker = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::ExtHeader, aux)) & 0xff;
-      v.count = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, nranks));
-      {
-        const auto flags =
-            e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, flags));
-        v.enqueued = (flags & format::kCollEnqueued) != 0;
-        v.join_only = v.enqueued && (flags & format::kCollJoinOnly) != 0;
-      }
+      c.comm = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, comm_id));
+      c.seq = e.ext_field<uint64_t>(Ext::kCollective, offsetof(format::CollectiveExt, seq));
+      c.op = static_cast<format::CollOp>(
+          e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::ExtHeader, aux)) & 0xff);
+      c.nranks = e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, nranks));
+      const auto flags =
+          e.ext_field<uint32_t>(Ext::kCollective, offsetof(format::CollectiveExt, flags));
+      c.enqueued = (flags & format::kCollEnqueued) != 0;
+      c.join_only = c.enqueued && (flags & format::kCollJoinOnly) != 0;
       break;
+    }
     default: break;
   }
   return v;

@@ -41,7 +41,7 @@ RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
 
 void RankEngine::route_device(const Ev& e) {
   if (e.phase != format::kComplete) return;
-  if (e.kind == Kind::kCollective && e.enqueued && !e.emulated) {
+  if (e.kind == Kind::kCollective && e.coll().enqueued && !e.emulated) {
     route_enqueue(e);
     return;
   }
@@ -51,7 +51,7 @@ void RankEngine::route_device(const Ev& e) {
     case Kind::kCollective:
       comm_.add(e.start, e.end);
       // An NCCL kernel from CUPTI knows no communicator: its call tells.
-      if (e.sample_id == 0 && e.batch_id == 0 && !e.emulated &&
+      if (e.coll().comm == 0 && e.coll().seq == 0 && !e.emulated &&
           trace_.tracks[e.track].type == TrackType::kGpuStream)
         route_nccl_kernel(e);
       else if (trace_.tracks[e.track].type == TrackType::kGpuStream) add_device_collective(e);
@@ -59,8 +59,8 @@ void RankEngine::route_device(const Ev& e) {
       break;
     case Kind::kH2D: {
       h2d_.add(e.start, e.end);
-      const int pinned = e.src == static_cast<uint8_t>(format::MemKind::kPinned) ? 1 : 0;
-      stats_.h2d_bytes[pinned] += e.bytes;
+      const int pinned = e.copy().src == format::MemKind::kPinned ? 1 : 0;
+      stats_.h2d_bytes[pinned] += e.copy().bytes;
       stats_.h2d_ns[pinned] += e.dur();
       break;
     }
@@ -101,16 +101,17 @@ void RankEngine::add_joined_kernels() {
 // cross-rank pass, and its bus bandwidth.
 void RankEngine::add_device_collective(const Ev& e) {
   collectives_.add(e, TrackType::kGpuStream);
-  const auto op = static_cast<format::CollOp>(e.worker);
-  if (e.bytes == 0 || e.count < 2 || e.dur() <= 0) return;  // one rank: nothing crosses a link
-  const std::pair<uint8_t, uint32_t> key{static_cast<uint8_t>(op), e.count};
+  const Collective& c = e.coll();
+  const auto op = c.op;
+  if (c.bytes == 0 || c.nranks < 2 || e.dur() <= 0) return;  // one rank: nothing crosses a link
+  const std::pair<uint8_t, uint32_t> key{static_cast<uint8_t>(op), c.nranks};
   if (stats_.coll_bw.size() >= RunStats::kMaxCollKeys && !stats_.coll_bw.contains(key)) return;
   CollBandwidth& b = stats_.coll_bw[key];
-  const double bus = double(nccl::data_size(op, e.bytes, e.count)) * nccl::bus_factor(op, e.count);
+  const double bus = double(nccl::data_size(op, c.bytes, c.nranks)) * nccl::bus_factor(op, c.nranks);
   ++b.kernels;
   b.bus_bytes += bus;
   b.ns += e.dur();
-  if (e.bytes >= kLargeCollective) {
+  if (c.bytes >= kLargeCollective) {
     ++b.large;
     b.large_bus_bytes += bus;
     b.large_ns += e.dur();
@@ -129,7 +130,7 @@ void RankEngine::route_trainer(const Ev& e) {
       c.waits.add(e.start, e.end);
       if (!c.recs.empty() && e.end < c.recs.back().b) c.recs_by_end = false;
       c.max_wait = std::max(c.max_wait, e.end - e.start);
-      c.recs.push_back({e.start, e.end, e.batch_id != 0 ? e.batch_id : e.corr});
+      c.recs.push_back({e.start, e.end, e.work().batch != 0 ? e.work().batch : e.corr});
       break;
     case Kind::kApiCall: c.api.add(e.start, e.end); ++stats_.launches; break;
     default: c.sync.add(e.start, e.end); break;
@@ -138,7 +139,7 @@ void RankEngine::route_trainer(const Ev& e) {
 
 void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
   if (e.kind == Kind::kBatchReady) {
-    lineage_.add_batch(e.batch_id != 0 ? e.batch_id : e.corr, e.start, ids);
+    lineage_.add_batch(e.work().batch != 0 ? e.work().batch : e.corr, e.start, ids);
     ++stats_.batches;
     stats_.batch_samples += ids.size();
     return;
@@ -146,32 +147,38 @@ void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
   if (e.phase != format::kComplete) return;
   if (e.kind == Kind::kStorageRead) {
     // Items of a sample's lineage also serve as the producers' busy time.
-    if (!lineage_.add_read(e)) reads_.add(e.track, e.start - static_cast<int64_t>(e.queued_ns), e.end);
-    TierStats& t = stats_.tiers[std::min<uint8_t>(e.tier, 3)];
+    const StorageRead& io = e.io();
+    if (!lineage_.add_read(e)) reads_.add(e.track, e.start - static_cast<int64_t>(io.queued_ns), e.end);
+    TierStats& t = stats_.tiers[static_cast<uint8_t>(io.tier)];
     ++t.reads;
-    t.bytes += e.bytes;
-    if (e.cache != static_cast<uint8_t>(format::Cache::kUnknown)) {  // a partial hit went to storage
-      t.classified_bytes += e.bytes;
-      (e.cache == static_cast<uint8_t>(format::Cache::kHit) ? t.hit_bytes : t.miss_bytes) += e.bytes;
+    t.bytes += io.bytes;
+    if (io.cache != format::Cache::kUnknown) {
+      // A partial hit went to storage (its latency is a storage access);
+      // only its bytes past the hit came from there.
+      if (io.went_to_storage()) ++t.storage_reads;
+      const uint64_t missed = io.miss_bytes();
+      t.classified_bytes += io.bytes;
+      t.miss_bytes += missed;
+      t.hit_bytes += io.bytes - missed;
     }
-    if (e.bytes < kSmallRead) ++t.small_reads;
+    if (io.bytes < kSmallRead) ++t.small_reads;
     t.busy_ns += std::max<int64_t>(0, e.end - std::max(e.start, t.cover_end));
     t.cover_end = std::max(t.cover_end, e.end);
-    if (e.cache_method == static_cast<uint8_t>(format::CacheMethod::kFault)) ++stats_.fault_reads;
-    if (e.queue_depth > 0) {  // 0: the reader did not record one (not stallscope's loader)
-      stats_.qd_sum += e.queue_depth;
+    if (io.cache_method == format::CacheMethod::kFault) ++stats_.fault_reads;
+    if (io.queue_depth > 0) {  // 0: the reader did not record one (not stallscope's loader)
+      stats_.qd_sum += io.queue_depth;
       ++stats_.qd_reads;
     }
     // Reads come in runs from the same file: the set is only consulted on a change.
-    if (e.file != last_file_ && stats_.files.size() < kMaxFiles) stats_.files.insert(e.file);
-    last_file_ = e.file;
+    if (io.file != last_file_ && stats_.files.size() < kMaxFiles) stats_.files.insert(io.file);
+    last_file_ = io.file;
     return;
   }
   if (!lineage_.add_preprocess(e)) pre_.add(e.track, e.start, e.end);
   ++stats_.pre_items;
-  stats_.pre_samples += std::max<uint32_t>(e.count, 1);
+  stats_.pre_samples += std::max<uint32_t>(e.work().count, 1);
   stats_.pre_busy_ns += e.dur();
-  const std::pair<uint32_t, uint32_t> worker{e.track, e.worker};
+  const std::pair<uint32_t, uint32_t> worker{e.track, e.work().worker};
   if (worker != last_worker_ && stats_.workers.size() < 4096) stats_.workers.insert(worker);
   last_worker_ = worker;
 }
@@ -197,24 +204,24 @@ void RankEngine::on_counter(const Ev& e) {
   const uint32_t proc = trace_.tracks[e.track].proc;
   switch (counter_kind(e.name)) {
     case CounterKind::kThreadNs:
-      thread_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, period_of(proc));
+      thread_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value(), period_of(proc));
       break;
     case CounterKind::kChildNs:
-      child_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value, period_of(proc));
-      stats_.child_cpu[{proc, e.corr}].add(e.value, e.start);
+      child_cpu_[{proc, e.corr}].add_cumulative(e.start, e.value(), period_of(proc));
+      stats_.child_cpu[{proc, e.corr}].add(e.value(), e.start);
       break;
-    case CounterKind::kProcessNs: stats_.process_cpu[proc].add(e.value, e.start); break;
+    case CounterKind::kProcessNs: stats_.process_cpu[proc].add(e.value(), e.start); break;
     case CounterKind::kIdle:
       if (stats_.idle_proc < 0) stats_.idle_proc = proc;
-      if (stats_.idle_proc == proc) stats_.idle.add_level(e.start, e.value);
+      if (stats_.idle_proc == proc) stats_.idle.add_level(e.start, e.value());
       break;
-    case CounterKind::kThrottledPeriods: stats_.throttled_periods[proc].add(e.value, e.start); break;
-    case CounterKind::kThrottledNs: stats_.throttled_ns[proc].add(e.value, e.start); break;
-    case CounterKind::kMajorFaults: stats_.major_faults[{proc, e.corr}].add(e.value, e.start); break;
+    case CounterKind::kThrottledPeriods: stats_.throttled_periods[proc].add(e.value(), e.start); break;
+    case CounterKind::kThrottledNs: stats_.throttled_ns[proc].add(e.value(), e.start); break;
+    case CounterKind::kMajorFaults: stats_.major_faults[{proc, e.corr}].add(e.value(), e.start); break;
     case CounterKind::kSamplePeriod:
-      if (e.value >= 1 && e.value <= 60000) {
+      if (e.value() >= 1 && e.value() <= 60000) {
         if (proc_period_ns_.size() <= proc) proc_period_ns_.resize(proc + 1, 0);
-        proc_period_ns_[proc] = static_cast<int64_t>(e.value * 1e6);
+        proc_period_ns_[proc] = static_cast<int64_t>(e.value() * 1e6);
       }
       break;
     default: break;

@@ -6,12 +6,12 @@
 namespace stallscope::analyzer {
 
 void CollectiveLog::add(const Ev& e, TrackType type) {
-  if (e.phase != format::kComplete || (e.sample_id == 0 && e.batch_id == 0)) return;
+  if (e.phase != format::kComplete || (e.coll().comm == 0 && e.coll().seq == 0)) return;
   if (type != TrackType::kGpuStream && !e.emulated) return;
   if (pending_.size() >= kMaxPending) pending_.pop_front();
   CollectiveInstance c;
-  c.comm_id = e.sample_id;
-  c.seq = e.batch_id;
+  c.comm_id = e.coll().comm;
+  c.seq = e.coll().seq;
   c.arrival_ns = e.start;
   c.end_ns = e.end;
   // Events come nearly in time order: the insertion point is near the back.

@@ -17,7 +17,7 @@ namespace stallscope::analyzer {
 
 class CollectiveLog {
  public:
-  // A complete collective event (Ev::sample_id = comm id, Ev::batch_id = seq)
+  // A complete collective event (Collective::comm, Collective::seq)
   // on a track of `type`. Only device-side ones are kept (a GPU stream, or the
   // emulated device): a host thread's collective is an NCCL enqueue, whose
   // times say nothing about when the rank arrived.

@@ -145,11 +145,12 @@ RankReport analyze_group(RankGroup& g, const AnalyzeOptions& opt, const Progress
   meta.probes.gpus = host.gpus;  // the host's topology, whichever process recorded it
   meta.probes.host_numa_nodes = host.numa_nodes;
   std::vector<Source> srcs;
+  RankScope scope(meta);
   for (auto& r : g.readers) {
     meta.procs.push_back(process_of(*r));
     merge_probes(*r, meta.probes);
     Source s;
-    s.conv = std::make_unique<FileConverter>(*r, meta, static_cast<uint32_t>(meta.procs.size() - 1));
+    s.conv = std::make_unique<FileConverter>(*r, scope, static_cast<uint32_t>(meta.procs.size() - 1));
     s.r = std::move(r);
     srcs.push_back(std::move(s));
   }
@@ -259,7 +260,10 @@ RankReport analyze_rank(const RankTrace& trace, const AnalyzeOptions& opt) {
                    [&](size_t a, size_t b) { return trace.events[a].end < trace.events[b].end; });
   for (size_t i : order) {
     const Ev& e = trace.events[i];
-    eng.ingest(e, std::span<const uint64_t>(trace.ids.data() + e.ids_at, e.ids_n));
+    if (e.kind == Kind::kBatchReady)
+      eng.ingest(e, std::span<const uint64_t>(trace.ids.data() + e.work().ids_at, e.work().ids_n));
+    else
+      eng.ingest(e, {});
   }
   return eng.finish();
 }

@@ -80,25 +80,27 @@ bool Lineage::sweep(Ring<Id>& ids) const {
 }
 
 bool Lineage::add_read(const Ev& e) {
-  if (e.sample_id == 0) return false;
-  const Id id = add({e.start, e.end, static_cast<int64_t>(e.queued_ns), e.sample_id, e.corr,
+  const StorageRead& io = e.io();
+  if (io.sample == 0) return false;
+  const Id id = add({e.start, e.end, static_cast<int64_t>(io.queued_ns), io.sample, e.corr,
                      e.track, 1, true});
-  by_sample_.add(e.sample_id, id);
+  by_sample_.add(io.sample, id);
   if (e.corr != 0) reads_by_batch_.add(e.corr, id);
   return true;
 }
 
 bool Lineage::add_preprocess(const Ev& e) {
-  if (e.sample_id == 0) return false;
-  const uint32_t n = std::clamp<uint32_t>(e.count, 1, kMaxIndexedSamples);
-  const Id id = add({e.start, e.end, 0, e.sample_id, e.batch_id, e.track, static_cast<uint16_t>(n), false});
+  const Work& w = e.work();
+  if (w.sample == 0) return false;
+  const uint32_t n = std::clamp<uint32_t>(w.count, 1, kMaxIndexedSamples);
+  const Id id = add({e.start, e.end, 0, w.sample, w.batch, e.track, static_cast<uint16_t>(n), false});
   // A group covers consecutive entries of its batch's sample list (shuffled
   // ids, so not consecutive ids): the rest are indexed when the batch's
   // list arrives (add_batch). Without a batch id, consecutive ids.
-  if (e.batch_id != 0) {
-    by_sample_.add(e.sample_id, id);
+  if (w.batch != 0) {
+    by_sample_.add(w.sample, id);
   } else {
-    for (uint32_t i = 0; i < n; ++i) by_sample_.add(e.sample_id + i, id);
+    for (uint32_t i = 0; i < n; ++i) by_sample_.add(w.sample + i, id);
   }
   return true;
 }

@@ -52,10 +52,10 @@ void RankTrace::add_batch_ready(uint32_t track, int64_t at, uint64_t batch,
                                 const std::vector<uint64_t>& samples) {
   Ev e = Ev::span(Kind::kBatchReady, track, at, at);
   e.phase = format::kInstant;
-  e.batch_id = batch;
+  e.work().batch = batch;
   e.corr = batch;
-  e.ids_at = static_cast<uint32_t>(ids.size());
-  e.ids_n = static_cast<uint32_t>(samples.size());
+  e.work().ids_at = static_cast<uint32_t>(ids.size());
+  e.work().ids_n = static_cast<uint32_t>(samples.size());
   ids.insert(ids.end(), samples.begin(), samples.end());
   events.push_back(e);
 }

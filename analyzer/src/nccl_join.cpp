@@ -17,8 +17,9 @@ void NcclJoin::on_nccl() {
 }
 
 void NcclJoin::add_call(const Ev& e) {
-  if (e.sample_id == 0 && e.batch_id == 0) return;  // no identity to give
-  if (e.join_only) shim_spans_ = true;
+  const Collective& c = e.coll();
+  if (c.comm == 0 && c.seq == 0) return;  // no identity to give
+  if (c.join_only) shim_spans_ = true;
   else if (shim_spans_) return;  // a profiler plugin's event: the shim's span serves
   on_nccl();
   Calls& calls = calls_[e.track];
@@ -26,7 +27,7 @@ void NcclJoin::add_call(const Ev& e) {
   if (q.size() >= kMaxCallsPerTrack) q.pop_front();
   auto at = q.end();
   while (at != q.begin() && std::prev(at)->start > e.start) --at;
-  q.insert(at, {e.start, e.end, e.sample_id, e.batch_id, e.bytes, e.count, e.worker});
+  q.insert(at, {e.start, e.end, c.comm, c.seq, c.bytes, c.nranks, static_cast<uint32_t>(c.op)});
   calls.max_end = std::max(calls.max_end, e.end);
   auto w = wait_call_.find(e.track);
   if (w == wait_call_.end()) return;
@@ -86,11 +87,12 @@ NcclJoin::Outcome NcclJoin::against_calls(Ev& e, const Launch& l) {
     if (it->start > l.start) continue;
     if (l.start > it->end)
       return l.start > c->second.max_end ? Outcome::kNotYet : Outcome::kNever;
-    e.sample_id = it->comm;
-    e.batch_id = it->seq;
-    e.bytes = it->bytes;
-    e.count = it->nranks;
-    if (e.worker == 0) e.worker = it->op;
+    Collective& c = e.coll();
+    c.comm = it->comm;
+    c.seq = it->seq;
+    c.bytes = it->bytes;
+    c.nranks = it->nranks;
+    if (c.op == format::CollOp::kUnknown) c.op = static_cast<format::CollOp>(it->op);
     return Outcome::kJoined;
   }
   return Outcome::kNever;  // launched before every call kept

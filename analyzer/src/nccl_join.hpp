@@ -34,8 +34,8 @@ class NcclJoin {
   // traces without NCCL pay next to nothing.
   void add_launch(const Ev& e);
   // An NCCL kernel without identity. True when it was joined at once (*e
-  // gains sample_id = communicator, batch_id = sequence, bytes, count =
-  // rank count, and worker = op when the kernel's name gave none); else it
+  // gains the call's communicator, sequence, bytes and rank count, and its
+  // op when the kernel's name gave none); else it
   // waits for its launch or its call and, once joined, shows up in joined().
   bool join(Ev& e);
   // Kernels joined by a launch or call that arrived after them; the caller

@@ -19,8 +19,9 @@ struct TierStats {
   uint64_t reads = 0, bytes = 0;
   // Over the reads whose page-cache state is known (the preload shim
   // classifies one small read in N): their bytes, and of those the hits
-  // and misses.
+  // and misses (a partial hit's bytes past the hit are misses).
   uint64_t classified_bytes = 0, miss_bytes = 0, hit_bytes = 0;
+  uint64_t storage_reads = 0;  // classified reads that went to storage: misses and partial hits
   int64_t busy_ns = 0;     // union of reads in flight (arrival-order approximation)
   int64_t cover_end = 0;
   uint64_t small_reads = 0;  // < 256 KiB

@@ -45,35 +45,35 @@ class RankBuilder {
   RankBuilder& collective(double a, double b) { return add(Kind::kCollective, device, a, b); }
   RankBuilder& copy(Kind k, double a, double b, uint64_t bytes = 0, bool pinned = true) {
     add(k, device, a, b);
-    t.events.back().bytes = bytes;
-    t.events.back().src = static_cast<uint8_t>(pinned ? format::MemKind::kPinned : format::MemKind::kPageable);
+    t.events.back().copy().bytes = bytes;
+    t.events.back().copy().src = pinned ? format::MemKind::kPinned : format::MemKind::kPageable;
     return *this;
   }
   RankBuilder& sync(double a, double b) { return add(Kind::kSync, trainer, a, b); }
   RankBuilder& api(double a, double b) { return add(Kind::kApiCall, trainer, a, b); }
   RankBuilder& wait(double a, double b, uint64_t batch = 0) {
     add(Kind::kDataWait, trainer, a, b, batch);
-    t.events.back().batch_id = batch;
+    t.events.back().work().batch = batch;
     return *this;
   }
   RankBuilder& read(uint32_t track, double a, double b, uint64_t sample, double queued_ms = 0,
                     uint64_t bytes = 4096, format::Tier tier = format::Tier::kLocal) {
     add(Kind::kStorageRead, track, a, b);
-    auto& e = t.events.back();
-    e.sample_id = sample;
-    e.queued_ns = static_cast<uint64_t>(ms(queued_ms));
-    e.bytes = bytes;
-    e.tier = static_cast<uint8_t>(tier);
-    e.file = sample;
+    auto& io = t.events.back().io();
+    io.sample = sample;
+    io.queued_ns = static_cast<uint64_t>(ms(queued_ms));
+    io.bytes = bytes;
+    io.tier = tier;
+    io.file = static_cast<uint32_t>(sample);
     return *this;
   }
   RankBuilder& pre(uint32_t track, double a, double b, uint64_t sample, uint32_t count = 1,
                    uint32_t worker = 0) {
     add(Kind::kPreprocess, track, a, b);
-    auto& e = t.events.back();
-    e.sample_id = sample;
-    e.count = count;
-    e.worker = worker;
+    auto& w = t.events.back().work();
+    w.sample = sample;
+    w.count = count;
+    w.worker = worker;
     return *this;
   }
   RankBuilder& ready(uint32_t track, double at, uint64_t batch, const std::vector<uint64_t>& samples) {
@@ -102,7 +102,7 @@ class RankBuilder {
     Ev e = Ev::span(Kind::kCounter, track == ~0u ? process : track, ms(at), ms(at));
     e.phase = format::kInstant;
     e.name = t.name_id(name);
-    e.value = value;
+    e.value() = value;
     e.corr = subject;
     t.events.push_back(e);
     return *this;

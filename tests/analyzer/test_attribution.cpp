@@ -113,9 +113,9 @@ BOOST_AUTO_TEST_CASE(an_enqueued_collective_on_the_trainer_is_launch_time_not_tr
       RankBuilder b;
       b.step(0, 0, 100).kernel(0, 40).kernel(60, 100);
       b.add(Kind::kCollective, b.trainer, 40, 50);
-      b.t.events.back().enqueued = enqueued;
-      b.t.events.back().sample_id = 7;  // communicator
-      b.t.events.back().batch_id = 1;   // sequence number
+      b.t.events.back().coll().enqueued = enqueued;
+      b.t.events.back().coll().comm = 7;
+      b.t.events.back().coll().seq = 1;
       const auto r = b.analyze();
       BOOST_TEST(part_ms(r, 0, Part::kHostLaunch) == (enqueued ? 10.0 : 0.0));
       BOOST_TEST(part_ms(r, 0, Part::kCommTransfer) == (enqueued ? 0.0 : 10.0));
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(an_enqueued_collective_on_the_trainer_is_launch_time_not_tr
   RankBuilder b;
   b.t.tracks[b.device].type = stallscope::format::TrackType::kThread;
   b.step(0, 0, 100).add(Kind::kCollective, b.trainer, 40, 50);
-  b.t.events.back().enqueued = true;
+  b.t.events.back().coll().enqueued = true;
   BOOST_TEST(b.analyze().compute_basis == "gpu_not_recorded");
 }
 

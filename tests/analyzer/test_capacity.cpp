@@ -45,7 +45,7 @@ RankBuilder storage_bound(uint16_t qd) {
     const double s = 100.0 * i;
     b.step(i, s, s + 100).wait(s, s + 60, i).kernel(s + 60, s + 95);
     b.read(w, s - 5, s + 60, uint64_t(i));
-    b.t.events.back().queue_depth = qd;
+    b.t.events.back().io().queue_depth = qd;
     b.ready(w, s + 60, i, {uint64_t(i)});
   }
   return b;
@@ -71,9 +71,9 @@ BOOST_AUTO_TEST_CASE(cache_misses_are_estimated_from_the_classified_reads) {
   size_t n = 0;
   for (auto& e : b.t.events) {
     if (e.kind != Kind::kStorageRead) continue;
-    e.cache = static_cast<uint8_t>(n == 0 ? stallscope::format::Cache::kMiss
-                                   : n == 1 ? stallscope::format::Cache::kHit
-                                            : stallscope::format::Cache::kUnknown);
+    e.io().cache = n == 0   ? stallscope::format::Cache::kMiss
+                   : n == 1 ? stallscope::format::Cache::kHit
+                            : stallscope::format::Cache::kUnknown;
     ++n;
   }
   BOOST_REQUIRE(n == 8u);

@@ -30,12 +30,8 @@ constexpr uint64_t kMiB = 1 << 20;
 Ev call(uint32_t track, double a, double b, uint64_t seq, uint64_t bytes = 64 * kMiB,
         uint32_t nranks = 2) {
   Ev e = Ev::span(Kind::kCollective, track, ms(a), ms(b));
-  e.enqueued = true;
-  e.sample_id = kComm;
-  e.batch_id = seq;
-  e.bytes = bytes;
-  e.count = nranks;
-  e.worker = static_cast<uint32_t>(CollOp::kAllReduce);
+  e.coll() = {.comm = kComm, .seq = seq, .bytes = bytes, .nranks = nranks,
+              .op = CollOp::kAllReduce, .enqueued = true, .join_only = false};
   return e;
 }
 Ev launch(uint32_t track, double a, double b, uint64_t corr) {
@@ -43,7 +39,7 @@ Ev launch(uint32_t track, double a, double b, uint64_t corr) {
 }
 Ev kernel(uint32_t track, double a, double b, uint64_t corr) {
   Ev e = Ev::span(Kind::kCollective, track, ms(a), ms(b)).with_corr(corr);
-  e.worker = static_cast<uint32_t>(CollOp::kAllReduce);
+  e.coll().op = CollOp::kAllReduce;
   return e;
 }
 
@@ -82,10 +78,10 @@ BOOST_AUTO_TEST_CASE(a_kernel_joins_its_call_whatever_arrives_first) {
       j.joined().clear();
     }
     BOOST_REQUIRE_EQUAL(joined.size(), 1u);
-    BOOST_TEST(joined[0].sample_id == kComm);
-    BOOST_TEST(joined[0].batch_id == 7u);
-    BOOST_TEST(joined[0].bytes == 64 * kMiB);
-    BOOST_TEST(joined[0].count == 2u);
+    BOOST_TEST(joined[0].coll().comm == kComm);
+    BOOST_TEST(joined[0].coll().seq == 7u);
+    BOOST_TEST(joined[0].coll().bytes == 64 * kMiB);
+    BOOST_TEST(joined[0].coll().nranks == 2u);
     BOOST_TEST(joined[0].start == ms(12));  // the device's times stay
     BOOST_TEST(j.matched() == 1u);
     BOOST_TEST(j.unmatched() == 0u);
@@ -99,7 +95,7 @@ BOOST_AUTO_TEST_CASE(a_launch_outside_every_call_of_its_thread_is_never_joined) 
   j.add_launch(launch(0, 15, 15.1, 5));  // between the calls (e.g. ncclGroupEnd's launch)
   Ev k = kernel(1, 16, 18, 5);
   BOOST_TEST(!j.join(k));
-  BOOST_TEST(k.sample_id == 0u);
+  BOOST_TEST(k.coll().comm == 0u);
   BOOST_TEST(j.matched() == 0u);
   BOOST_TEST(j.unmatched() == 1u);
   // A launch on another thread than the call is not joined either.
@@ -117,24 +113,24 @@ BOOST_AUTO_TEST_CASE(the_shims_join_only_span_serves_beside_the_plugins_event) {
   for (bool kernel_first : {true, false}) {
     an::NcclJoin j;
     Ev shim0 = call(0, 1, 2, 0);
-    shim0.join_only = true;
+    shim0.coll().join_only = true;
     j.add_call(shim0);  // an earlier call: the shim's spans are in use
     j.add_launch(launch(0, 10.2, 10.3, 99));
     Ev k = kernel(1, 12, 20, 99);
     bool joined = false;
     if (kernel_first) joined = j.join(k);
     Ev plugin = call(0, 10.5, 10.6, 7);  // NCCL's hash as communicator
-    plugin.sample_id = 0xAB;
+    plugin.coll().comm = 0xAB;
     j.add_call(plugin);
     Ev shim = call(0, 10, 11, 7);
-    shim.join_only = true;
+    shim.coll().join_only = true;
     j.add_call(shim);
     if (!kernel_first) joined = j.join(k);
     for (const Ev& e : j.joined()) k = e, joined = true;
     BOOST_TEST_CONTEXT("kernel first: " << kernel_first) {
       BOOST_TEST(joined);
-      BOOST_TEST(k.sample_id == kComm);  // the shim's id, the same on every rank
-      BOOST_TEST(k.batch_id == 7u);
+      BOOST_TEST(k.coll().comm == kComm);  // the shim's id, the same on every rank
+      BOOST_TEST(k.coll().seq == 7u);
       BOOST_TEST(j.unmatched() == 0u);
     }
   }
@@ -148,8 +144,8 @@ BOOST_AUTO_TEST_CASE(launches_before_the_first_nccl_record_still_count) {
   j.add_call(call(0, 100, 101, 0));
   Ev k = kernel(1, 102, 110, 9000);
   BOOST_TEST(j.join(k));
-  BOOST_TEST(k.batch_id == 0u);
-  BOOST_TEST(k.sample_id == kComm);
+  BOOST_TEST(k.coll().seq == 0u);
+  BOOST_TEST(k.coll().comm == kComm);
 }
 
 BOOST_AUTO_TEST_CASE(waiting_kernels_are_bounded_and_counted) {

@@ -204,10 +204,15 @@ BOOST_AUTO_TEST_CASE(lineage_lanes_hold_exactly_the_items_left_after_eviction) {
       last[track] = std::max(last[track], end);
       const bool read = rng() % 2 == 0;
       Ev e = Ev::span(read ? Kind::kStorageRead : Kind::kPreprocess, track, end - int64_t(rng() % 300), end);
-      e.sample_id = sample++;
-      e.queued_ns = read ? rng() % 50 : 0;
+      const uint64_t queued = read ? rng() % 50 : 0;
+      if (read) {
+        e.io().sample = sample++;
+        e.io().queued_ns = queued;
+      } else {
+        e.work().sample = sample++;
+      }
       BOOST_TEST_REQUIRE((read ? lin.add_read(e) : lin.add_preprocess(e)));
-      fifo.push_back({e.start - int64_t(e.queued_ns), e.end, e.end, read});
+      fifo.push_back({e.start - int64_t(queued), e.end, e.end, read});
     }
     if (round % 5 == 4) {
       cut = std::max(cut, last[0] - 3000);

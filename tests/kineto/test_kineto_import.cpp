@@ -116,9 +116,9 @@ BOOST_AUTO_TEST_CASE(pageable_h2d_copy_is_exposed_h2d_and_proposes_pinned_memory
   for (const auto& e : imp.trace.events) {
     if (e.kind != format::Kind::kH2D) continue;
     ++h2d;
-    BOOST_TEST(e.bytes == uint64_t{100} << 20);
-    BOOST_TEST(e.src == uint8_t(format::MemKind::kPageable));
-    BOOST_TEST(e.dst == uint8_t(format::MemKind::kDevice));
+    BOOST_TEST(e.copy().bytes == uint64_t{100} << 20);
+    BOOST_TEST((e.copy().src == format::MemKind::kPageable));
+    BOOST_TEST((e.copy().dst == format::MemKind::kDevice));
   }
   BOOST_TEST(h2d == 6u);
   const auto r = kin::analyze_imported(imp, {});
@@ -138,7 +138,8 @@ BOOST_AUTO_TEST_CASE(memcpy_names_give_direction_and_memory_kinds) {
   const auto imp = import_text(w.json());
   std::vector<std::tuple<format::Kind, uint8_t, uint64_t>> got;
   for (const auto& e : imp.trace.events)
-    if (e.kind != format::Kind::kStep) got.emplace_back(e.kind, e.src, e.bytes);
+    if (e.kind != format::Kind::kStep)
+      got.emplace_back(e.kind, uint8_t(e.copy().src), e.copy().bytes);
   BOOST_REQUIRE(got.size() == 4u);
   BOOST_TEST((got[0] ==
               std::tuple{format::Kind::kH2D, uint8_t(format::MemKind::kPageable), uint64_t{10}}));
@@ -162,11 +163,11 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
   uint64_t seq = 0;
   for (const auto& e : imp.trace.events) {
     if (e.kind != format::Kind::kCollective) continue;
-    BOOST_TEST(e.bytes == uint64_t{4} << 20);  // 2^20 floats
-    BOOST_TEST(e.worker == uint32_t(format::CollOp::kAllReduce));
-    BOOST_TEST(e.count == 2u);        // group size
-    BOOST_TEST(e.batch_id == ++seq);  // per-communicator sequence
-    BOOST_TEST(e.sample_id != 0u);
+    BOOST_TEST(e.coll().bytes == uint64_t{4} << 20);  // 2^20 floats
+    BOOST_TEST((e.coll().op == format::CollOp::kAllReduce));
+    BOOST_TEST(e.coll().nranks == 2u);     // group size
+    BOOST_TEST(e.coll().seq == ++seq);     // per-communicator sequence
+    BOOST_TEST(e.coll().comm != 0u);
   }
   const auto r = kin::analyze_imported(imp, {});
   BOOST_TEST(mean_ms(r, Part::kCompute) == 60.0, boost::test_tools::tolerance(kTol));
@@ -197,8 +198,8 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_bytes_are_the_ranks_own_part) {
   const auto imp = import_text(w.json());
   for (const auto& e : imp.trace.events) {
     if (e.kind != format::Kind::kCollective) continue;
-    BOOST_TEST(e.worker == uint32_t(format::CollOp::kReduceScatter));
-    BOOST_TEST(e.bytes == uint64_t{4} << 20);  // 2^20 floats of the rank's own
+    BOOST_TEST((e.coll().op == format::CollOp::kReduceScatter));
+    BOOST_TEST(e.coll().bytes == uint64_t{4} << 20);  // 2^20 floats of the rank's own
   }
   const auto r = kin::analyze_imported(imp, {});
   double busbw = 0;

@@ -102,19 +102,19 @@ inline SynthRun synth_run(const SynthSpec& s) {
       t.events.push_back(Ev::span(Kind::kStep, 0, m(start), m(end)).with_corr(k));
       if (stall[r] > 0) {
         Ev w = Ev::span(Kind::kDataWait, 0, m(start), m(start + stall[r]));
-        w.batch_id = k + 1;
+        w.work().batch = k + 1;
         t.events.push_back(w);
         const int64_t rd_ns = r < s.read_ms.size() ? synth_ns(s.read_ms[r]) : stall[r];
         Ev rd = Ev::span(Kind::kStorageRead, 2, m(start + stall[r] - rd_ns), m(start + stall[r]));
-        rd.bytes = 1 << 20;
-        rd.sample_id = k + 1;
+        rd.io().bytes = 1 << 20;
+        rd.io().sample = k + 1;
         t.events.push_back(rd);
       }
       t.events.push_back(Ev::span(Kind::kKernel, 1, m(start + stall[r]), m(arrive[r])));
       Ev c = Ev::span(Kind::kCollective, 1, m(arrive[r]), m(rec_done));
-      c.sample_id = 1;  // communicator
-      c.batch_id = k + 1;
-      c.bytes = 1 << 20;
+      c.coll().comm = 1;
+      c.coll().seq = k + 1;
+      c.coll().bytes = 1 << 20;
       t.events.push_back(c);
       t.events.push_back(Ev::span(Kind::kKernel, 1, m(rec_done), m(end)));
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kineto/kineto.hpp"
+#include "scope.hpp"
 
 namespace stallscope::analyzer::kineto {
 
@@ -85,9 +86,11 @@ class Mapper {
 
   ImportedRank& out_;
   RankTrace& t_;
+  RankScope scope_;  // names and tracks of the rank
+  // The trace's own identities: (pid, tid) of host threads, (device, stream).
   std::unordered_map<uint64_t, uint32_t> host_tracks_, device_tracks_;
   std::unordered_map<std::string_view, uint64_t> string_ids_;  // string pids/tids
-  std::unordered_map<std::string, uint32_t> range_names_;
+  size_t range_names_ = 0;  // distinct range names kept
   std::unordered_set<int64_t> sync_corr_;
   uint64_t waits_ = 0;
   bool saw_lower_ = false, saw_upper_ = false, saw_cat_ = false;

@@ -93,14 +93,14 @@ format::MemKind mem_kind(std::string_view s) {
 }
 
 // "Memcpy HtoD (Pageable -> Device)": kind, source and destination memory.
-Kind memcpy_kind(std::string_view name, uint8_t* src, uint8_t* dst) {
+Kind memcpy_kind(std::string_view name, format::MemKind* src, format::MemKind* dst) {
   std::string_view rest = name.starts_with("Memcpy ") ? name.substr(7) : name;
   const std::string_view dir = rest.substr(0, rest.find(' '));
   const size_t open = rest.find('('), arrow = rest.find(" -> "), close = rest.rfind(')');
   if (open != std::string_view::npos && arrow != std::string_view::npos &&
       close != std::string_view::npos && open < arrow && arrow < close) {
-    *src = static_cast<uint8_t>(mem_kind(rest.substr(open + 1, arrow - open - 1)));
-    *dst = static_cast<uint8_t>(mem_kind(rest.substr(arrow + 4, close - arrow - 4)));
+    *src = mem_kind(rest.substr(open + 1, arrow - open - 1));
+    *dst = mem_kind(rest.substr(arrow + 4, close - arrow - 4));
   }
   if (dir == "HtoD") return Kind::kH2D;
   if (dir == "DtoH") return Kind::kD2H;
@@ -139,7 +139,7 @@ Cat classify_cat(std::string_view c, bool* lower) {
   return Cat::kOther;
 }
 
-Mapper::Mapper(ImportedRank& out) : out_(out), t_(out.trace) {
+Mapper::Mapper(ImportedRank& out) : out_(out), t_(out.trace), scope_(out.trace) {
   t_.procs.emplace_back();
   t_.procs[0].file = out.file;
 }
@@ -200,8 +200,7 @@ uint32_t Mapper::host_track(const RawEvent& e) {
   const uint32_t tid = e.tid.is_string ? 0 : static_cast<uint32_t>(e.tid.num);
   auto [it, fresh] = host_tracks_.try_emplace((pid << 32) | tid, 0);
   if (fresh) {
-    it->second = static_cast<uint32_t>(t_.tracks.size());
-    t_.tracks.push_back(
+    it->second = scope_.add_track(
         {0, TrackType::kThread, tid, 0, e.tid.is_string ? std::string(e.tid.str) : ""});
   }
   return it->second;
@@ -216,8 +215,7 @@ uint32_t Mapper::device_track(const RawEvent& e) {
   const auto dev = static_cast<uint32_t>(device), str = static_cast<uint32_t>(stream);
   auto [it, fresh] = device_tracks_.try_emplace((uint64_t{dev} << 32) | str, 0);
   if (fresh) {
-    it->second = static_cast<uint32_t>(t_.tracks.size());
-    t_.tracks.push_back({0, TrackType::kGpuStream, str, dev, "stream " + std::to_string(str)});
+    it->second = scope_.add_track({0, TrackType::kGpuStream, str, dev, "stream " + std::to_string(str)});
   }
   return it->second;
 }
@@ -236,18 +234,18 @@ void Mapper::host_event(const RawEvent& e) {
   } else if (e.name.starts_with("enumerate(DataLoader)#")) {
     if (!ends_with(e.name.view(), "__next__")) return;
     ev.kind = Kind::kDataWait;
-    ev.corr = ev.batch_id = ++waits_;
+    ev.corr = ev.work().batch = ++waits_;
     ++out_.stats.data_waits;
   } else if (e.cat == Cat::kAnnotation) {
     // Other record_function ranges: candidates for --step-pattern.
-    const std::string n(e.name.view());
-    auto it = range_names_.find(n);
-    if (it == range_names_.end()) {
-      if (range_names_.size() >= kMaxRangeNames) return;
-      it = range_names_.emplace(n, t_.name_id(n)).first;
+    uint32_t name = scope_.known_name(e.name.view());
+    if (name == 0) {
+      if (range_names_ >= kMaxRangeNames) return;
+      ++range_names_;
+      name = scope_.name(e.name.view());
     }
     ev.kind = Kind::kRange;
-    ev.name = it->second;
+    ev.name = name;
   } else {
     return;  // operators and Python frames: the analysis needs none of them
   }
@@ -260,27 +258,27 @@ void Mapper::device_event(const RawEvent& e) {
   if (e.cat == Cat::kKernel) {
     if (e.name.starts_with("nccl")) {
       ev.kind = Kind::kCollective;
+      Collective& c = ev.coll();
       const uint64_t size = e.args.dtype ? dtype_bytes(e.args.dtype.view()) : 0;
       if (e.args.in_nelems > 0 && size > 0)
-        ev.bytes = static_cast<uint64_t>(e.args.in_nelems) * size;
-      ev.worker = static_cast<uint32_t>(
-          coll_op(e.args.collective ? e.args.collective.view() : e.name.view()));
-      ev.count = e.args.group_size > 0 ? static_cast<uint32_t>(e.args.group_size) : 0;
+        c.bytes = static_cast<uint64_t>(e.args.in_nelems) * size;
+      c.op = coll_op(e.args.collective ? e.args.collective.view() : e.name.view());
+      c.nranks = e.args.group_size > 0 ? static_cast<uint32_t>(e.args.group_size) : 0;
       // "In msg nelems" of a reduce_scatter is its input, every rank's part;
       // the event carries the call's count (recvcount), as NCCL's own does.
-      if (ev.worker == static_cast<uint32_t>(format::CollOp::kReduceScatter) && ev.count > 1)
-        ev.bytes /= ev.count;
+      if (c.op == format::CollOp::kReduceScatter && c.nranks > 1) c.bytes /= c.nranks;
       // Communicator: the process group's name (the same on every member rank).
-      ev.sample_id = e.args.process_group.empty()
-                         ? 1
-                         : (std::hash<std::string_view>{}(e.args.process_group) | 1);
+      c.comm = e.args.process_group.empty()
+                   ? 1
+                   : (std::hash<std::string_view>{}(e.args.process_group) | 1);
       ++out_.stats.collectives;
     } else {
       ++out_.stats.kernels;
     }
   } else {
-    ev.kind = e.cat == Cat::kMemset ? Kind::kMemset : memcpy_kind(e.name.view(), &ev.src, &ev.dst);
-    ev.bytes = e.args.bytes > 0 ? static_cast<uint64_t>(e.args.bytes) : 0;
+    format::MemKind src = format::MemKind::kUnknown, dst = format::MemKind::kUnknown;
+    ev.kind = e.cat == Cat::kMemset ? Kind::kMemset : memcpy_kind(e.name.view(), &src, &dst);
+    ev.copy() = {e.args.bytes > 0 ? static_cast<uint64_t>(e.args.bytes) : 0, src, dst};
     ++out_.stats.copies;
   }
   push(ev);
@@ -307,8 +305,7 @@ void Mapper::finish() {
       ++out_.stats.syncs;
     }
   }
-  // Collectives numbered per communicator in start order (Ev::batch_id, the
-  // sequence number): the k-th NCCL kernel of a process group on each rank
+  // Collectives numbered per communicator in start order (Collective::seq): the k-th NCCL kernel of a process group on each rank
   // is one instance for the cross-rank pass.
   std::vector<uint32_t> coll;
   for (uint32_t i = 0; i < t_.events.size(); ++i)
@@ -319,7 +316,7 @@ void Mapper::finish() {
   for (size_t k = 0; k < coll.size(); ++k) {
     Ev& ev = t_.events[coll[k]];
     ev.corr = k + 1;
-    ev.batch_id = ++seq[ev.sample_id];
+    ev.coll().seq = ++seq[ev.coll().comm];
   }
   out_.schema = !saw_cat_ ? Schema::kAutograd
                           : (saw_upper_ && !saw_lower_ ? Schema::kLegacy : Schema::kKineto);

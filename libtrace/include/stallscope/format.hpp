@@ -129,6 +129,11 @@ enum class Kind : uint8_t {
   kCapture = 16,  // capture window: kBegin = on, kEnd = window end
   kGap = 17,      // `value` events of this track were dropped right here
   kMark = 18,     // an instant note (e.g. "GPU activity handed to …")
+  kSample = 19,          // one dataset item's load inside a loader
+  kLoaderConfig = 20,    // a loader's configuration at iterator creation
+  kBatchHandoff = 21,    // a batch from a loader worker to the trainer
+  kChannelHandoff = 22,  // one object through a producer/consumer channel
+  kStackSample = 23,     // one stack sample of a thread
   kMaxKnown = kMark,
 };
 

@@ -12,7 +12,9 @@
 // Times are int64 nanoseconds of one monotonic clock per rank.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -44,31 +46,116 @@ struct TrackDesc {
   std::string name;     // thread name
 };
 
-// A decoded event, compact. Fields not meaningful for a kind stay 0.
+// ------------------------------------------------------------------ events --
+// What each kind carries beyond the common header, in the trace format's
+// terms (docs/trace-format.md). An Ev holds the one payload its kind names;
+// reading another is a bug (the accessors check it in debug builds).
+
+// kStorageRead.
+struct StorageRead {
+  uint64_t bytes;        // bytes returned
+  uint64_t hit_bytes;    // of them, found in the page cache (cache kHit: all; kPartial: where known)
+  uint64_t queued_ns;    // waiting for submission before the read
+  uint64_t sample;       // dataset sample the read belongs to (0 = none)
+  uint32_t file;         // rank-scoped file id (RankTrace::file_id; 0 = unknown)
+  uint16_t queue_depth;  // reads in flight at submission (0 = not recorded)
+  format::Tier tier;
+  format::Cache cache;
+  format::CacheMethod cache_method;
+  // The read went to storage (latency): a miss or a partial hit.
+  bool went_to_storage() const noexcept {
+    return cache == format::Cache::kMiss || cache == format::Cache::kPartial;
+  }
+  // Bytes that came from storage, of a read whose cache state is known.
+  uint64_t miss_bytes() const noexcept {
+    switch (cache) {
+      case format::Cache::kHit: return 0;
+      case format::Cache::kPartial: return hit_bytes < bytes ? bytes - hit_bytes : 0;
+      default: return bytes;
+    }
+  }
+};
+
+// kPreprocess, kDataWait, kBatchReady.
+struct Work {
+  uint64_t sample;  // first sample of the item (0 = none)
+  uint64_t batch;   // batch id (0 = none)
+  uint32_t count;   // samples covered
+  uint32_t worker;  // kPreprocess: worker index
+  uint32_t ids_at, ids_n;  // kBatchReady: its sample ids in RankTrace::ids
+};
+
+// kH2D, kD2H, kD2D, kMemset.
+struct Copy {
+  uint64_t bytes;
+  format::MemKind src, dst;
+};
+
+// kCollective (host call or device kernel).
+struct Collective {
+  uint64_t comm;    // communicator id (0 with seq 0: no identity)
+  uint64_t seq;     // per-communicator sequence number
+  uint64_t bytes;   // message size S (docs/gpu.md)
+  uint32_t nranks;  // ranks of the communicator (0 = unknown)
+  format::CollOp op;
+  bool enqueued;    // a host-side call that enqueued it (format::kCollEnqueued)
+  bool join_only;   // the shim's call span beside the plugin's (format::kCollJoinOnly)
+};
+
+// kSample: one dataset item's load inside a loader.
+struct SampleSpan {
+  uint64_t loader;      // loader id, unique within its process
+  uint64_t batch;       // batch index within the generation
+  uint64_t index;       // dataset index
+  uint32_t generation;  // which iterator of the loader
+  int32_t worker;       // -1: the trainer process itself
+};
+
+// kBatchHandoff: a batch from a loader worker to the trainer (start = put,
+// end = received).
+struct BatchHandoff {
+  uint64_t loader;
+  uint64_t batch;
+  int64_t asked_ns;     // when the trainer asked for it (0 = unknown)
+  uint32_t generation;
+  int32_t worker;
+  uint32_t worker_pid;
+};
+
+// kChannelHandoff: one object through a channel stallscope did not build
+// (start = put, end = get).
+struct ChannelHandoff {
+  uint64_t channel;
+  uint64_t object;      // 0 = none
+  uint64_t bytes;       // 0 = unknown
+  uint32_t producer_pid, producer_tid;
+  uint32_t consumer_pid, consumer_tid;
+  uint8_t channel_type;  // format::ChannelType
+};
+
+// kStackSample: one stack of one thread, frames in RankTrace::frames.
+struct StackSample {
+  uint32_t tid;
+  uint32_t cost_ns;      // what taking the sample cost
+  uint64_t interval_ns;  // the time the sample stands for
+  uint32_t frames_at, frames_n;  // innermost first, names in RankTrace::names
+  uint8_t on_cpu;        // format::OnCpu
+};
+
+// A decoded event: a common header and one payload chosen by `kind`.
+// Built by RankScope (scope.hpp) from a trace file or an imported profiler
+// trace, or by hand in tests:
+//
+//   Ev e = Ev::span(Kind::kStorageRead, track, t0, t1);
+//   e.io().bytes = 4096;
 struct Ev {
   Kind kind = Kind::kMark;
   uint8_t phase = format::kComplete;  // format::Phase
   bool emulated = false;              // kEmulated flag
-  uint8_t tier = 0;                   // storage_read: format::Tier
-  uint8_t cache = 0;                  // storage_read: format::Cache
-  uint8_t src = 0, dst = 0;           // copies: format::MemKind
-  uint8_t cache_method = 0;           // storage_read: format::CacheMethod
-  uint16_t queue_depth = 0;           // storage_read
-  bool enqueued = false;              // collective: a host-side enqueue (kCollEnqueued)
-  bool join_only = false;             // collective: the shim's call span beside the plugin's (kCollJoinOnly)
   uint32_t track = 0;                 // index into RankTrace::tracks
   uint32_t name = 0;                  // index into RankTrace::names (0 = none)
-  uint32_t worker = 0;                // preprocess: WorkExt worker; collective: op (format::CollOp)
-  uint32_t count = 0;                 // preprocess: samples covered; collective: rank count
   int64_t start = 0, end = 0;         // ns; end == start for instants and begin/end marks
-  uint64_t corr = 0;                  // step index, batch id, counter subject …
-  uint64_t sample_id = 0;             // storage_read, preprocess; collective: communicator id
-  uint64_t batch_id = 0;              // preprocess, data_wait, batch_ready; collective: sequence number
-  uint64_t bytes = 0;                 // storage_read, copies, collectives
-  uint64_t queued_ns = 0;             // storage_read: wait for submission
-  uint64_t file = 0;                  // storage_read: file name id (reader string id)
-  double value = 0;                   // counter value
-  uint32_t ids_at = 0, ids_n = 0;     // batch_ready sample ids in RankTrace::ids
+  uint64_t corr = 0;                  // step index, batch id, counter subject, gap count …
 
   int64_t dur() const noexcept { return end - start; }
   static Ev span(Kind k, uint32_t track, int64_t start, int64_t end) {
@@ -80,7 +167,54 @@ struct Ev {
     return e;
   }
   Ev& with_corr(uint64_t c) { corr = c; return *this; }
+
+  // The payload of this kind.
+  StorageRead& io() { return is(Kind::kStorageRead), u_.io; }
+  const StorageRead& io() const { return is(Kind::kStorageRead), u_.io; }
+  Work& work() { return is_work(), u_.work; }
+  const Work& work() const { return is_work(), u_.work; }
+  Copy& copy() { return is_copy(), u_.copy; }
+  const Copy& copy() const { return is_copy(), u_.copy; }
+  Collective& coll() { return is(Kind::kCollective), u_.coll; }
+  const Collective& coll() const { return is(Kind::kCollective), u_.coll; }
+  SampleSpan& sample() { return is(Kind::kSample), u_.sample; }
+  const SampleSpan& sample() const { return is(Kind::kSample), u_.sample; }
+  BatchHandoff& handoff() { return is(Kind::kBatchHandoff), u_.handoff; }
+  const BatchHandoff& handoff() const { return is(Kind::kBatchHandoff), u_.handoff; }
+  ChannelHandoff& channel() { return is(Kind::kChannelHandoff), u_.channel; }
+  const ChannelHandoff& channel() const { return is(Kind::kChannelHandoff), u_.channel; }
+  StackSample& stack() { return is(Kind::kStackSample), u_.stack; }
+  const StackSample& stack() const { return is(Kind::kStackSample), u_.stack; }
+  // kCounter, kRange: the sampled or attached value.
+  double& value() { return is_valued(), u_.value; }
+  double value() const { return is_valued(), u_.value; }
+  // Zeroes the payload (a converter reusing one Ev).
+  void clear_payload() noexcept { u_ = Payload{}; }
+
+ private:
+  void is(Kind k) const noexcept { assert(kind == k); (void)k; }
+  void is_work() const noexcept {
+    assert(kind == Kind::kPreprocess || kind == Kind::kDataWait || kind == Kind::kBatchReady);
+  }
+  void is_copy() const noexcept {
+    assert(kind == Kind::kH2D || kind == Kind::kD2H || kind == Kind::kD2D || kind == Kind::kMemset);
+  }
+  void is_valued() const noexcept { assert(kind == Kind::kCounter || kind == Kind::kRange); }
+  union Payload {
+    uint64_t raw[6] = {};  // zero-initialized: every payload starts at 0
+    StorageRead io;
+    Work work;
+    Copy copy;
+    Collective coll;
+    SampleSpan sample;
+    BatchHandoff handoff;
+    ChannelHandoff channel;
+    StackSample stack;
+    double value;
+  } u_;
 };
+static_assert(sizeof(Ev) <= 88, "Ev is copied per event: keep it small");
+static_assert(std::is_trivially_copyable_v<Ev>);
 
 // Facts a run did not measure but a probe recorded (process metadata or
 // attachments; docs/report-guide.md "Probes"). Negative or empty = absent.
@@ -130,7 +264,15 @@ struct RankTrace {
   std::vector<ProcessDesc> procs;
   std::vector<TrackDesc> tracks;
   std::vector<std::string> names = {""};  // names[0] = none
-  std::vector<uint64_t> ids;              // pool for Ev::ids_at / ids_n
+  std::vector<uint64_t> ids;              // pool for Work::ids_at / ids_n
+  std::vector<uint32_t> frames;           // pool for StackSample frames (name ids)
+  // Files read, rank-scoped: StorageRead::file indexes it (files[0] = unknown).
+  // A rank's processes each write their own trace, each with its own string
+  // ids; one path is one id here. At most kMaxFiles; later paths share
+  // kManyFiles.
+  std::vector<std::string> files = {""};
+  static constexpr uint32_t kMaxFiles = 1u << 16;
+  static constexpr uint32_t kManyFiles = ~0u;
   std::vector<Ev> events;
   Probes probes;
 
