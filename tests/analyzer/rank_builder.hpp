@@ -42,7 +42,20 @@ class RankBuilder {
   }
   RankBuilder& step(uint64_t i, double a, double b) { return add(Kind::kStep, trainer, a, b, i); }
   RankBuilder& kernel(double a, double b) { return add(Kind::kKernel, device, a, b); }
-  RankBuilder& collective(double a, double b) { return add(Kind::kCollective, device, a, b); }
+  // A collective on the device; `corr` ties an NCCL kernel to its launch
+  // (api(…, corr)) and so to its call (nccl_call).
+  RankBuilder& collective(double a, double b, uint64_t corr = 0) {
+    return add(Kind::kCollective, device, a, b, corr);
+  }
+  // The trainer's host-side NCCL call [a, b] (returns once enqueued) of
+  // communicator `comm`, sequence number `seq`: `bytes` over `nranks` ranks.
+  RankBuilder& nccl_call(double a, double b, uint64_t comm, uint64_t seq, uint64_t bytes,
+                         uint32_t nranks, format::CollOp op = format::CollOp::kAllReduce) {
+    add(Kind::kCollective, trainer, a, b);
+    t.events.back().coll() = {.comm = comm, .seq = seq, .bytes = bytes, .nranks = nranks,
+                              .op = op, .enqueued = true, .join_only = false};
+    return *this;
+  }
   RankBuilder& copy(Kind k, double a, double b, uint64_t bytes = 0, bool pinned = true) {
     add(k, device, a, b);
     t.events.back().copy().bytes = bytes;
@@ -50,21 +63,36 @@ class RankBuilder {
     return *this;
   }
   RankBuilder& sync(double a, double b) { return add(Kind::kSync, trainer, a, b); }
-  RankBuilder& api(double a, double b) { return add(Kind::kApiCall, trainer, a, b); }
+  RankBuilder& api(double a, double b, uint64_t corr = 0) {
+    return add(Kind::kApiCall, trainer, a, b, corr);
+  }
   RankBuilder& wait(double a, double b, uint64_t batch = 0) {
     add(Kind::kDataWait, trainer, a, b, batch);
     t.events.back().work().batch = batch;
     return *this;
   }
+  // What else a read may record, e.g. read(w, 0, 5, 1, {.bytes = 64 << 10, .file = 3}).
+  struct ReadOpts {
+    double queued_ms = 0;
+    uint64_t bytes = 4096;
+    format::Tier tier = format::Tier::kLocal;
+    uint16_t queue_depth = 0;  // reads in flight (0: not recorded, as outside stallscope's loader)
+    uint64_t file = 0;         // file name id (0: the sample's own file)
+  };
   RankBuilder& read(uint32_t track, double a, double b, uint64_t sample, double queued_ms = 0,
                     uint64_t bytes = 4096, format::Tier tier = format::Tier::kLocal) {
+    return read(track, a, b, sample,
+                ReadOpts{.queued_ms = queued_ms, .bytes = bytes, .tier = tier});
+  }
+  RankBuilder& read(uint32_t track, double a, double b, uint64_t sample, const ReadOpts& o) {
     add(Kind::kStorageRead, track, a, b);
     auto& io = t.events.back().io();
     io.sample = sample;
-    io.queued_ns = static_cast<uint64_t>(ms(queued_ms));
-    io.bytes = bytes;
-    io.tier = tier;
-    io.file = static_cast<uint32_t>(sample);
+    io.queued_ns = static_cast<uint64_t>(ms(o.queued_ms));
+    io.bytes = o.bytes;
+    io.tier = o.tier;
+    io.queue_depth = o.queue_depth;
+    io.file = static_cast<uint32_t>(o.file != 0 ? o.file : sample);
     return *this;
   }
   RankBuilder& pre(uint32_t track, double a, double b, uint64_t sample, uint32_t count = 1,

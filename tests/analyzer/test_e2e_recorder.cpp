@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <string>
 
+#include "analyzer/report_lookup.hpp"
 #include "libtrace/probe_runner.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 
 namespace an = stallscope::analyzer;
+namespace tt = boost::test_tools;
 using an::Part;
 using stallscope::test::TempDir;
+using stallscope::testing::input;
 
 namespace {
 
@@ -78,6 +81,34 @@ BOOST_AUTO_TEST_CASE(per_step_sync_run_is_host_after_sync_bound) {
     BOOST_TEST(r.parts[p].share <= share(r, Part::kHostAfterSync));
   BOOST_TEST(has_remedy(r, "avoid_sync"));
   BOOST_TEST(!has_remedy(r, "healthy"));
+}
+
+// 16 files of 64 KiB read per step (480 over the run) while the trainer
+// waits: 4 ms of the 10 ms step in storage.
+BOOST_AUTO_TEST_CASE(small_files_run_proposes_pack_shards) {
+  const auto r = analyze_mode("small-files");
+  BOOST_TEST(share(r, Part::kDataStorage) == 0.4, tt::tolerance(1e-3));
+  const an::Remedy* m = stallscope::testing::remedy(r, "pack_shards");
+  BOOST_REQUIRE_MESSAGE(m != nullptr, r.summary);
+  BOOST_TEST(input(*m, "files") == 480.0);
+  BOOST_TEST(input(*m, "small_read_share") == 1.0);
+  BOOST_TEST(input(*m, "storage_stall_ms") == 4.0, tt::tolerance(1e-3));
+  BOOST_TEST(m->step_ms == 10.0, tt::tolerance(1e-3));
+  BOOST_TEST(m->predicted_step_ms == m->step_ms - 4.0, tt::tolerance(1e-3));
+  BOOST_TEST(m->bound);
+}
+
+// A 2 ms wait per step for a read (1.1 ms) and a decode (0.9 ms) started
+// only when the trainer asks: both stages could serve a batch every 1.1 ms
+// while the trainer takes one every 8 ms.
+BOOST_AUTO_TEST_CASE(bursty_run_proposes_raise_prefetch) {
+  const auto r = analyze_mode("bursty");
+  const an::Remedy* m = stallscope::testing::remedy(r, "raise_prefetch");
+  BOOST_REQUIRE_MESSAGE(m != nullptr, r.summary);
+  BOOST_TEST(input(*m, "data_stall_ms") == 2.0, tt::tolerance(1e-3));
+  BOOST_TEST(input(*m, "slowest_stage_capacity") == 1000.0 / 1.1, tt::tolerance(1e-3));
+  BOOST_TEST(m->predicted_step_ms == std::max(10.0 - 2.0, 1.1), tt::tolerance(1e-3));
+  BOOST_TEST(!m->bound);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

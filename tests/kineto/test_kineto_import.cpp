@@ -52,14 +52,15 @@ std::string import_error(const std::function<void()>& fn) {
   return "";
 }
 
-// 6 steps of 100 ms: DataLoader 0-60, launch 60-65, kernel 65-95, host 95-100.
-KinetoWriter loader_bound(KinetoWriter::Schema s) {
+// 6 steps of 100 ms: DataLoader 0-L (L = loader_ms), launch L to L+5,
+// kernel L+5 to 95, host 95-100.
+KinetoWriter loader_bound(KinetoWriter::Schema s, double loader_ms = 60) {
   KinetoWriter w(s);
   for (int i = 0; i < 6; ++i) {
-    const double o = i * 100.0;
-    w.step(i + 1, o, o + 100).dataloader(o, o + 60).op("aten::mm", o + 60, o + 66);
-    w.python("train.py(12): forward", o + 60, o + 96).runtime(o + 60, o + 65, "cudaLaunchKernel");
-    w.kernel(o + 65, o + 95);
+    const double o = i * 100.0, l = o + loader_ms;
+    w.step(i + 1, o, o + 100).dataloader(o, l).op("aten::mm", l, l + 6);
+    w.python("train.py(12): forward", l, o + 96).runtime(l, l + 5, "cudaLaunchKernel");
+    w.kernel(l + 5, o + 95);
   }
   return w;
 }
@@ -101,6 +102,18 @@ BOOST_AUTO_TEST_CASE(dataloader_bound_steps_are_an_unsplit_data_stall_with_datal
     BOOST_TEST(warned(r, "cannot be split into storage and preprocessing"));
     BOOST_TEST(warned(r, "detection: profiler annotation"));
   }
+}
+
+// The same steps with a 4 ms DataLoader wait: under the 5 % of the step
+// that a DataLoader remedy needs.
+BOOST_AUTO_TEST_CASE(a_dataloader_wait_under_5_percent_proposes_no_dataloader_remedy) {
+  analyzer::AnalyzeOptions opt;
+  opt.max_remedies = 64;  // every remedy that fires
+  const auto r =
+      kin::analyze_imported(import_text(loader_bound(KinetoWriter::kCurrent, 4).json()), opt);
+  BOOST_TEST(mean_ms(r, Part::kDataUnknown) == 4.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kCompute) == 86.0, boost::test_tools::tolerance(kTol));
+  BOOST_TEST(!has_remedy(r, "tune_dataloader"));
 }
 
 BOOST_AUTO_TEST_CASE(pageable_h2d_copy_is_exposed_h2d_and_proposes_pinned_memory) {
