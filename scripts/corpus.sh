@@ -14,8 +14,9 @@
 #       Analyzes every run of the corpus with both CLIs (`report --json`) and
 #       diffs the reports field by field (scripts/report_diff.py): numbers
 #       agree within a relative 1e-6 (floating-point sums in another order),
-#       everything else exactly. Prints one line per differing field and a
-#       summary; exits 1 when any report differs.
+#       everything else exactly; fields only the new build writes are listed
+#       as additions. Prints one line per differing field and a summary;
+#       exits 1 when any report differs.
 #
 # One run of the corpus is a directory that holds .sst files itself (all
 # its files are one run, its ranks and workers), or one PyTorch trace file.
@@ -93,7 +94,7 @@ case $cmd in
       "$new" report --json -j 1 "$run" >"$out/new/$key.json" 2>"$out/new/$key.err" || true
     done < <(runs)
     echo "corpus.sh: $n runs analyzed by both builds"
-    python3 scripts/report_diff.py "$out/old" "$out/new"
+    python3 scripts/report_diff.py --added-ok "$out/old" "$out/new"
     ;;
   *) die "unknown command '$cmd' (record, old-cli or compare)" ;;
 esac

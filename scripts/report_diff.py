@@ -2,13 +2,15 @@
 """Field-by-field diff of JSON reports written by two builds.
 
 Usage: report_diff.py OLD_DIR NEW_DIR [--rel 1e-6] [--abs 1e-9] [--ignore PATH_REGEX]...
+                      [--added-ok]
 
 Compares OLD_DIR/X.json with NEW_DIR/X.json for every X in either. Numbers
 agree when |a - b| <= abs + rel * max(|a|, |b|) (floating-point sums taken
 in another order); strings, booleans, nulls and the shape of objects and
 arrays must agree exactly. Prints one line per differing field, as
 `run: path: old -> new`, then a count per field path with runs collapsed
-(array indices become []), and exits 1 when anything differs. Standard
+(array indices become []; arrays of objects with a unique name, id or rank
+are matched by it), and exits 1 when anything differs. Standard
 library only.
 """
 import argparse
@@ -50,6 +52,21 @@ def short(v):
     return s if len(s) <= 120 else s[:117] + "..."
 
 
+# Arrays of objects told apart by one of these keys (stages by name,
+# remedies by id, ranks by rank) are matched by it, not by position.
+KEYS = ("name", "id", "rank")
+
+
+def keyed(v):
+    if not v or not all(isinstance(x, dict) for x in v):
+        return None
+    for k in KEYS:
+        vals = [x.get(k) for x in v]
+        if all(isinstance(x, (str, int)) for x in vals) and len(set(vals)) == len(vals):
+            return k
+    return None
+
+
 def diff(a, b, path, out, args):
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
@@ -60,6 +77,18 @@ def diff(a, b, path, out, args):
                 out.append((p, short(a[k]), "<absent>"))
             else:
                 diff(a[k], b[k], p, out, args)
+    elif isinstance(a, list) and isinstance(b, list) and keyed(a) and keyed(b):
+        key = keyed(a)
+        ka = {x[key]: x for x in a}
+        kb = {x[key]: x for x in b}
+        for k in list(ka) + [k for k in kb if k not in ka]:
+            p = "%s[%s=%s]" % (path, key, k)
+            if k not in ka:
+                out.append((p, "<absent>", short(kb[k])))
+            elif k not in kb:
+                out.append((p, short(ka[k]), "<absent>"))
+            else:
+                diff(ka[k], kb[k], p, out, args)
     elif isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
             p = "%s[%d]" % (path, i)
@@ -84,15 +113,24 @@ def main():
     ap.add_argument("--rel", type=float, default=1e-6)
     ap.add_argument("--abs", type=float, default=1e-9)
     ap.add_argument("--ignore", action="append", default=[])
+    ap.add_argument("--added-ok", action="store_true",
+                    help="fields only the new report has are additions: counted apart, "
+                         "not differences")
     args = ap.parse_args()
     ignore = [re.compile(p) for p in DEFAULT_IGNORE + args.ignore]
     names = sorted({n for d in (args.old, args.new) for n in os.listdir(d) if n.endswith(".json")})
     by_field = collections.Counter()
+    added = collections.Counter()
     differing = 0
     for n in names:
         found = []
         diff(load(os.path.join(args.old, n)), load(os.path.join(args.new, n)), "", found, args)
         found = [f for f in found if not any(r.search(f[0]) for r in ignore)]
+        if args.added_ok:
+            for f in found:
+                if f[1] == "<absent>":
+                    added[re.sub(r"\[\d+\]", "[]", f[0])] += 1
+            found = [f for f in found if f[1] != "<absent>"]
         if not found:
             continue
         differing += 1
@@ -103,6 +141,10 @@ def main():
           (differing, len(names), args.rel, args.abs))
     for field, count in by_field.most_common():
         print("  %6d  %s" % (count, field))
+    if added:
+        print("report_diff: fields only the new reports have (additions):")
+        for field, count in sorted(added.items()):
+            print("  %6d  %s" % (count, field))
     return 1 if differing else 0
 
 

@@ -38,7 +38,7 @@ double batches_per_step(const RankReport& r, const RunStats& s) {
 }
 
 Stage storage_stage(const RankReport& r, const RunStats& s) {
-  Stage st{"storage"};
+  Stage st{StageKind::kStorage};
   uint64_t bytes = 0, miss = 0, classified = 0, reads = 0;
   int64_t busy = 0;
   for (const auto& t : s.tiers) {
@@ -54,20 +54,21 @@ Stage storage_stage(const RankReport& r, const RunStats& s) {
   const double per_batch = ratio(double(bytes), double(std::max<uint64_t>(s.batches, r.steps.size())));
   st.utilization = ratio(double(busy) / 1e9, wall_s(s));
   st.capacity = ratio(bw, per_batch);
-  st.numbers = {{"bytes_per_batch", per_batch, "B"}, {"read_bandwidth", bw, "B/s"},
-                {"reads", double(reads), ""},
-                {"mean_read_bytes", ratio(double(bytes), double(reads)), "B"},
-                {"files", double(s.files.size()), ""},
-                {"reads_with_queue_depth", double(s.qd_reads), ""}};
+  st.busy_per_item_ms = ratio(double(busy) / 1e6, double(reads));
+  st.figures = {{Fig::kBytesPerBatch, per_batch}, {Fig::kReadBandwidth, bw},
+                {Fig::kReads, double(reads)},
+                {Fig::kMeanReadBytes, ratio(double(bytes), double(reads))},
+                {Fig::kFiles, double(s.files.size())},
+                {Fig::kReadsWithQueueDepth, double(s.qd_reads)}};
   // Page-cache misses, scaled up from the reads whose state is known (all
   // of the loader's; one small read in N of the preload shim's); absent
   // when none is known.
   if (classified > 0) {
-    st.numbers.push_back({"cache_miss_bytes", double(bytes) * double(miss) / double(classified), "B"});
-    st.numbers.push_back({"cache_classified_bytes", double(classified), "B"});
+    st.figures.push_back({Fig::kCacheMissBytes, double(bytes) * double(miss) / double(classified)});
+    st.figures.push_back({Fig::kCacheClassifiedBytes, double(classified)});
   }
   // Only reads that carry a queue depth tell it; absent when none did.
-  if (s.qd_reads > 0) st.numbers.push_back({"mean_queue_depth", ratio(double(s.qd_sum), double(s.qd_reads)), ""});
+  if (s.qd_reads > 0) st.figures.push_back({Fig::kMeanQueueDepth, ratio(double(s.qd_sum), double(s.qd_reads))});
   return st;
 }
 
@@ -77,7 +78,7 @@ Stage storage_stage(const RankReport& r, const RunStats& s) {
 // samples delivered, so a collate covering a whole batch after its
 // transforms does not count the batch's samples twice.
 Stage preprocess_stage(const RankReport& r, const RunStats& s, const RankTrace& t) {
-  Stage st{"preprocessing"};
+  Stage st{StageKind::kPreprocess};
   if (s.pre_items == 0) return st;
   st.measured = true;
   const double workers = t.probes.workers > 0 ? t.probes.workers : double(s.workers.size());
@@ -88,13 +89,15 @@ Stage preprocess_stage(const RankReport& r, const RunStats& s, const RankTrace& 
                     : ratio(double(s.pre_samples), double(std::max<size_t>(r.steps.size(), 1)));
   st.utilization = ratio(double(s.pre_busy_ns) / 1e9, workers * wall_s(s));
   st.capacity = ratio(workers, per_sample_s * samples_per_batch);
-  st.numbers = {{"workers", workers, ""}, {"busy_per_sample", per_sample_s * 1e3, "ms"},
-                {"samples_per_batch", samples_per_batch, ""}};
+  st.workers = workers;
+  st.busy_per_item_ms = per_sample_s * 1e3;
+  st.figures = {{Fig::kWorkers, workers}, {Fig::kBusyPerSample, per_sample_s * 1e3},
+                {Fig::kSamplesPerBatch, samples_per_batch}};
   return st;
 }
 
 Stage h2d_stage(const RankReport& r, const RunStats& s) {
-  Stage st{"h2d"};
+  Stage st{StageKind::kPinH2D};
   const uint64_t bytes = s.h2d_bytes[0] + s.h2d_bytes[1];
   if (bytes == 0) return st;
   st.measured = true;
@@ -102,17 +105,17 @@ Stage h2d_stage(const RankReport& r, const RunStats& s) {
   const double per_step = ratio(double(bytes), double(std::max<size_t>(r.steps.size(), 1)));
   st.utilization = ratio(double(ns) / 1e9, wall_s(s));
   st.capacity = ratio(ratio(double(bytes), double(ns) / 1e9), per_step);
-  st.numbers = {{"bytes_per_step", per_step, "B"},
-                {"pageable_bandwidth", ratio(double(s.h2d_bytes[0]), double(s.h2d_ns[0]) / 1e9), "B/s"},
-                {"pinned_bandwidth", ratio(double(s.h2d_bytes[1]), double(s.h2d_ns[1]) / 1e9), "B/s"},
-                {"pageable_bytes", double(s.h2d_bytes[0]), "B"}};
+  st.figures = {{Fig::kBytesPerStep, per_step},
+                {Fig::kPageableBandwidth, ratio(double(s.h2d_bytes[0]), double(s.h2d_ns[0]) / 1e9)},
+                {Fig::kPinnedBandwidth, ratio(double(s.h2d_bytes[1]), double(s.h2d_ns[1]) / 1e9)},
+                {Fig::kPageableBytes, double(s.h2d_bytes[0])}};
   return st;
 }
 
 // NCCL kernels joined to their calls (RunStats::coll_bw): their device time
 // against the wall, and the bus bandwidth they reached (docs/gpu.md).
 Stage comm_stage(const RankReport& r, const RunStats& s) {
-  Stage st{"comm"};
+  Stage st{StageKind::kComm};
   CollBandwidth all;
   for (const auto& [key, b] : s.coll_bw) {
     all.kernels += b.kernels;
@@ -127,11 +130,11 @@ Stage comm_stage(const RankReport& r, const RunStats& s) {
   st.utilization = ratio(double(all.ns) / 1e9, wall_s(s));
   const double per_step_s = ratio(double(all.ns) / 1e9, double(std::max<size_t>(r.steps.size(), 1)));
   st.capacity = ratio(batches_per_step(r, s), per_step_s);
-  st.numbers = {{"collective_kernels", double(all.kernels), ""},
-                {"bus_bandwidth", ratio(all.bus_bytes, double(all.ns) / 1e9), "B/s"},
-                {"large_collective_kernels", double(all.large), ""},
-                {"large_bus_bandwidth", ratio(all.large_bus_bytes, double(all.large_ns) / 1e9), "B/s"},
-                {"unjoined_collective_kernels", double(s.nccl_unjoined), ""}};
+  st.figures = {{Fig::kCollectiveKernels, double(all.kernels)},
+                {Fig::kBusBandwidth, ratio(all.bus_bytes, double(all.ns) / 1e9)},
+                {Fig::kLargeCollectiveKernels, double(all.large)},
+                {Fig::kLargeBusBandwidth, ratio(all.large_bus_bytes, double(all.large_ns) / 1e9)},
+                {Fig::kUnjoinedCollectiveKernels, double(s.nccl_unjoined)}};
   return st;
 }
 
@@ -164,17 +167,13 @@ CpuBudget cpu_budget(const RunStats& s, const RankTrace& t) {
   return b;
 }
 
-Stage cpu_stage(const RankReport& r) {
-  Stage st{"cpu"};
-  if (!r.cpu.known || r.cpu.used_cores <= 0) return st;
-  st.measured = true;
-  st.utilization = ratio(r.cpu.used_cores, r.cpu.budget_cores);
-  // The rate the CPUs could sustain if the work per batch stays the same.
-  st.capacity = st.utilization > 0 ? demand_per_s(r) * (1 - data_share(r)) / st.utilization : 0;
-  st.numbers = {{"budget_cores", r.cpu.budget_cores, ""}, {"used_cores", r.cpu.used_cores, ""},
-                {"idle_cpus_during_stalls", r.cpu.idle_during_stalls, ""},
-                {"throttled_periods", r.cpu.throttled_periods, ""}};
-  return st;
+// The CPU budget's use, and the rate the CPUs could sustain if the CPU
+// work per batch stays the same.
+void cpu_capacity(const RankReport& r, CpuBudget& c, double demand) {
+  if (!c.known || c.used_cores <= 0) return;
+  c.utilization = ratio(c.used_cores, c.budget_cores);
+  c.capacity = c.utilization > 0 ? demand_per_s(r) * (1 - data_share(r)) / c.utilization : 0;
+  c.demand = demand;
 }
 
 // The largest part other than compute names the cause, unless compute
@@ -191,18 +190,21 @@ std::string cause_of(const RankReport& r) {
   return kind + ": " + std::string(part_label(best)) + " " + pct(r.parts[idx(best)].share) + " of step time";
 }
 
-// The input stage with the least headroom. The comm stage is not one: its
-// device time summed over streams (and overlapped with compute) says
-// nothing about whether collectives hold the trainer back — the step's comm
-// parts do.
+// The input stage, or the CPU budget they share, with the least headroom.
+// The comm stage is not one: its device time summed over streams (and
+// overlapped with compute) says nothing about whether collectives hold the
+// trainer back — the step's comm parts do.
 std::string bottleneck_of(const RankReport& r) {
   const Stage* worst = nullptr;
   for (const auto& st : r.stages)
-    if (st.measured && st.demand > 0 && st.name != "comm" &&
+    if (st.measured && st.demand > 0 && st.kind != StageKind::kComm &&
         (!worst || st.headroom() < worst->headroom()))
       worst = &st;
+  const bool cpu = r.cpu.demand > 0 && r.cpu.capacity > 0 &&
+                   (worst == nullptr || r.cpu.headroom() < worst->headroom());
+  if (cpu) return r.cpu.headroom() >= 1.0 ? "trainer" : "cpu";
   if (worst == nullptr || worst->headroom() >= 1.0) return "trainer";
-  return worst->name;
+  return std::string(worst->name());
 }
 
 }  // namespace
@@ -217,17 +219,20 @@ double mean_part_ms(const RankReport& r, Part p) {
   return r.steady_steps > 0 ? double(r.parts[idx(p)].total_ns) / 1e6 / double(r.steady_steps) : 0;
 }
 
-const Stage* find_stage(const RankReport& r, const std::string& name) {
-  for (const auto& s : r.stages) if (s.name == name) return &s;
+const Stage* find_stage(const RankReport& r, StageKind kind) {
+  for (const auto& s : r.stages) if (s.kind == kind) return &s;
   return nullptr;
 }
 
 void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
   r.cpu = cpu_budget(s, t);
   const double demand = demand_per_s(r) * batches_per_step(r, s);
-  r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), h2d_stage(r, s), cpu_stage(r),
-              comm_stage(r, s)};
+  // Collate and loading on the trainer thread have no events of their own
+  // in a trace yet: listed, not measured.
+  r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), Stage{StageKind::kCollate},
+              h2d_stage(r, s), Stage{StageKind::kTrainerLoad}, comm_stage(r, s)};
   for (auto& st : r.stages) st.demand = st.measured ? demand : 0;
+  cpu_capacity(r, r.cpu, demand);
   r.bottleneck = bottleneck_of(r);
   r.cause = cause_of(r);
   char buf[160];

@@ -12,7 +12,7 @@ namespace stallscope::analyzer {
 // Mean ms per steady step of a part.
 double mean_part_ms(const RankReport& r, Part p);
 double mean_step_ms(const RankReport& r);
-const Stage* find_stage(const RankReport& r, const std::string& name);
+const Stage* find_stage(const RankReport& r, StageKind kind);
 
 // Fills r.stages, r.cpu, r.bottleneck, r.cause and r.summary.
 void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t);

@@ -31,9 +31,14 @@ json parts_json(const RankReport& r) {
 }
 
 json stage_json(const Stage& s) {
-  return {{"name", s.name}, {"measured", s.measured}, {"utilization", s.utilization},
+  json figures = json::object();
+  for (const Figure& f : s.figures)
+    figures[std::string(figure_key(f.id))] = {{"value", f.value}, {"unit", figure_unit(f.id)}};
+  return {{"name", s.name()}, {"measured", s.measured}, {"utilization", s.utilization},
           {"capacity_per_s", s.capacity}, {"demand_per_s", s.demand}, {"headroom", s.headroom()},
-          {"numbers", numbers(s.numbers)}};
+          {"workers", s.workers}, {"busy_per_item_ms", s.busy_per_item_ms},
+          {"on_cpu_per_item_ms", s.on_cpu_per_item_ms},
+          {"blocked_per_item_ms", s.blocked_per_item_ms}, {"numbers", std::move(figures)}};
 }
 
 json remedy_json(const Remedy& m) {
@@ -63,7 +68,9 @@ json cpu_json(const CpuBudget& c) {
   return {{"known", c.known}, {"affinity_cpus", c.affinity_cpus}, {"quota_cores", c.quota_cores},
           {"ranks_on_node", c.ranks_on_node}, {"budget_cores", c.budget_cores},
           {"used_cores", c.used_cores}, {"idle_cpus_during_stalls", c.idle_during_stalls},
-          {"throttled_periods", c.throttled_periods}, {"throttled_ms", c.throttled_ms}};
+          {"throttled_periods", c.throttled_periods}, {"throttled_ms", c.throttled_ms},
+          {"utilization", c.utilization}, {"capacity_per_s", c.capacity},
+          {"demand_per_s", c.demand}, {"headroom", c.headroom()}};
 }
 
 json drops_json(const Drops& d) {

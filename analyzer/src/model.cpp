@@ -41,6 +41,59 @@ std::string_view step_source_key(StepSource s) noexcept {
   }
 }
 
+std::string_view stage_key(StageKind k) noexcept {
+  switch (k) {
+    case StageKind::kStorage: return "storage";
+    case StageKind::kPreprocess: return "preprocessing";
+    case StageKind::kCollate: return "collate";
+    case StageKind::kPinH2D: return "h2d";
+    case StageKind::kTrainerLoad: return "trainer_load";
+    case StageKind::kComm: return "comm";
+  }
+  return "?";
+}
+
+namespace {
+struct FigureName {
+  Fig id;
+  const char* key;
+  const char* unit;
+};
+// In Fig order (checked below).
+constexpr std::array<FigureName, static_cast<size_t>(Fig::kCount)> kFigures = {{
+    {Fig::kBytesPerBatch, "bytes_per_batch", "B"},
+    {Fig::kReadBandwidth, "read_bandwidth", "B/s"},
+    {Fig::kReads, "reads", ""},
+    {Fig::kMeanReadBytes, "mean_read_bytes", "B"},
+    {Fig::kFiles, "files", ""},
+    {Fig::kReadsWithQueueDepth, "reads_with_queue_depth", ""},
+    {Fig::kCacheMissBytes, "cache_miss_bytes", "B"},
+    {Fig::kCacheClassifiedBytes, "cache_classified_bytes", "B"},
+    {Fig::kMeanQueueDepth, "mean_queue_depth", ""},
+    {Fig::kWorkers, "workers", ""},
+    {Fig::kBusyPerSample, "busy_per_sample", "ms"},
+    {Fig::kSamplesPerBatch, "samples_per_batch", ""},
+    {Fig::kBytesPerStep, "bytes_per_step", "B"},
+    {Fig::kPageableBandwidth, "pageable_bandwidth", "B/s"},
+    {Fig::kPinnedBandwidth, "pinned_bandwidth", "B/s"},
+    {Fig::kPageableBytes, "pageable_bytes", "B"},
+    {Fig::kCollectiveKernels, "collective_kernels", ""},
+    {Fig::kBusBandwidth, "bus_bandwidth", "B/s"},
+    {Fig::kLargeCollectiveKernels, "large_collective_kernels", ""},
+    {Fig::kLargeBusBandwidth, "large_bus_bandwidth", "B/s"},
+    {Fig::kUnjoinedCollectiveKernels, "unjoined_collective_kernels", ""},
+}};
+constexpr bool figures_in_order() {
+  for (size_t i = 0; i < kFigures.size(); ++i)
+    if (static_cast<size_t>(kFigures[i].id) != i) return false;
+  return true;
+}
+static_assert(figures_in_order(), "kFigures must list every Fig in order");
+}  // namespace
+
+std::string_view figure_key(Fig f) noexcept { return kFigures[static_cast<size_t>(f)].key; }
+std::string_view figure_unit(Fig f) noexcept { return kFigures[static_cast<size_t>(f)].unit; }
+
 uint32_t RankTrace::name_id(const std::string& n) {
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] == n) return static_cast<uint32_t>(i);

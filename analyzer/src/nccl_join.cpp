@@ -45,7 +45,7 @@ void NcclJoin::add_call(const Ev& e) {
     --waiting_n_;
   }
   // Settled after the walk: settle() may queue into `pending` again.
-  for (auto& [at, k] : due_) settle(k, Launch{e.track, at}, true);
+  for (auto& [when, k] : due_) settle(k, Launch{e.track, when}, true);
 }
 
 void NcclJoin::add_launch(const Ev& e) {
@@ -87,12 +87,12 @@ NcclJoin::Outcome NcclJoin::against_calls(Ev& e, const Launch& l) {
     if (it->start > l.start) continue;
     if (l.start > it->end)
       return l.start > c->second.max_end ? Outcome::kNotYet : Outcome::kNever;
-    Collective& c = e.coll();
-    c.comm = it->comm;
-    c.seq = it->seq;
-    c.bytes = it->bytes;
-    c.nranks = it->nranks;
-    if (c.op == format::CollOp::kUnknown) c.op = static_cast<format::CollOp>(it->op);
+    Collective& k = e.coll();
+    k.comm = it->comm;
+    k.seq = it->seq;
+    k.bytes = it->bytes;
+    k.nranks = it->nranks;
+    if (k.op == format::CollOp::kUnknown) k.op = static_cast<format::CollOp>(it->op);
     return Outcome::kJoined;
   }
   return Outcome::kNever;  // launched before every call kept

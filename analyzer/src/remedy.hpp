@@ -22,13 +22,24 @@ struct RemedyContext {
   const Probes& p;
   double step_ms = 0;  // mean steady step
   std::span<const ProcessDesc> procs = {};  // the rank's processes (empty: not known)
+  TraceOrigin origin = TraceOrigin::kRecorder;
   double ms(Part part) const { return mean_part_ms(r, part); }
   double share(Part part) const { return r.parts[idx(part)].share; }
   double data_ms() const {
     return ms(Part::kDataStorage) + ms(Part::kDataPreprocess) + ms(Part::kDataUnknown);
   }
-  const Stage* stage(const std::string& name) const { return find_stage(r, name); }
-  double stage_number(const std::string& stage_name, const std::string& number) const;
+  const Stage* stage(StageKind k) const { return find_stage(r, k); }
+  // A figure of a measured stage; nothing when the run did not measure it.
+  // A rule that needs one abstains, or gives its prediction as a bound,
+  // without it: never reads "missing" as "fine".
+  std::optional<double> figure(StageKind k, Fig f) const {
+    const Stage* st = stage(k);
+    return st != nullptr ? st->figure(f) : std::nullopt;
+  }
+  bool measured(StageKind k) const {
+    const Stage* st = stage(k);
+    return st != nullptr && st->measured;
+  }
 };
 
 class RemedyRule {
@@ -72,6 +83,7 @@ STALLSCOPE_REMEDY(collectives_below_link_rule);
 STALLSCOPE_REMEDY(numa_workers_rule);
 STALLSCOPE_REMEDY(avoid_sync_rule);
 STALLSCOPE_REMEDY(cuda_graphs_rule);
+STALLSCOPE_REMEDY(tune_dataloader_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY
 

@@ -10,22 +10,15 @@
 namespace stallscope::analyzer {
 
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 16> kTable = {
+  static const std::array<const RemedyRule*, 17> kTable = {
       &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
       &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
       &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),
       &numa_workers_rule(),    &overlap_copies_rule(),    &overlap_comm_rule(),
       &collectives_below_link_rule(), &avoid_sync_rule(), &cuda_graphs_rule(),
-      &healthy_rule(),
+      &tune_dataloader_rule(),        &healthy_rule(),
   };
   return kTable;
-}
-
-double RemedyContext::stage_number(const std::string& stage_name, const std::string& number) const {
-  const Stage* st = stage(stage_name);
-  if (st == nullptr) return 0;
-  for (const auto& n : st->numbers) if (n.name == number) return n.value;
-  return 0;
 }
 
 std::string strf(const char* fmt, ...) {

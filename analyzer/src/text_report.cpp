@@ -65,14 +65,11 @@ void parts_table(std::ostream& o, const RankReport& r, const Style& s) {
 // The comm stage's bus bandwidth (docs/gpu.md): ", bus bandwidth 3.4 GB/s
 // (1.2 GB/s at 32 MiB and more) over 24 collective kernel(s)".
 std::string comm_numbers(const Stage& st) {
-  double bus = 0, large_bus = 0, kernels = 0, large = 0, unjoined = 0;
-  for (const auto& n : st.numbers) {
-    if (n.name == "bus_bandwidth") bus = n.value;
-    if (n.name == "large_bus_bandwidth") large_bus = n.value;
-    if (n.name == "collective_kernels") kernels = n.value;
-    if (n.name == "large_collective_kernels") large = n.value;
-    if (n.name == "unjoined_collective_kernels") unjoined = n.value;
-  }
+  const double bus = st.figure(Fig::kBusBandwidth).value_or(0),
+               large_bus = st.figure(Fig::kLargeBusBandwidth).value_or(0),
+               kernels = st.figure(Fig::kCollectiveKernels).value_or(0),
+               large = st.figure(Fig::kLargeCollectiveKernels).value_or(0),
+               unjoined = st.figure(Fig::kUnjoinedCollectiveKernels).value_or(0);
   std::string out = f(", bus bandwidth %.1f GB/s", bus / 1e9);
   if (large > 0) out += f(" (%.1f GB/s at 32 MiB and more)", large_bus / 1e9);
   out += f(" over %.0f collective kernel(s)", kernels);
@@ -83,10 +80,10 @@ std::string comm_numbers(const Stage& st) {
 void stages(std::ostream& o, const RankReport& r) {
   for (const auto& st : r.stages) {
     if (!st.measured) continue;
-    o << "stage " << st.name
+    o << "stage " << st.name()
       << f(": utilization %.0f %%, capacity %.1f/s vs demand %.1f/s", st.utilization * 100, st.capacity, st.demand)
       << f(" (headroom %.2fx)", st.headroom());
-    if (st.name == "comm") o << comm_numbers(st);
+    if (st.kind == StageKind::kComm) o << comm_numbers(st);
     o << "\n";
   }
   const CpuBudget& c = r.cpu;
@@ -96,6 +93,10 @@ void stages(std::ostream& o, const RankReport& r) {
   o << ", " << c.ranks_on_node << " rank(s) on node)" << f(", used %.1f", c.used_cores);
   if (c.idle_during_stalls >= 0) o << f(", idle during stalls %.1f", c.idle_during_stalls);
   if (c.throttled_periods > 0) o << f(", throttled %.0f periods (%.0f ms)", c.throttled_periods, c.throttled_ms);
+  if (c.demand > 0)
+    o << f("; utilization %.0f %%, capacity %.1f/s vs demand %.1f/s", c.utilization * 100,
+           c.capacity, c.demand)
+      << f(" (headroom %.2fx)", c.headroom());
   o << "\n";
 }
 

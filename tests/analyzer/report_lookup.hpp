@@ -33,12 +33,22 @@ inline double input(const analyzer::Remedy& m, const std::string& name) {
 
 inline const analyzer::Stage* stage(const analyzer::RankReport& r, const std::string& name) {
   for (const auto& s : r.stages)
-    if (s.name == name) return &s;
+    if (s.name() == name) return &s;
   return nullptr;
 }
 
+// The figure called `name` (its report key) of stage `s`; a missing one
+// fails the test.
 inline double number(const analyzer::Stage& s, const std::string& name) {
-  return named(s.numbers, name, "stage " + s.name);
+  for (const auto& f : s.figures)
+    if (analyzer::figure_key(f.id) == name) return f.value;
+  BOOST_FAIL("stage " + std::string(s.name()) + " has no figure " + name);
+  return 0;
+}
+inline bool has_number(const analyzer::Stage& s, const std::string& name) {
+  for (const auto& f : s.figures)
+    if (analyzer::figure_key(f.id) == name) return true;
+  return false;
 }
 
 }  // namespace stallscope::testing

@@ -78,19 +78,16 @@ BOOST_AUTO_TEST_CASE(cache_misses_are_estimated_from_the_classified_reads) {
   }
   BOOST_REQUIRE(n == 8u);
   const auto r = b.analyze();
+  using stallscope::analyzer::Fig;
+  using stallscope::analyzer::StageKind;
   const stallscope::analyzer::Stage* st = nullptr;
-  for (const auto& s : r.stages) if (s.name == "storage") st = &s;
+  for (const auto& s : r.stages) if (s.kind == StageKind::kStorage) st = &s;
   BOOST_REQUIRE(st != nullptr);
-  auto number = [st](const std::string& name) {
-    for (const auto& x : st->numbers) if (x.name == name) return x.value;
-    return -1.0;
-  };
-  BOOST_TEST(number("cache_classified_bytes") == 8192.0);
-  BOOST_TEST(number("cache_miss_bytes") == 16384.0);  // half of 8 × 4096
+  BOOST_TEST(st->figure(Fig::kCacheClassifiedBytes).value_or(-1) == 8192.0);
+  BOOST_TEST(st->figure(Fig::kCacheMissBytes).value_or(-1) == 16384.0);  // half of 8 × 4096
   // Nothing classified: no estimate.
   const auto none = storage_bound(0).analyze();
-  for (const auto& s : none.stages)
-    for (const auto& x : s.numbers) BOOST_TEST(x.name != "cache_miss_bytes");
+  for (const auto& s : none.stages) BOOST_TEST(!s.figure(Fig::kCacheMissBytes).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(too_few_workers_on_idle_cpus_proposes_more_workers) {

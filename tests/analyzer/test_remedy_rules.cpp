@@ -5,9 +5,6 @@
 // needs removed or just below its threshold — where it stays quiet. Each
 // quiet case analyzes with every remedy kept (not the report's best five),
 // so an absent id means the rule did not fire.
-//
-// The suite `intended` (disabled) holds cases for behaviour that is agreed
-// but not implemented yet; run it with --run_test=remedy_rules/intended.
 #include <algorithm>
 #include <string>
 
@@ -425,9 +422,8 @@ BOOST_AUTO_TEST_CASE(healthy_stays_quiet_at_89_percent_compute) {
   BOOST_TEST(fired(r, "cuda_graphs").predicted_step_ms == 89.0, tt::tolerance(kTol));
 }
 
-// ---- tune_dataloader (kineto_report.cpp): quiet on .sst ranks whose stall
-// ---- is split or small. It fires for profiler imports (tests/kineto); the
-// ---- case that it fires on an unsplit .sst stall is in `intended`.
+// ---- tune_dataloader: quiet on ranks whose stall is split or small; it
+// ---- fires on an unsplit stall (below) and for profiler imports (tests/kineto).
 
 BOOST_AUTO_TEST_CASE(tune_dataloader_stays_quiet_when_reads_and_preprocessing_explain_the_stall) {
   RankBuilder b;
@@ -452,9 +448,7 @@ BOOST_AUTO_TEST_CASE(tune_dataloader_stays_quiet_on_an_unsplit_stall_under_5_per
   BOOST_TEST(quiet(r, "tune_dataloader"));
 }
 
-// ---- Agreed behaviour not implemented yet: these fail on today's code.
-
-BOOST_AUTO_TEST_SUITE(intended, *boost::unit_test::disabled())
+// ---- "Not measured" is never read as "keeps up"; the CPU is a resource.
 
 // Only storage was measured: "the input stages keep up" is not known when
 // the stall is in preprocessing (read then handed over, no preprocess spans)
@@ -500,7 +494,5 @@ BOOST_AUTO_TEST_CASE(cpu_is_no_stage) {
   BOOST_TEST(stage(r, "cpu") == nullptr);
   BOOST_TEST(r.bottleneck != "cpu");
 }
-
-BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -190,12 +190,10 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
   // Bus bandwidth of the all-reduces (nccl-tests: 4 MiB / 50 ms × 2(n-1)/n).
   const analyzer::Stage* comm = nullptr;
   for (const auto& st : r.stages)
-    if (st.name == "comm") comm = &st;
+    if (st.kind == analyzer::StageKind::kComm) comm = &st;
   BOOST_REQUIRE(comm != nullptr);
   BOOST_TEST(comm->measured);
-  double busbw = 0;
-  for (const auto& n : comm->numbers)
-    if (n.name == "bus_bandwidth") busbw = n.value;
+  const double busbw = comm->figure(analyzer::Fig::kBusBandwidth).value_or(0);
   BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050 * 1.0, boost::test_tools::tolerance(1e-6));
 }
 
@@ -217,9 +215,8 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_bytes_are_the_ranks_own_part) {
   const auto r = kin::analyze_imported(imp, {});
   double busbw = 0;
   for (const auto& st : r.stages)
-    if (st.name == "comm")
-      for (const auto& n : st.numbers)
-        if (n.name == "bus_bandwidth") busbw = n.value;
+    if (st.kind == analyzer::StageKind::kComm)
+      busbw = st.figure(analyzer::Fig::kBusBandwidth).value_or(0);
   BOOST_TEST(busbw == double(uint64_t{4} << 20) * 4 / 0.050 * 3 / 4, boost::test_tools::tolerance(1e-6));
 }
 

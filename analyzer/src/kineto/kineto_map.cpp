@@ -142,6 +142,7 @@ Cat classify_cat(std::string_view c, bool* lower) {
 Mapper::Mapper(ImportedRank& out) : out_(out), t_(out.trace), scope_(out.trace) {
   t_.procs.emplace_back();
   t_.procs[0].file = out.file;
+  t_.origin = TraceOrigin::kProfilerImport;
 }
 
 void Mapper::skip(const RawEvent& e, const char* why) {

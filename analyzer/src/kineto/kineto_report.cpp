@@ -1,7 +1,7 @@
-// An imported profiler trace through the normal analysis, then what such a
-// trace cannot say: DataLoader workers are not traced (a data stall stays
-// unsplit), there are no CPU samples. The remedy list gains the DataLoader
-// knobs for an unsplit stall, with the way to split it.
+// An imported profiler trace through the normal analysis (its DataLoader
+// remedy is the table's tune_dataloader, keyed on the unsplit stall), and
+// notes on what such a trace cannot say: DataLoader workers are not traced
+// (a data stall stays unsplit), there are no CPU samples.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -12,12 +12,6 @@
 namespace stallscope::analyzer::kineto {
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[256];  // the longest format here is ~130 characters
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string source_note(const ImportedRank& imp) {
   const ImportStats& s = imp.stats;
@@ -32,39 +26,6 @@ std::string source_note(const ImportedRank& imp) {
   if (imp.rank >= 0)
     n += "; rank " + std::to_string(imp.rank) + " of " + std::to_string(imp.world_size);
   return n;
-}
-
-// The DataLoader knobs for a data stall the profiler could not split.
-std::optional<Remedy> dataloader_remedy(const RankReport& r) {
-  const double step = mean_step_ms(r);
-  const double data = mean_part_ms(r, Part::kDataUnknown);
-  if (step <= 0 || data < 0.05 * step) return std::nullopt;
-  Remedy m;
-  m.id = "tune_dataloader";
-  m.title = "Feed the trainer faster: DataLoader workers, prefetch, pinned memory";
-  m.evidence = fmt("the trainer waits %.2f ms per step in DataLoader.__next__ ", data) +
-               fmt("(%.0f %% of the step); the profiler does not trace the workers, so whether "
-                   "storage or preprocessing is slow is unknown",
-                   100.0 * data / step);
-  m.model = "bound: step - data_stall (the stall's cause inside the DataLoader was not recorded)";
-  m.loader_knob =
-      "run the job under `stallscope run` to split the data stall into storage and preprocessing";
-  m.pytorch_knob =
-      "DataLoader(num_workers=..., prefetch_factor=..., pin_memory=True, persistent_workers=True)";
-  m.step_ms = step;
-  m.predicted_step_ms = std::max(0.0, step - data);
-  m.bound = true;
-  m.inputs_from = "assumed";
-  m.inputs = {{"data_stall_ms", data, "ms"}, {"step_ms", step, "ms"}};
-  return m;
-}
-
-void add_remedy(RankReport& r, Remedy m, size_t max) {
-  auto pos = std::find_if(r.remedies.begin(), r.remedies.end(), [&](const Remedy& x) {
-    return x.id != "healthy" && x.gain_ms() < m.gain_ms();
-  });
-  r.remedies.insert(pos, std::move(m));
-  if (r.remedies.size() > max) r.remedies.resize(max);
 }
 
 }  // namespace
@@ -86,8 +47,6 @@ RankReport analyze_imported(const ImportedRank& imp, const AnalyzeOptions& opt) 
                     std::string(step_source_key(r.source)));
   notes.insert(notes.end(), imp.warnings.begin(), imp.warnings.end());
   r.warnings.insert(r.warnings.begin(), notes.begin(), notes.end());
-  if (auto m = dataloader_remedy(r))
-    add_remedy(r, std::move(*m), std::max<size_t>(opt.max_remedies, 1));
   return r;
 }
 

@@ -387,7 +387,7 @@ std::string stage_of(const std::string& cause) {
 
 double stage_capacity(const RankReport& r, const std::string& stage) {
   for (const auto& st : r.stages)
-    if (st.name == stage && st.measured) return st.capacity;
+    if (st.name() == stage && st.measured) return st.capacity;
   return 0;
 }
 

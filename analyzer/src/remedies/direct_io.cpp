@@ -13,7 +13,7 @@ class DirectIo final : public RemedyRule {
   std::string_view id() const override { return "direct_io"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double storage = c.ms(Part::kDataStorage);
-    const double mean_read = c.stage_number("storage", "mean_read_bytes");
+    const double mean_read = c.figure(StageKind::kStorage, Fig::kMeanReadBytes).value_or(0);
     if (storage < 0.1 * c.step_ms || mean_read < kMinReadBytes) return std::nullopt;
     Remedy m = make_remedy(c, "direct_io", "Read with O_DIRECT (large sequential reads)",
                            "--loader-direct=on", "no DataLoader knob: open files with O_DIRECT in the Dataset");

@@ -14,7 +14,7 @@ class MoreWorkers final : public RemedyRule {
   std::string_view id() const override { return "more_workers"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double pre = c.ms(Part::kDataPreprocess);
-    const double workers = c.stage_number("preprocessing", "workers");
+    const double workers = c.figure(StageKind::kPreprocess, Fig::kWorkers).value_or(0);
     const double idle = c.r.cpu.idle_during_stalls;
     const double spare = c.r.cpu.known ? c.r.cpu.budget_cores - c.r.cpu.used_cores : 0;
     // Half an idle CPU or more counts as one more worker's worth.

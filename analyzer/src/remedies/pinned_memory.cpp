@@ -15,8 +15,8 @@ class PinnedMemory final : public RemedyRule {
     if (h2d < 0.05 * c.step_ms || pageable <= pinned) return std::nullopt;
     Remedy m = make_remedy(c, "pinned_memory", "Stage host-to-device copies in pinned memory",
                            "--loader-pinned=on", "DataLoader(pin_memory=True)");
-    const double page_bw = c.stage_number("h2d", "pageable_bandwidth");
-    double pin_bw = c.stage_number("h2d", "pinned_bandwidth");
+    const double page_bw = c.figure(StageKind::kPinH2D, Fig::kPageableBandwidth).value_or(0);
+    double pin_bw = c.figure(StageKind::kPinH2D, Fig::kPinnedBandwidth).value_or(0);
     m.inputs = {{"h2d_exposed_ms", h2d, "ms"}, {"pageable_bandwidth", page_bw, "B/s"}};
     if (pin_bw <= 0 && c.p.pinned_gbps > 0) {
       pin_bw = c.p.pinned_gbps * 1e9;

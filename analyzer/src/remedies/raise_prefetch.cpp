@@ -1,5 +1,7 @@
 // Raise prefetch depth: the input stages keep up on average (capacity >=
 // demand) yet the trainer still waits — bursts a deeper queue would absorb.
+// "Keep up" must be measured: a stage the stall is attributed to that the
+// run did not measure leaves the question open, and the rule abstains.
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
@@ -11,12 +13,20 @@ class RaisePrefetch final : public RemedyRule {
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double data = c.data_ms();
     if (data < 0.05 * c.step_ms) return std::nullopt;
-    double min_capacity = 0;
-    for (const char* name : {"storage", "preprocessing"}) {
-      const Stage* st = c.stage(name);
+    // The stages behind the stall: an unsplit stall may be either.
+    const bool unsplit = c.ms(Part::kDataUnknown) > 0;
+    const bool need_storage = unsplit || c.ms(Part::kDataStorage) > 0;
+    const bool need_pre = unsplit || c.ms(Part::kDataPreprocess) > 0;
+    if ((need_storage && !c.measured(StageKind::kStorage)) ||
+        (need_pre && !c.measured(StageKind::kPreprocess)))
+      return std::nullopt;
+    double min_capacity = 0, demand = 0;
+    for (const StageKind k : {StageKind::kStorage, StageKind::kPreprocess}) {
+      const Stage* st = c.stage(k);
       if (st == nullptr || !st->measured) continue;
       if (st->headroom() < 1.0) return std::nullopt;  // a stage is too slow: depth won't help
       if (min_capacity == 0 || st->capacity < min_capacity) min_capacity = st->capacity;
+      demand = st->demand;
     }
     if (min_capacity == 0) return std::nullopt;
     Remedy m = make_remedy(c, "raise_prefetch", "Raise prefetch depth",
@@ -25,8 +35,7 @@ class RaisePrefetch final : public RemedyRule {
     m.predicted_step_ms = std::max(c.step_ms - data, 1000.0 / min_capacity);
     m.model = "step - data_stall, floored at 1 / slowest input stage capacity";
     m.evidence = strf("input stages keep up on average (slowest %.1f batches/s vs demand %.1f) "
-                      "but data stalls take %.2f ms per step", min_capacity,
-                      c.stage("storage") ? c.stage("storage")->demand : 0.0, data);
+                      "but data stalls take %.2f ms per step", min_capacity, demand, data);
     m.inputs = {{"data_stall_ms", data, "ms"}, {"slowest_stage_capacity", min_capacity, "1/s"}};
     if (c.p.prefetch_batches > 0) m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
     return m;

@@ -17,8 +17,8 @@ class RaiseQueueDepth final : public RemedyRule {
     const double storage = c.ms(Part::kDataStorage);
     // Without a recorded queue depth (reads not issued by stallscope's
     // loader) nothing shows that too few reads were in flight: no remedy.
-    if (c.stage_number("storage", "reads_with_queue_depth") <= 0) return std::nullopt;
-    const double qd = c.stage_number("storage", "mean_queue_depth");
+    if (c.figure(StageKind::kStorage, Fig::kReadsWithQueueDepth).value_or(0) <= 0) return std::nullopt;
+    const double qd = c.figure(StageKind::kStorage, Fig::kMeanQueueDepth).value_or(0);
     if (storage < 0.1 * c.step_ms || qd >= 64) return std::nullopt;
     // Reads in flight far below the configured depth: something else (the
     // prefetch depth times the batch size) limits them, a deeper queue not.
@@ -26,7 +26,7 @@ class RaiseQueueDepth final : public RemedyRule {
     Remedy m = make_remedy(c, "raise_queue_depth", "Raise io_uring queue depth or read size",
                            "--loader-queue-depth, --loader-read-size",
                            "more DataLoader num_workers (one read in flight each) or larger reads");
-    const double bw = c.stage_number("storage", "read_bandwidth");
+    const double bw = c.figure(StageKind::kStorage, Fig::kReadBandwidth).value_or(0);
     const StorageProbePoint* best = best_deeper(c.p, qd);
     m.inputs = {{"storage_stall_ms", storage, "ms"},
                 {"mean_queue_depth", qd, ""},

@@ -258,9 +258,16 @@ struct Probes {
   std::vector<std::string> warnings;  // malformed probe attachments, each naming file and attachment
 };
 
+// What produced a rank's events.
+enum class TraceOrigin : uint8_t {
+  kRecorder,        // stallscope's recorder (.sst files, or built in memory)
+  kProfilerImport,  // a PyTorch profiler trace: no DataLoader workers, no CPU samples
+};
+
 // Everything one rank recorded, in memory (tests, small inputs).
 struct RankTrace {
   int64_t rank = -1;
+  TraceOrigin origin = TraceOrigin::kRecorder;
   std::vector<ProcessDesc> procs;
   std::vector<TrackDesc> tracks;
   std::vector<std::string> names = {""};  // names[0] = none

@@ -4,7 +4,9 @@
 // docs/report-schema.md documents its JSON form.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,8 +17,10 @@
 namespace stallscope::analyzer {
 
 inline constexpr int kSchemaVersion = 1;
-// Minor version: additive fields (1.1: the cross-rank section).
-inline constexpr int kSchemaMinor = 1;
+// Minor version: additive fields (1.1: the cross-rank section;
+// 1.2: typed stages (collate, trainer_load; workers and busy time per item),
+// the CPU budget's utilization and capacity, no "cpu" stage.
+inline constexpr int kSchemaMinor = 2;
 
 // Which events defined the steps (most certain first).
 enum class StepSource : uint8_t { kStepEvents, kRanges, kDataWaits, kNone };
@@ -49,17 +53,74 @@ struct Number {
   std::string unit;
 };
 
-// One stage of the input pipeline against the trainer's demand.
-struct Stage {
-  std::string name;          // "storage", "preprocessing", "h2d", "cpu"
-  bool measured = false;     // false: the run holds no events of this stage
-  double utilization = 0;    // busy / available, 0..1 (may exceed 1 for cpu)
-  double capacity = 0;       // batches (steps) per second the stage can sustain
-  double demand = 0;         // batches per second the trainer asks for
-  double headroom() const noexcept { return demand > 0 ? capacity / demand : 0; }
-  std::vector<Number> numbers;
+// The stages of a pipeline feeding a trainer, whoever built it (DESIGN.md
+// "Pipelines stallscope did not build"), and the comm stage beside them.
+enum class StageKind : uint8_t {
+  kStorage,      // reads
+  kPreprocess,   // per-sample work (decode, augment)
+  kCollate,      // assembling a batch from its samples
+  kPinH2D,       // pinning and host-to-device copies
+  kTrainerLoad,  // loading done on the trainer thread itself (no workers)
+  kComm,         // collectives (not an input stage)
+};
+inline constexpr size_t kStageCount = 6;
+inline constexpr std::array<StageKind, kStageCount> kStages = {
+    StageKind::kStorage, StageKind::kPreprocess, StageKind::kCollate,
+    StageKind::kPinH2D,  StageKind::kTrainerLoad, StageKind::kComm};
+// "storage", "preprocessing", "collate", "h2d", "trainer_load", "comm".
+std::string_view stage_key(StageKind k) noexcept;
+
+// A stage's figures. Each has one name and unit in the reports
+// (figure_key, figure_unit): a remedy names them by type, so a misspelt
+// one does not compile.
+enum class Fig : uint8_t {
+  // storage
+  kBytesPerBatch, kReadBandwidth, kReads, kMeanReadBytes, kFiles, kReadsWithQueueDepth,
+  kCacheMissBytes, kCacheClassifiedBytes, kMeanQueueDepth,
+  // preprocessing
+  kWorkers, kBusyPerSample, kSamplesPerBatch,
+  // h2d
+  kBytesPerStep, kPageableBandwidth, kPinnedBandwidth, kPageableBytes,
+  // comm
+  kCollectiveKernels, kBusBandwidth, kLargeCollectiveKernels, kLargeBusBandwidth,
+  kUnjoinedCollectiveKernels,
+  kCount,
+};
+std::string_view figure_key(Fig f) noexcept;   // "bytes_per_batch", …
+std::string_view figure_unit(Fig f) noexcept;  // "B", "B/s", "ms", ""
+
+struct Figure {
+  Fig id;
+  double value = 0;
 };
 
+// One stage against the trainer's demand. Not measured: the run holds no
+// events of it, and nothing about it is known (not "it keeps up").
+struct Stage {
+  StageKind kind = StageKind::kStorage;
+  bool measured = false;
+  double utilization = 0;    // busy / available, 0..1
+  double capacity = 0;       // batches (steps) per second the stage can sustain
+  double demand = 0;         // batches per second the trainer asks for
+  double workers = -1;       // threads or processes doing it (-1 unknown)
+  // Busy time per item (sample, read, batch), ms: all of it, and split into
+  // on-CPU and blocked where the CPU sampler tells (-1 unknown).
+  double busy_per_item_ms = -1, on_cpu_per_item_ms = -1, blocked_per_item_ms = -1;
+  std::vector<Figure> figures;
+
+  std::string_view name() const noexcept { return stage_key(kind); }
+  double headroom() const noexcept { return demand > 0 ? capacity / demand : 0; }
+  // A figure of a measured stage; nothing when the stage was not measured
+  // or the run did not give that figure.
+  std::optional<double> figure(Fig f) const noexcept {
+    if (!measured) return std::nullopt;
+    for (const Figure& x : figures)
+      if (x.id == f) return x.value;
+    return std::nullopt;
+  }
+};
+
+// The rank's CPUs: a resource the stages (and the trainer) consume.
 struct CpuBudget {
   bool known = false;
   double affinity_cpus = 0;
@@ -70,6 +131,11 @@ struct CpuBudget {
   double idle_during_stalls = -1;  // mean idle CPUs of the affinity set in stalls (-1 unknown)
   double throttled_periods = 0;    // cgroup nr_throttled over the run
   double throttled_ms = 0;
+  double utilization = 0;      // used / budget (may exceed 1)
+  // Batches per second the CPUs could sustain at the same CPU work per
+  // batch (0 unknown); its headroom against `demand`.
+  double capacity = 0, demand = 0;
+  double headroom() const noexcept { return demand > 0 ? capacity / demand : 0; }
 };
 
 struct Remedy {
@@ -147,9 +213,9 @@ struct RankReport {
   double step_p50_ms = 0, step_p90_ms = 0;
   std::array<PartStat, kPartCount> parts{};
   uint8_t split = 0;             // SplitBits over all steps
-  std::vector<Stage> stages;
+  std::vector<Stage> stages;      // one per StageKind, in kStages order
   CpuBudget cpu;
-  std::string bottleneck;        // stage name with the least headroom
+  std::string bottleneck;        // stage (or "cpu") with the least headroom, or "trainer"
   std::string cause;             // "input-bound: storage", "compute-bound", …
   std::string summary;           // the one-line summary
   std::vector<Remedy> remedies;  // best predicted gain first

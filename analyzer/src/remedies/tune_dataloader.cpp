@@ -1,0 +1,52 @@
+// Tune the DataLoader: the trainer waits for data the run could not split
+// into storage and preprocessing (no reads or preprocessing tied to the
+// batches: a PyTorch profiler trace, or a run whose loader workers were not
+// traced). Which knob helps is unknown, so the prediction is a bound, and
+// the remedy says how to find out.
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+namespace {
+
+class TuneDataloader final : public RemedyRule {
+ public:
+  std::string_view id() const override { return "tune_dataloader"; }
+  std::optional<Remedy> evaluate(const RemedyContext& c) const override {
+    const double data = c.ms(Part::kDataUnknown);
+    if (c.step_ms <= 0 || data < 0.05 * c.step_ms) return std::nullopt;
+    Remedy m = make_remedy(c, "tune_dataloader",
+                           "Feed the trainer faster: DataLoader workers, prefetch, pinned memory",
+                           "", "DataLoader(num_workers=..., prefetch_factor=..., pin_memory=True, "
+                               "persistent_workers=True)");
+    const bool imported = c.origin == TraceOrigin::kProfilerImport;
+    m.evidence = strf(imported ? "the trainer waits %.2f ms per step in DataLoader.__next__ "
+                                 "(%.0f %% of the step); "
+                               : "the trainer waits %.2f ms per step for its next batch "
+                                 "(%.0f %% of the step); ",
+                      data, 100.0 * data / c.step_ms) +
+                 (imported ? "the profiler does not trace the workers, so whether storage or "
+                             "preprocessing is slow is unknown"
+                           : "no reads or preprocessing were tied to the batches, so whether "
+                             "storage or preprocessing is slow is unknown");
+    m.model = "bound: step - data_stall (the stall's cause inside the DataLoader was not recorded)";
+    m.loader_knob =
+        imported ? "run the job under `stallscope run` to split the data stall into storage and "
+                   "preprocessing"
+                 : "trace the loader's workers to split the data stall: `stallscope run` "
+                   "without --no-python-hooks, or the C API's batch records (docs/attach.md)";
+    m.predicted_step_ms = std::max(0.0, c.step_ms - data);
+    m.bound = true;
+    m.inputs_from = "assumed";
+    m.inputs = {{"data_stall_ms", data, "ms"}, {"step_ms", c.step_ms, "ms"}};
+    return m;
+  }
+};
+
+}  // namespace
+
+const RemedyRule& tune_dataloader_rule() {
+  static const TuneDataloader rule;
+  return rule;
+}
+
+}  // namespace stallscope::analyzer
