@@ -428,7 +428,7 @@ inline constexpr uint8_t kStackNative = 4;     // native frames (perf_event_open
 struct StackSampleExt {  // 32 bytes, then the frames
   ExtHeader h;           // aux = 0
   uint64_t interval_ns;  // the sampling interval this sample stands for
-  uint32_t tid;          // the sampled thread
+  uint32_t tid;          // the sampled thread (OS thread id)
   uint32_t cost_ns;      // what taking the sample cost
   uint16_t frame_count;
   uint8_t on_cpu;        // OnCpu

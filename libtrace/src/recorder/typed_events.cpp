@@ -233,7 +233,7 @@ bool record_stack_sample(Ticks at, const StackSample& s, std::span<const NameId>
   const auto frame_bytes = static_cast<uint32_t>(frames.size() * sizeof(NameId));
   e.h.bytes = static_cast<uint16_t>(pad8(sizeof e + frame_bytes));
   e.interval_ns = s.interval_ns;
-  e.tid = s.tid;
+  e.tid = s.tid != 0 ? s.tid : detail::current_tid();
   e.cost_ns = s.cost_ns;
   e.frame_count = static_cast<uint16_t>(frames.size());
   e.on_cpu = static_cast<uint8_t>(s.on_cpu);
