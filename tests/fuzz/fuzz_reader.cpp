@@ -94,8 +94,15 @@ void run_one(std::span<const uint8_t> bytes) {
     RecordView v;
     size_t n = 0;
     while (r.next(v, kAllExts)) {
-      const Seen got{v.kind,       v.ext_mask,        v.ts_ns,         v.dur_ns,
-                     v.ids.size(), v.frames.size(), v.requested_ns};
+      using stallscope::format::Ext;
+      const bool handoff = v.has(Ext::kBatchHandoff) || v.has(Ext::kChannelHandoff);
+      const Seen got{v.kind,
+                     v.ext_mask,
+                     v.ts_ns,
+                     v.dur_ns,
+                     v.ids.size(),
+                     v.has(Ext::kStackSample) ? v.frames.size() : 0,
+                     handoff ? v.requested_ns : 0};
       if (n >= seen.size() || !(got == seen[n])) __builtin_trap();
       uint8_t core[sizeof(stallscope::format::CoreRecord)];
       std::memcpy(core, v.core, sizeof core);
@@ -105,7 +112,8 @@ void run_one(std::span<const uint8_t> bytes) {
         std::memcpy(ext, v.ext[k], kExtV1Bytes[k]);
       }
       for (uint64_t id : v.ids) (void)id;
-      for (uint32_t f : v.frames) (void)f;
+      if (v.has(stallscope::format::Ext::kStackSample))
+        for (uint32_t f : v.frames) (void)f;
       ++n;
     }
     if (n != seen.size()) __builtin_trap();

@@ -130,9 +130,11 @@ struct RecordView {
   // Slots whose bit is clear are stale.
   uint32_t ext_mask = 0;
   const uint8_t* ext[kExtTypes] = {};
-  std::span<const uint64_t> ids;      // as Event::ids
-  std::span<const uint32_t> frames;   // as Event::frames
-  int64_t requested_ns = 0;           // as Event::requested_ns
+  std::span<const uint64_t> ids;  // as Event::ids
+  // As Event::frames and Event::requested_ns, but stale (like ext slots)
+  // unless has(Ext::kStackSample), resp. a BatchHandoff or ChannelHandoff.
+  std::span<const uint32_t> frames;
+  int64_t requested_ns = 0;
 
   bool has(format::Ext e) const noexcept { return (ext_mask & ext_bit(e)) != 0; }
   // A field of the core record, e.g. core_field<uint64_t>(offsetof(format::CoreRecord, corr)).

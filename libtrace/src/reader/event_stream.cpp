@@ -22,9 +22,11 @@ T load(const uint8_t* p) {
 
 int64_t clamp_ns(int64_t v) { return std::clamp(v, -kMaxAbsNs, kMaxAbsNs); }
 
-// Extensions whose `requested` time the reader converts.
+// Extensions whose `requested` time the reader converts, and those that
+// fill RecordView fields of their own.
 constexpr uint32_t kRequestedExts =
     ext_bit(format::Ext::kBatchHandoff) | ext_bit(format::Ext::kChannelHandoff);
+constexpr uint32_t kViewedExts = kRequestedExts | ext_bit(format::Ext::kStackSample);
 
 const char* ext_label(uint8_t type) {
   static constexpr const char* kLabels[] = {
@@ -250,7 +252,6 @@ int TraceReader::Impl::decode_record(RecordView& e) {
   const bool known = c.kind != 0 && c.kind <= static_cast<uint8_t>(format::Kind::kMaxKnown);
   e.ext_mask = 0;
   s.ids.clear();
-  s.frames.clear();
   while (s.pos < s.block_end && s.buf[s.pos] >= format::kExtBase) {
     if (!read_ext(e, known)) return -1;
   }
@@ -265,11 +266,10 @@ int TraceReader::Impl::decode_record(RecordView& e) {
   e.offset = off;
   e.core = p;
   e.ids = std::span<const uint64_t>(s.ids.data(), s.ids.size());
-  e.frames = std::span<const uint32_t>(s.frames.data(), s.frames.size());
+  // Only records that have them pay for the frames and the requested time.
+  if ((e.ext_mask & kViewedExts) != 0) [[unlikely]]
+    view_pipeline_fields(e, c.flags);
   fill_times(e, c);
-  e.requested_ns = 0;
-  if ((e.ext_mask & kRequestedExts) != 0) [[unlikely]]
-    e.requested_ns = requested_ns(e, c.flags);
   return 1;
 }
 
@@ -290,8 +290,8 @@ bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
   e.ts_ns = v.ts_ns;
   e.dur_ns = v.dur_ns;
   e.ids = v.ids;
-  e.frames = v.frames;
-  e.requested_ns = v.requested_ns;
+  e.frames = v.has(format::Ext::kStackSample) ? v.frames : std::span<const uint32_t>();
+  e.requested_ns = (v.ext_mask & kRequestedExts) != 0 ? v.requested_ns : 0;
   e.ext_mask = v.ext_mask;
   const uint32_t m = v.ext_mask;
   if (m == 0) return true;
@@ -408,6 +408,12 @@ bool TraceReader::Impl::apply_stack_sample(RecordView& e, const format::ExtHeade
 bool TraceReader::Impl::fail_frames(uint64_t off, uint32_t frames, uint64_t fit) {
   return fail(off, "stack sample claims " + std::to_string(frames) + " frames but holds " +
                        std::to_string(fit));
+}
+
+void TraceReader::Impl::view_pipeline_fields(RecordView& e, uint8_t flags) {
+  if (e.has(format::Ext::kStackSample))
+    e.frames = std::span<const uint32_t>(stream.frames.data(), stream.frames.size());
+  if ((e.ext_mask & kRequestedExts) != 0) e.requested_ns = requested_ns(e, flags);
 }
 
 int64_t TraceReader::Impl::requested_ns(const RecordView& e, uint8_t flags) {
