@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   tsc.write(dir + "/builder_tsc.sst");
 
   TraceBuilder pipeline;
-  pipeline.strings({{1, "MapDataset"}, {2, "default_collate"}, {3, "leaf"}, {4, "mid"}, {5, "root"}});
+  pipeline.strings(
+      {{1, "MapDataset"}, {2, "default_collate"}, {3, "leaf"}, {4, "mid"}, {5, "root"}});
   pipeline.tracks({thread_track(1, 100)});
   pipeline.events({{1, pipeline_kinds()}});
   pipeline.end();

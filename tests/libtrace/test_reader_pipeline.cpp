@@ -197,7 +197,8 @@ BOOST_AUTO_TEST_CASE(every_pipeline_kind_is_read_back_field_by_field) {
     seen.emplace_back(v.has(Ext::kStackSample) ? v.frames.size() : 0,
                       handoff ? v.requested_ns : 0);
   }
-  const std::vector<std::pair<size_t, int64_t>> want = {{0, 0}, {0, 0}, {0, 1300}, {0, 2200}, {3, 0}};
+  const std::vector<std::pair<size_t, int64_t>> want = {
+      {0, 0}, {0, 0}, {0, 1300}, {0, 2200}, {3, 0}};
   BOOST_TEST(seen == want);
 }
 

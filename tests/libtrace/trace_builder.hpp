@@ -109,7 +109,8 @@ class Records {
                  int frame_count = -1) {
     head.h.type = static_cast<uint8_t>(fmt::Ext::kStackSample);
     head.h.bytes = static_cast<uint16_t>(fmt::pad8(sizeof head + 4 * frames.size()));
-    head.frame_count = static_cast<uint16_t>(frame_count >= 0 ? size_t(frame_count) : frames.size());
+    head.frame_count =
+        static_cast<uint16_t>(frame_count >= 0 ? size_t(frame_count) : frames.size());
     append_pod(bytes, head);
     for (uint32_t f : frames) append_pod(bytes, f);
     pad_to_8(bytes);
