@@ -54,16 +54,21 @@ struct Seen {
   uint32_t ext_mask;
   int64_t ts_ns, dur_ns;
   size_t ids;
+  size_t frames;
+  int64_t requested_ns;
   bool operator==(const Seen&) const = default;
 };
 
-// Format 1 sizes of the extension types (IdList: its header).
+// Format 1 sizes of the extension types (IdList, StackSample: the part
+// before the ids or frames).
 constexpr size_t kExtV1Bytes[] = {
-    sizeof(stallscope::format::IoExt),         sizeof(stallscope::format::WorkExt),
-    sizeof(stallscope::format::ExtHeader),     sizeof(stallscope::format::CopyExt),
-    sizeof(stallscope::format::DeviceExt),     sizeof(stallscope::format::CollectiveExt),
-    sizeof(stallscope::format::ApiExt),        sizeof(stallscope::format::StepExt),
-    sizeof(stallscope::format::RangeExt)};
+    sizeof(stallscope::format::IoExt),           sizeof(stallscope::format::WorkExt),
+    sizeof(stallscope::format::ExtHeader),       sizeof(stallscope::format::CopyExt),
+    sizeof(stallscope::format::DeviceExt),       sizeof(stallscope::format::CollectiveExt),
+    sizeof(stallscope::format::ApiExt),          sizeof(stallscope::format::StepExt),
+    sizeof(stallscope::format::RangeExt),        sizeof(stallscope::format::SampleExt),
+    sizeof(stallscope::format::LoaderConfigExt), sizeof(stallscope::format::BatchHandoffExt),
+    sizeof(stallscope::format::ChannelHandoffExt), sizeof(stallscope::format::StackSampleExt)};
 static_assert(std::size(kExtV1Bytes) == stallscope::reader::kExtTypes);
 
 void run_one(std::span<const uint8_t> bytes) {
@@ -75,10 +80,12 @@ void run_one(std::span<const uint8_t> bytes) {
     Event e;
     std::vector<Seen> seen;
     while (r.next(e)) {
-      for (uint64_t id : e.ids) (void)id;  // the span must be readable
+      for (uint64_t id : e.ids) (void)id;  // the spans must be readable
+      for (uint32_t f : e.frames) (void)r.string(f);
       (void)r.string(e.name_id);
       (void)r.track(e.track_id);
-      seen.push_back({e.kind, e.ext_mask, e.ts_ns, e.dur_ns, e.ids.size()});
+      seen.push_back(
+          {e.kind, e.ext_mask, e.ts_ns, e.dur_ns, e.ids.size(), e.frames.size(), e.requested_ns});
     }
     (void)r.to_real_ns(0);
     // The same records as views: every byte they point to readable, and
@@ -87,16 +94,26 @@ void run_one(std::span<const uint8_t> bytes) {
     RecordView v;
     size_t n = 0;
     while (r.next(v, kAllExts)) {
-      const Seen got{v.kind, v.ext_mask, v.ts_ns, v.dur_ns, v.ids.size()};
+      using stallscope::format::Ext;
+      const bool handoff = v.has(Ext::kBatchHandoff) || v.has(Ext::kChannelHandoff);
+      const Seen got{v.kind,
+                     v.ext_mask,
+                     v.ts_ns,
+                     v.dur_ns,
+                     v.ids.size(),
+                     v.has(Ext::kStackSample) ? v.frames.size() : 0,
+                     handoff ? v.requested_ns : 0};
       if (n >= seen.size() || !(got == seen[n])) __builtin_trap();
       uint8_t core[sizeof(stallscope::format::CoreRecord)];
       std::memcpy(core, v.core, sizeof core);
       for (size_t k = 0; k < kExtTypes; ++k) {
         if ((v.ext_mask & (1u << k)) == 0) continue;
-        uint8_t ext[64];
+        uint8_t ext[128];
         std::memcpy(ext, v.ext[k], kExtV1Bytes[k]);
       }
       for (uint64_t id : v.ids) (void)id;
+      if (v.has(stallscope::format::Ext::kStackSample))
+        for (uint32_t f : v.frames) (void)f;
       ++n;
     }
     if (n != seen.size()) __builtin_trap();

@@ -1,6 +1,6 @@
 // Writes the fuzzer's seed corpus: small valid traces made by
 // trace_builder.hpp, one per shape (every extension, TSC clock, cut file,
-// unknown kinds). Usage: fuzz_seeds DIR
+// unknown kinds, the format 1.1 kinds). Usage: fuzz_seeds DIR
 #include <cstdio>
 #include <string>
 
@@ -33,6 +33,32 @@ Records every_extension() {
   return r;
 }
 
+// The kinds of format 1.1, each with its extension; a hand-off with a
+// requested time (converted), stack samples with an odd, an even and no
+// frame count, one on a Begin record (the exporter keeps its frames).
+Records pipeline_kinds() {
+  const uint32_t frames[] = {3, 4, 5};
+  auto sample = make_ext<format::SampleExt>(Ext::kSample);
+  sample.count = 1;
+  auto handoff = make_ext<format::BatchHandoffExt>(Ext::kBatchHandoff);
+  handoff.requested = 205;
+  auto channel = make_ext<format::ChannelHandoffExt>(Ext::kChannelHandoff);
+  channel.requested = 230;
+  format::StackSampleExt stack{};
+  Records r;
+  r.core(Kind::kSample, 0, 200, 10, 0, 1).ext(sample);
+  r.core(Kind::kLoaderConfig, format::kInstant, 190, 0, 1, 7)
+      .ext(make_ext<format::LoaderConfigExt>(Ext::kLoaderConfig, 2));
+  r.core(Kind::kBatchHandoff, format::kAsync, 200, 20, 0, 1).ext(handoff);
+  r.core(Kind::kChannelHandoff, format::kAsync, 220, 15).ext(channel);
+  r.core(Kind::kStackSample, format::kInstant, 240, 0, 3).stack(stack, frames);
+  r.core(Kind::kStackSample, format::kInstant, 250, 0, 3).stack(stack, std::span(frames, 2));
+  r.core(Kind::kStackSample, format::kInstant, 260).stack(stack, {});
+  r.core(Kind::kRange, format::kBegin, 270).stack(stack, frames);
+  r.core(Kind::kRange, format::kEnd, 280);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +83,14 @@ int main(int argc, char** argv) {
   tsc.events({{1, Records().core(Kind::kKernel, format::kTimesNs, 4000000, 500)}});
   tsc.end();
   tsc.write(dir + "/builder_tsc.sst");
+
+  TraceBuilder pipeline;
+  pipeline.strings(
+      {{1, "MapDataset"}, {2, "default_collate"}, {3, "leaf"}, {4, "mid"}, {5, "root"}});
+  pipeline.tracks({thread_track(1, 100)});
+  pipeline.events({{1, pipeline_kinds()}});
+  pipeline.end();
+  pipeline.write(dir + "/builder_pipeline.sst");
 
   TraceBuilder future;
   future.header.version_minor = 9;

@@ -153,6 +153,7 @@ inline Loaded load(const std::string& file) {
     l.events.push_back(e);
     l.ids.emplace_back(e.ids.begin(), e.ids.end());
     l.events.back().ids = {};
+    l.events.back().frames = {};
     const std::string n(r.string(e.name_id));
     l.strings_of_events.push_back(n);
     ++l.by_name[n];

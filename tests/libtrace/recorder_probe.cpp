@@ -319,6 +319,119 @@ int mode_all_kinds() {
   return attach("config", "{\"workers\":4}") == 0 ? 0 : 8;
 }
 
+void say_rc(const char* what, int rc) {
+  std::printf("rc_%s %d\n", what, rc);
+  std::fflush(stdout);
+}
+
+// The format 1.1 kinds through the C API, for test_recorder_pipeline: known
+// values, calls the API must refuse, calls while capture is off. Prints
+// the return code of each ("rc_<call> N") and the tids it sampled.
+int mode_pipeline_kinds() {
+  const uint64_t t0 = stallscope_clock_now();
+  const uint64_t id = 0xA11CE;
+  say_rc("sample", stallscope_sample_record(t0, t0 + 1500, id, 3, 17, 4242, 2,
+                                            STALLSCOPE_SAMPLE_GETITEM, 1));
+  say_rc("fetch", stallscope_sample_record(t0, t0 + 5000, id, 3, 17, 0, -1,
+                                           STALLSCOPE_SAMPLE_FETCH, 32));
+  stallscope_loader_config c{};
+  c.size = sizeof c;
+  c.generation = 3;
+  c.ts = t0 + 10;
+  c.loader_id = id;
+  c.dataset_len = 50000;
+  c.num_workers = 4;
+  c.prefetch_factor = 2;
+  c.batch_size = 32;
+  c.timeout_ms = 1500;
+  c.dataset_name = stallscope_name_intern("MapDataset");
+  c.collate_name = stallscope_name_intern("default_collate");
+  c.sampler_name = stallscope_name_intern("RandomSampler");
+  c.batch_sampler_name = stallscope_name_intern("BatchSampler");
+  c.site_name = stallscope_name_intern("train.py:42");
+  c.pin_memory = STALLSCOPE_PIN_INACTIVE;
+  c.persistent_workers = 1;
+  c.drop_last = 1;
+  c.in_order = 0;
+  c.mp_context = STALLSCOPE_MP_FORKSERVER;
+  c.dataset_kind = STALLSCOPE_DATASET_MAP;
+  c.flags = STALLSCOPE_LOADER_GETITEMS | STALLSCOPE_LOADER_OVERRIDDEN;
+  say_rc("loader_config", stallscope_loader_config_record(&c));
+  struct {  // a newer caller's struct, with fields this library does not know
+    stallscope_loader_config c;
+    uint64_t more[2];
+  } longer{c, {~0ull, ~0ull}};
+  longer.c.size = sizeof longer;
+  longer.c.generation = 4;
+  longer.c.ts = 0;  // now
+  say_rc("loader_config_longer", stallscope_loader_config_record(&longer.c));
+  say_rc("batch_handoff",
+         stallscope_batch_handoff_record(t0, t0 + 8000, t0 + 2000, id, 3, 17, 1, 31337));
+  say_rc("channel_handoff",
+         stallscope_channel_handoff_record(t0, t0 + 700, t0 + 300, 0xC4A77E1,
+                                           STALLSCOPE_CHANNEL_MP_QUEUE, 101, 102, 201, 202, 555,
+                                           65540, 3));
+  const stallscope_name_t frames[] = {stallscope_name_intern("leaf"),
+                                      stallscope_name_intern("middle"),
+                                      stallscope_name_intern("root")};
+  say_rc("stack", stallscope_stack_sample_record(t0 + 100, 0, 20000000, 1500,
+                                                 STALLSCOPE_CPU_RUNNING, STALLSCOPE_STACK_LATE,
+                                                 frames, 3));
+  // Another thread, sampled from here: the sample goes on its track.
+  std::atomic<uint32_t> other{0};
+  std::atomic<bool> quit{false};
+  std::thread t([&] {
+    other = static_cast<uint32_t>(::syscall(SYS_gettid));
+    while (!quit) sleep_ms(1);
+  });
+  while (other == 0) sleep_ms(1);
+  say_rc("stack_other", stallscope_stack_sample_record(t0 + 200, other, 20000000, 900,
+                                                       STALLSCOPE_CPU_BLOCKED, 0, frames, 2));
+  quit = true;
+  t.join();
+  std::vector<stallscope_name_t> deep(20000, frames[1]);
+  deep[0] = frames[0];
+  say_rc("stack_deep", stallscope_stack_sample_record(t0 + 300, 0, 1000, 0, 0,
+                                                      STALLSCOPE_STACK_NATIVE, deep.data(),
+                                                      static_cast<uint32_t>(deep.size())));
+  say_rc("stack_empty", stallscope_stack_sample_record(t0 + 400, 0, 1000, 1, 0, 0, nullptr, 0));
+  say("main_tid", static_cast<unsigned long long>(::syscall(SYS_gettid)));
+  say("other_tid", other);
+
+  // Refused: nothing of these may reach the file.
+  say_rc("bad_sample_end", stallscope_sample_record(t0 + 10, t0, id, 0, 0, 0, 0, 0, 1));
+  say_rc("bad_sample_part", stallscope_sample_record(t0, t0, id, 0, 0, 0, 0, 9, 1));
+  say_rc("bad_config_null", stallscope_loader_config_record(nullptr));
+  stallscope_loader_config bad = c;
+  bad.size = 8;
+  say_rc("bad_config_size", stallscope_loader_config_record(&bad));
+  bad = c;
+  bad.pin_memory = 5;
+  say_rc("bad_config_enum", stallscope_loader_config_record(&bad));
+  bad = c;
+  bad.flags = 0x80;
+  say_rc("bad_config_flags", stallscope_loader_config_record(&bad));
+  say_rc("bad_handoff_end", stallscope_batch_handoff_record(t0 + 5, t0, 0, id, 0, 0, 0, 0));
+  say_rc("bad_channel_type",
+         stallscope_channel_handoff_record(t0, t0, 0, 1, 99, 0, 0, 0, 0, 0, 0, 0));
+  say_rc("bad_channel_end", stallscope_channel_handoff_record(t0 + 5, t0, 0, 1, 0, 0, 0, 0, 0,
+                                                              0, 0, 0));
+  say_rc("bad_stack_frames", stallscope_stack_sample_record(t0, 0, 0, 0, 0, 0, nullptr, 2));
+  say_rc("bad_stack_cpu", stallscope_stack_sample_record(t0, 0, 0, 0, 7, 0, frames, 1));
+  say_rc("bad_stack_flags", stallscope_stack_sample_record(t0, 0, 0, 0, 0, 0x80, frames, 1));
+
+  // Not recording: capture off.
+  stallscope_capture_set(0);
+  say_rc("off_sample", stallscope_sample_record(t0, t0 + 1, id, 0, 0, 0, 0, 0, 1));
+  say_rc("off_config", stallscope_loader_config_record(&c));
+  say_rc("off_batch", stallscope_batch_handoff_record(t0, t0 + 1, 0, id, 0, 0, 0, 0));
+  say_rc("off_channel", stallscope_channel_handoff_record(t0, t0 + 1, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+                                                          0));
+  say_rc("off_stack", stallscope_stack_sample_record(t0, 0, 0, 0, 0, 0, frames, 1));
+  stallscope_capture_set(1);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -339,5 +452,6 @@ int main(int argc, char** argv) {
   if (mode == "fork-worker") return mode_fork_worker(arg(2, 400));
   if (mode == "control") return mode_control(argv[2], arg(3, 100));
   if (mode == "all-kinds") return mode_all_kinds();
+  if (mode == "pipeline-kinds") return mode_pipeline_kinds();
   return 2;
 }

@@ -17,7 +17,7 @@ stallscope_add_test(test_clock
 target_include_directories(test_clock PRIVATE
   ${PROJECT_SOURCE_DIR}/libtrace/src ${PROJECT_SOURCE_DIR}/libtrace/include)
 
-foreach(t test_recorder test_recorder_faults)
+foreach(t test_recorder test_recorder_faults test_recorder_pipeline)
   stallscope_add_test(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.cpp
     LIBS stallscope::reader nlohmann_json::nlohmann_json LABELS integration TIMEOUT 400)
   add_dependencies(${t} recorder_probe)

@@ -103,6 +103,19 @@ class Records {
     for (uint64_t id : ids) append_pod(bytes, id);
     return *this;
   }
+  // One StackSample extension: `head` (its bytes and frame_count set
+  // here unless `frame_count` overrides the count) then `frames`, padded.
+  Records& stack(fmt::StackSampleExt head, std::span<const uint32_t> frames,
+                 int frame_count = -1) {
+    head.h.type = static_cast<uint8_t>(fmt::Ext::kStackSample);
+    head.h.bytes = static_cast<uint16_t>(fmt::pad8(sizeof head + 4 * frames.size()));
+    head.frame_count =
+        static_cast<uint16_t>(frame_count >= 0 ? size_t(frame_count) : frames.size());
+    append_pod(bytes, head);
+    for (uint32_t f : frames) append_pod(bytes, f);
+    pad_to_8(bytes);
+    return *this;
+  }
   Records& raw(std::span<const uint8_t> b) {
     bytes.insert(bytes.end(), b.begin(), b.end());
     return *this;

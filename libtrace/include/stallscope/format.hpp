@@ -1,4 +1,4 @@
-// stallscope trace file format, version 1 — the on-disk layout shared by the
+// stallscope trace file format, version 1.1 — the on-disk layout shared by the
 // recorder (writer) and the reader. docs/trace-format.md is the prose spec;
 // this header is the normative byte layout. All integers are little-endian.
 //
@@ -23,7 +23,9 @@ static_assert(std::endian::native == std::endian::little,
 
 inline constexpr char kMagic[8] = {'S', 'T', 'A', 'L', 'L', 'S', 'C', 'P'};
 inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a newer major
-inline constexpr uint16_t kVersionMinor = 0;  // readers accept any minor
+// 1.1: kinds 19-23 (sample, loader_config, batch_handoff, channel_handoff,
+// stack_sample) and their extensions 0x89-0x8D; 1.0 readers skip them.
+inline constexpr uint16_t kVersionMinor = 1;  // readers accept any minor
 inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK"
 // Readers refuse anything larger: bounds every allocation a file can cause.
 inline constexpr uint32_t kMaxChunkPayload = 64u << 20;
@@ -129,12 +131,13 @@ enum class Kind : uint8_t {
   kCapture = 16,  // capture window: kBegin = on, kEnd = window end
   kGap = 17,      // `value` events of this track were dropped right here
   kMark = 18,     // an instant note (e.g. "GPU activity handed to …")
-  kSample = 19,          // one dataset item's load inside a loader
-  kLoaderConfig = 20,    // a loader's configuration at iterator creation
-  kBatchHandoff = 21,    // a batch from a loader worker to the trainer
-  kChannelHandoff = 22,  // one object through a producer/consumer channel
-  kStackSample = 23,     // one stack sample of a thread
-  kMaxKnown = kMark,
+  // Format 1.1: the input pipeline seen from inside and the host's stacks.
+  kSample = 19,          // one dataset item's load (__getitem__) in a loader: SampleExt
+  kLoaderConfig = 20,    // instant: a loader's configuration at iterator creation
+  kBatchHandoff = 21,    // a batch from a loader worker: its put (ts) to the trainer's receive
+  kChannelHandoff = 22,  // one object through a channel stallscope did not build: put to get
+  kStackSample = 23,     // instant: one stack sample of a thread (StackSampleExt)
+  kMaxKnown = kStackSample,
 };
 
 enum Phase : uint8_t {  // low 2 bits of CoreRecord::flags
@@ -175,6 +178,12 @@ enum class Ext : uint8_t {
   kApi = 0x86,         // api_call attributes
   kStep = 0x87,        // step index and source
   kRange = 0x88,       // range domain
+  // Format 1.1.
+  kSample = 0x89,          // sample spans: loader, generation, batch, sample, worker
+  kLoaderConfig = 0x8A,    // loader_config: the DataLoader's settings
+  kBatchHandoff = 0x8B,    // batch_handoff: loader, batch, worker, when it was asked for
+  kChannelHandoff = 0x8C,  // channel_handoff: channel, producer, consumer, object
+  kStackSample = 0x8D,     // stack_sample: thread, interval, cost, then frame ids
 };
 
 struct ExtHeader {  // 8 bytes; `bytes` includes this header, multiple of 8
@@ -298,6 +307,136 @@ struct RangeExt {       // 16 bytes
   uint32_t category;
 };
 static_assert(sizeof(RangeExt) == 16);
+
+// ----------------------------------------------------------- format 1.1 --
+// The input pipeline seen from inside (Python DataLoader hooks, channels
+// the preload shim recognises) and stack samples of the host's threads.
+// Loader identity: `loader_id` is a process-unique id of the DataLoader
+// object (the trainer's), `generation` which iter() of it (0, 1, 2 …; a
+// persistent-worker _reset starts the next), `batch_index` the batch
+// within the generation; worker -1 is the trainer's own process
+// (num_workers=0). Times in extensions are ticks like CoreRecord::ts (ns
+// when the record has kTimesNs), 0 = unknown; readers convert them.
+
+// What a sample span covers (SampleExt::part).
+enum class SamplePart : uint8_t {
+  kGetItem = 0,   // one dataset[index] (__getitem__)
+  kNext = 1,      // one next() of an IterableDataset: no dataset index
+  kGetItems = 2,  // one __getitems__ call for `count` samples of the batch
+  kFetch = 3,     // a worker's whole fetch of the batch: its samples and the collate
+  kCollate = 4,   // the collate_fn over `count` samples
+};
+
+// sample (kind 19), complete, on the thread that loaded it (the worker's,
+// or the trainer's with num_workers=0): corr = batch_index.
+struct SampleExt {         // 48 bytes
+  ExtHeader h;             // aux = 0
+  uint64_t loader_id;      // process-unique id of the DataLoader object
+  uint64_t batch_index;    // within the generation
+  uint64_t sample_index;   // dataset index (kNext: the item's ordinal in the worker's stream)
+  uint32_t generation;     // which iter() of the loader
+  int32_t worker;          // worker id; -1 = the trainer's process (num_workers=0)
+  uint32_t count;          // samples the span covers: 1 for kGetItem/kNext
+  uint8_t part;            // SamplePart
+  uint8_t reserved[3];
+};
+static_assert(sizeof(SampleExt) == 48);
+
+enum class MpContext : uint8_t { kUnknown = 0, kFork = 1, kSpawn = 2, kForkserver = 3 };
+enum class DatasetKind : uint8_t { kUnknown = 0, kMapStyle = 1, kIterable = 2 };
+// LoaderConfigExt::pin_memory: what was asked for and what torch did.
+enum class PinMemory : uint8_t {
+  kOff = 0,       // pin_memory=False
+  kOn = 1,        // pin_memory=True, and a pin-memory thread runs
+  kInactive = 2,  // pin_memory=True, turned off by torch (no accelerator)
+};
+// LoaderConfigExt::flags.
+inline constexpr uint8_t kLoaderGetItems = 1;    // the dataset has __getitems__
+inline constexpr uint8_t kLoaderOverridden = 2;  // a setting came from `stallscope run --set`
+
+// loader_config (kind 20), instant at iterator creation (and each _reset):
+// CoreRecord::name_id = the dataset's class name, corr = loader_id.
+struct LoaderConfigExt {       // 64 bytes
+  ExtHeader h;                 // aux = collate_fn name (string id, 0 = unknown/default)
+  uint64_t loader_id;
+  uint64_t dataset_len;        // len(dataset), 0 = unknown (iterable, no __len__)
+  uint32_t generation;
+  uint32_t num_workers;
+  uint32_t prefetch_factor;    // 0 = not applicable (num_workers=0) or unknown
+  uint32_t batch_size;         // 0 = None (batch_sampler given) or unknown
+  uint32_t timeout_ms;         // DataLoader timeout, 0 = none
+  uint32_t sampler_name;       // string id: the sampler's class, 0 = unknown
+  uint32_t batch_sampler_name; // string id: the batch sampler's class, 0 = none/unknown
+  uint32_t site_name;          // string id: where it was constructed ("train.py:42"), 0 = unknown
+  uint8_t pin_memory;          // PinMemory
+  uint8_t persistent_workers;  // 0/1
+  uint8_t drop_last;           // 0/1
+  uint8_t in_order;            // 0/1 (torch before in_order existed: 1)
+  uint8_t mp_context;          // MpContext
+  uint8_t dataset_kind;        // DatasetKind
+  uint8_t flags;               // kLoaderGetItems | kLoaderOverridden
+  uint8_t reserved;
+};
+static_assert(sizeof(LoaderConfigExt) == 64);
+
+// batch_handoff (kind 21), complete and kAsync, on the trainer's track:
+// ts = when the worker put the batch, ts + value = when the trainer
+// received it; corr = batch_index.
+struct BatchHandoffExt {  // 48 bytes
+  ExtHeader h;            // aux = 0
+  uint64_t loader_id;
+  uint64_t batch_index;
+  uint64_t requested;     // ticks: when the trainer asked for this batch, 0 = unknown
+                          // (later than the receive when it came before its turn)
+  uint32_t generation;
+  int32_t worker;         // the worker that made it
+  uint32_t worker_pid;    // its process, 0 = unknown
+  uint32_t reserved;
+};
+static_assert(sizeof(BatchHandoffExt) == 48);
+
+enum class ChannelType : uint8_t {
+  kUnknown = 0, kPipe = 1, kMpQueue = 2, kSocket = 3, kUser = 4,
+  kEventfd = 5, kCondVar = 6, kSemaphore = 7 };
+
+// channel_handoff (kind 22), complete and kAsync, on the consumer's track:
+// ts = the put, ts + value = the get; corr = object_id.
+struct ChannelHandoffExt {  // 64 bytes
+  ExtHeader h;              // aux = 0
+  uint64_t channel_id;      // stable id of the channel (a pipe's inode, a queue's address)
+  uint64_t object_id;       // 0 = none
+  uint64_t bytes;           // 0 = unknown
+  uint64_t requested;       // ticks: when the consumer's get began, 0 = unknown
+  uint32_t producer_pid, producer_tid;  // 0 = unknown
+  uint32_t consumer_pid, consumer_tid;
+  uint8_t channel_type;     // ChannelType
+  uint8_t reserved[3];
+  uint32_t parts;           // reads (or writes) that carried the object, 0 = unknown
+};
+static_assert(sizeof(ChannelHandoffExt) == 64);
+
+enum class OnCpu : uint8_t { kUnknown = 0, kRunning = 1, kBlocked = 2 };
+// StackSampleExt::flags.
+inline constexpr uint8_t kStackLate = 1;       // taken late (the GIL was held): interval_ns is real
+inline constexpr uint8_t kStackTruncated = 2;  // more frames than recorded: outermost dropped
+inline constexpr uint8_t kStackNative = 4;     // native frames (perf_event_open), not Python's
+
+// stack_sample (kind 23), instant, on a track of the sampled thread:
+// CoreRecord::name_id = the innermost frame. The extension is this header
+// then uint32_t frames[frame_count] (string ids, innermost first), zero
+// padded to 8: bytes = pad8(32 + 4 * frame_count).
+struct StackSampleExt {  // 32 bytes, then the frames
+  ExtHeader h;           // aux = 0
+  uint64_t interval_ns;  // the sampling interval this sample stands for
+  uint32_t tid;          // the sampled thread (OS thread id)
+  uint32_t cost_ns;      // what taking the sample cost
+  uint16_t frame_count;
+  uint8_t on_cpu;        // OnCpu
+  uint8_t flags;         // kStackLate | kStackTruncated | kStackNative
+  uint32_t reserved;
+};
+static_assert(sizeof(StackSampleExt) == 32);
+inline constexpr uint32_t kMaxStackFrames = (0xFFF8u - sizeof(StackSampleExt)) / 4;
 
 struct AttachmentHeader {
   uint32_t name_bytes;

@@ -83,9 +83,20 @@ struct STALLSCOPE_API Event {
   format::ApiExt api{};
   format::StepExt step{};
   format::RangeExt range{};
+  format::SampleExt sample{};                 // format 1.1
+  format::LoaderConfigExt loader_config{};
+  format::BatchHandoffExt batch_handoff{};
+  format::ChannelHandoffExt channel_handoff{};
+  format::StackSampleExt stack_sample{};
   // Ids of every IdList extension of the record, concatenated. Points into
   // the reader: valid until its next call to next().
   std::span<const uint64_t> ids;
+  // The frames (string ids, innermost first) of the record's StackSample
+  // extension; empty without one. Valid until the reader's next call.
+  std::span<const uint32_t> frames;
+  // The `requested` time of a BatchHandoff (else ChannelHandoff) extension
+  // in monotonic ns, converted as ts_ns is; 0 when unknown or absent.
+  int64_t requested_ns = 0;
 
   format::Kind kind_enum() const noexcept { return static_cast<format::Kind>(kind); }
   bool has(format::Ext e) const noexcept { return (ext_mask & ext_bit(e)) != 0; }
@@ -95,8 +106,9 @@ struct STALLSCOPE_API Event {
   double number() const noexcept;
 };
 
-// Extension types format 1 defines (Io … Range): slots of RecordView::ext.
-inline constexpr size_t kExtTypes = 9;
+// Extension types this reader knows (format 1.1: Io … StackSample): slots
+// of RecordView::ext.
+inline constexpr size_t kExtTypes = 14;
 
 // One record as it lies in the reader's buffer, checked as next() checks
 // it and with its times converted, for readers that load only the fields
@@ -113,11 +125,16 @@ struct RecordView {
   const uint8_t* core = nullptr;  // the format::CoreRecord (32 bytes)
   // ext_bit() of each extension present (and wanted); ext[type - kExtBase]
   // points to the last one of its type (its ExtHeader), at least as long
-  // as format 1 defines it (IdList: the ids of all of them are in `ids`).
+  // as format 1 defines it (IdList: the ids of all of them are in `ids`;
+  // StackSample: the frames of the last one are in `frames`).
   // Slots whose bit is clear are stale.
   uint32_t ext_mask = 0;
   const uint8_t* ext[kExtTypes] = {};
   std::span<const uint64_t> ids;  // as Event::ids
+  // As Event::frames and Event::requested_ns, but stale (like ext slots)
+  // unless has(Ext::kStackSample), resp. a BatchHandoff or ChannelHandoff.
+  std::span<const uint32_t> frames;
+  int64_t requested_ns = 0;
 
   bool has(format::Ext e) const noexcept { return (ext_mask & ext_bit(e)) != 0; }
   // A field of the core record, e.g. core_field<uint64_t>(offsetof(format::CoreRecord, corr)).

@@ -195,6 +195,83 @@ STALLSCOPE_API bool record_range(NameId name, Ticks start, Ticks end, NameId dom
 STALLSCOPE_API bool record_counter(NameId name, double value, uint64_t subject = 0) noexcept;
 STALLSCOPE_API bool record_mark(NameId text) noexcept;
 
+// ---- Format 1.1: the input pipeline seen from inside, and stack samples
+// (format.hpp explains loader ids, generations and batch indices).
+
+struct Sample {
+  uint64_t loader_id = 0;
+  uint32_t generation = 0;
+  uint64_t batch_index = 0;
+  uint64_t sample_index = 0;
+  int32_t worker = -1;  // -1 = the trainer's process (num_workers=0)
+  uint32_t count = 1;   // samples the span covers
+  format::SamplePart part = format::SamplePart::kGetItem;
+};
+// One dataset item's load (or a fetch, __getitems__ or collate: `part`).
+STALLSCOPE_API bool record_sample(Ticks start, Ticks end, const Sample& s) noexcept;
+
+struct LoaderConfig {
+  uint64_t loader_id = 0;
+  uint32_t generation = 0;
+  uint32_t num_workers = 0;
+  uint32_t prefetch_factor = 0;  // 0 = not applicable
+  uint32_t batch_size = 0;       // 0 = None or unknown
+  uint32_t timeout_ms = 0;
+  uint64_t dataset_len = 0;      // 0 = unknown
+  NameId dataset_name = 0;       // the dataset's class
+  NameId collate_name = 0;
+  NameId sampler_name = 0;
+  NameId batch_sampler_name = 0;
+  NameId site_name = 0;          // where the loader was constructed ("train.py:42")
+  format::PinMemory pin_memory = format::PinMemory::kOff;
+  bool persistent_workers = false;
+  bool drop_last = false;
+  bool in_order = true;
+  format::MpContext mp_context = format::MpContext::kUnknown;
+  format::DatasetKind dataset_kind = format::DatasetKind::kUnknown;
+  uint8_t flags = 0;             // format::kLoaderGetItems | kLoaderOverridden
+};
+// A loader's configuration, an instant at `at` (iterator creation).
+STALLSCOPE_API bool record_loader_config(Ticks at, const LoaderConfig& c) noexcept;
+
+struct BatchHandoff {
+  uint64_t loader_id = 0;
+  uint32_t generation = 0;
+  uint64_t batch_index = 0;
+  int32_t worker = 0;
+  uint32_t worker_pid = 0;
+  Ticks requested = 0;  // when the trainer asked for the batch, 0 = unknown
+};
+// A batch from the worker's put (`put`) to the trainer's receive (`received`).
+STALLSCOPE_API bool record_batch_handoff(Ticks put, Ticks received,
+                                         const BatchHandoff& h) noexcept;
+
+struct ChannelHandoff {
+  uint64_t channel_id = 0;
+  format::ChannelType type = format::ChannelType::kUnknown;
+  uint32_t producer_pid = 0, producer_tid = 0;
+  uint32_t consumer_pid = 0, consumer_tid = 0;
+  uint64_t object_id = 0;  // 0 = none
+  uint64_t bytes = 0;      // 0 = unknown
+  uint32_t parts = 0;      // reads or writes that carried it, 0 = unknown
+  Ticks requested = 0;     // when the consumer's get began, 0 = unknown
+};
+// One object through a channel, from its put (`put`) to its get (`got`).
+STALLSCOPE_API bool record_channel_handoff(Ticks put, Ticks got, const ChannelHandoff& h) noexcept;
+
+struct StackSample {
+  uint32_t tid = 0;          // the sampled thread; 0 = the calling one
+  uint64_t interval_ns = 0;  // the interval this sample stands for
+  uint32_t cost_ns = 0;      // what taking it cost
+  format::OnCpu on_cpu = format::OnCpu::kUnknown;
+  uint8_t flags = 0;         // format::kStackLate | kStackTruncated | kStackNative
+};
+// One stack sample at `at`; `frames` are interned names, innermost first
+// (past format::kMaxStackFrames the outermost are dropped, kStackTruncated
+// set). Written on a track of thread s.tid (detail::emit_for_thread).
+STALLSCOPE_API bool record_stack_sample(Ticks at, const StackSample& s,
+                                        std::span<const NameId> frames) noexcept;
+
 // Attachments (topology XML, configuration) stored once in the file.
 // Copies `data`; returns 0 or -errno. Not for the hot path.
 STALLSCOPE_API int attach(std::string_view name, std::string_view data) noexcept;

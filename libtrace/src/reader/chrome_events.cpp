@@ -55,6 +55,7 @@ std::string ChromeWriter::event_name(const TraceReader& r, const Event& e) const
   if (e.kind_enum() == format::Kind::kStep && e.has(format::Ext::kStep))
     return "step " + std::to_string(e.step.index);
   if (e.kind_enum() == format::Kind::kGap) return "dropped " + std::to_string(e.value) + " events";
+  if (std::string pipeline = pipeline_name(e); !pipeline.empty()) return pipeline;
   return std::string(kind_name(e.kind));
 }
 
@@ -125,6 +126,7 @@ void ChromeWriter::args(const TraceReader& r, const Event& e, std::span<const ui
     akey("color").num(uint64_t{e.range.color});
     akey("category").num(uint64_t{e.range.category});
   }
+  pipeline_args(r, e);
   if (args_open_) json_.raw("}");
 }
 

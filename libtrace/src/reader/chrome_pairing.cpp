@@ -63,7 +63,7 @@ void ChromeWriter::event(const TraceReader& r, const Event& e) {
 }
 
 void ChromeWriter::begin(const TraceReader& r, const Event& e, TrackState& t) {
-  Pending p{e, {e.ids.begin(), e.ids.end()}, &r};
+  Pending p{e, {e.ids.begin(), e.ids.end()}, {e.frames.begin(), e.frames.end()}, &r};
   if (e.async()) {
     if (async_open_.size() >= kMaxAsyncOpen) {
       ++dropped_begins_;
@@ -104,6 +104,7 @@ void ChromeWriter::end(const TraceReader& r, const Event& e, TrackState& t) {
 void ChromeWriter::emit_pending(const Pending& p, int64_t end_ns) {
   Event e = p.e;
   e.ids = p.ids;
+  e.frames = p.frames;
   slice(*p.reader, e, p.ids, e.ts_ns, std::max(end_ns, e.ts_ns));
 }
 

@@ -33,6 +33,7 @@ class NestingLane {
 struct Pending {
   Event e;
   std::vector<uint64_t> ids;
+  std::vector<uint32_t> frames;
   const TraceReader* reader = nullptr;
 };
 
@@ -85,6 +86,14 @@ class ChromeWriter {
   void copy_args(const format::CopyExt& x);
   void device_args(const Event& e);
   void collective_args(const format::CollectiveExt& x);
+  // ---- chrome_pipeline.cpp: the kinds of format 1.1
+  std::string pipeline_name(const Event& e) const;  // "" when the kind has none
+  void pipeline_args(const TraceReader& r, const Event& e);
+  void sample_args(const format::SampleExt& x);
+  void loader_config_args(const TraceReader& r, const format::LoaderConfigExt& x);
+  void channel_args(const format::ChannelHandoffExt& x);
+  void stack_args(const TraceReader& r, const Event& e);
+  void bool_arg(std::string_view k, bool v);
   void metadata(std::string_view what, uint32_t tid, std::string_view key, std::string_view text,
                 int64_t number);
   std::string event_name(const TraceReader& r, const Event& e) const;

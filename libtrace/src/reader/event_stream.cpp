@@ -22,9 +22,18 @@ T load(const uint8_t* p) {
 
 int64_t clamp_ns(int64_t v) { return std::clamp(v, -kMaxAbsNs, kMaxAbsNs); }
 
+// Extensions whose `requested` time the reader converts, and those that
+// fill RecordView fields of their own.
+constexpr uint32_t kRequestedExts =
+    ext_bit(format::Ext::kBatchHandoff) | ext_bit(format::Ext::kChannelHandoff);
+constexpr uint32_t kViewedExts = kRequestedExts | ext_bit(format::Ext::kStackSample);
+
 const char* ext_label(uint8_t type) {
-  static constexpr const char* kLabels[] = {"io",         "work", "id_list", "copy", "device",
-                                            "collective", "api",  "step",    "range"};
+  static constexpr const char* kLabels[] = {
+      "io",    "work",   "id_list",       "copy",          "device",          "collective",
+      "api",   "step",   "range",         "sample",        "loader_config",   "batch_handoff",
+      "channel_handoff", "stack_sample"};
+  static_assert(std::size(kLabels) == kExtTypes);
   return kLabels[type - format::kExtBase];
 }
 
@@ -257,6 +266,9 @@ int TraceReader::Impl::decode_record(RecordView& e) {
   e.offset = off;
   e.core = p;
   e.ids = std::span<const uint64_t>(s.ids.data(), s.ids.size());
+  // Only records that have them pay for the frames and the requested time.
+  if ((e.ext_mask & kViewedExts) != 0) [[unlikely]]
+    view_pipeline_fields(e, c.flags);
   fill_times(e, c);
   return 1;
 }
@@ -278,6 +290,8 @@ bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
   e.ts_ns = v.ts_ns;
   e.dur_ns = v.dur_ns;
   e.ids = v.ids;
+  e.frames = v.has(format::Ext::kStackSample) ? v.frames : std::span<const uint32_t>();
+  e.requested_ns = (v.ext_mask & kRequestedExts) != 0 ? v.requested_ns : 0;
   e.ext_mask = v.ext_mask;
   const uint32_t m = v.ext_mask;
   if (m == 0) return true;
@@ -293,6 +307,11 @@ bool TraceReader::Impl::next(Event& e, uint32_t ext_wanted) {
   copy(format::Ext::kApi, e.api);
   copy(format::Ext::kStep, e.step);
   copy(format::Ext::kRange, e.range);
+  copy(format::Ext::kSample, e.sample);
+  copy(format::Ext::kLoaderConfig, e.loader_config);
+  copy(format::Ext::kBatchHandoff, e.batch_handoff);
+  copy(format::Ext::kChannelHandoff, e.channel_handoff);
+  copy(format::Ext::kStackSample, e.stack_sample);
   return true;
 }
 
@@ -324,14 +343,18 @@ bool TraceReader::Impl::fail_id_list(uint64_t off, uint32_t ids, uint64_t fit) {
 
 namespace {
 
-// Bytes format 1 defines for each typed extension (IdList: its header).
+// Bytes format 1 defines for each typed extension (IdList, StackSample:
+// the part before the ids or frames).
 constexpr uint16_t kExtMinBytes[] = {
-    sizeof(format::IoExt),         sizeof(format::WorkExt), sizeof(format::ExtHeader),
-    sizeof(format::CopyExt),       sizeof(format::DeviceExt),
-    sizeof(format::CollectiveExt), sizeof(format::ApiExt),  sizeof(format::StepExt),
-    sizeof(format::RangeExt)};
+    sizeof(format::IoExt),           sizeof(format::WorkExt),
+    sizeof(format::ExtHeader),       sizeof(format::CopyExt),
+    sizeof(format::DeviceExt),       sizeof(format::CollectiveExt),
+    sizeof(format::ApiExt),          sizeof(format::StepExt),
+    sizeof(format::RangeExt),        sizeof(format::SampleExt),
+    sizeof(format::LoaderConfigExt), sizeof(format::BatchHandoffExt),
+    sizeof(format::ChannelHandoffExt), sizeof(format::StackSampleExt)};
 static_assert(std::size(kExtMinBytes) ==
-              static_cast<size_t>(format::Ext::kRange) - format::kExtBase + 1);
+              static_cast<size_t>(format::Ext::kStackSample) - format::kExtBase + 1);
 static_assert(std::size(kExtMinBytes) == kExtTypes);
 
 }  // namespace
@@ -359,10 +382,50 @@ inline bool TraceReader::Impl::apply_ext(RecordView& e, const format::ExtHeader&
     return true;
   }
   if (h.bytes < kExtMinBytes[slot]) return fail_short_ext(off, h.type, h.bytes);
+  if (h.type == static_cast<uint8_t>(Ext::kStackSample)) [[unlikely]]
+    return apply_stack_sample(e, h, p, off, wanted);
   if (!wanted) return true;
   e.ext[slot] = p;  // a longer (newer) extension keeps its format 1 prefix
   e.ext_mask |= 1u << slot;
   return true;
+}
+
+bool TraceReader::Impl::apply_stack_sample(RecordView& e, const format::ExtHeader& h,
+                                           const uint8_t* p, uint64_t off, bool wanted) {
+  const auto n = load<uint16_t>(p + offsetof(format::StackSampleExt, frame_count));
+  const uint64_t fit = (h.bytes - sizeof(format::StackSampleExt)) / sizeof(uint32_t);
+  if (n > fit) return fail_frames(off, n, fit);
+  if (!wanted) return true;
+  const unsigned slot = h.type - format::kExtBase;
+  e.ext[slot] = p;
+  e.ext_mask |= 1u << slot;
+  stream.frames.resize(n);  // bounded by the checked extension length
+  if (n != 0)
+    std::memcpy(stream.frames.data(), p + sizeof(format::StackSampleExt), n * sizeof(uint32_t));
+  return true;
+}
+
+bool TraceReader::Impl::fail_frames(uint64_t off, uint32_t frames, uint64_t fit) {
+  return fail(off, "stack sample claims " + std::to_string(frames) + " frames but holds " +
+                       std::to_string(fit));
+}
+
+void TraceReader::Impl::view_pipeline_fields(RecordView& e, uint8_t flags) {
+  if (e.has(format::Ext::kStackSample))
+    e.frames = std::span<const uint32_t>(stream.frames.data(), stream.frames.size());
+  if ((e.ext_mask & kRequestedExts) != 0) e.requested_ns = requested_ns(e, flags);
+}
+
+int64_t TraceReader::Impl::requested_ns(const RecordView& e, uint8_t flags) {
+  using format::Ext;
+  const uint64_t ticks =
+      e.has(Ext::kBatchHandoff)
+          ? e.ext_field<uint64_t>(Ext::kBatchHandoff, offsetof(format::BatchHandoffExt, requested))
+          : e.ext_field<uint64_t>(Ext::kChannelHandoff,
+                                  offsetof(format::ChannelHandoffExt, requested));
+  if (ticks == 0) return 0;
+  if ((flags & format::kTimesNs) != 0) return clamp_ns(static_cast<int64_t>(ticks));
+  return ticks_to_ns(ticks);
 }
 
 bool TraceReader::Impl::fail_short_ext(uint64_t off, uint8_t type, uint16_t bytes) {

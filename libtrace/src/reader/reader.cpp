@@ -335,10 +335,13 @@ std::string_view status_name(Status s) noexcept {
 }
 
 std::string_view kind_name(uint8_t kind) noexcept {
-  static constexpr std::array<std::string_view, 19> kNames = {
-      "unknown", "step",    "data_wait", "storage_read", "preprocess", "batch_ready", "api_call",
-      "h2d",     "d2h",     "d2d",       "memset",       "kernel",     "collective",  "sync",
-      "range",   "counter", "capture",   "gap",          "mark"};
+  static constexpr std::array<std::string_view, 24> kNames = {
+      "unknown",       "step",         "data_wait",       "storage_read",
+      "preprocess",    "batch_ready",  "api_call",        "h2d",
+      "d2h",           "d2d",          "memset",          "kernel",
+      "collective",    "sync",         "range",           "counter",
+      "capture",       "gap",          "mark",            "sample",
+      "loader_config", "batch_handoff", "channel_handoff", "stack_sample"};
   static_assert(kNames.size() == static_cast<size_t>(format::Kind::kMaxKnown) + 1);
   return kind < kNames.size() ? kNames[kind] : kNames[0];
 }

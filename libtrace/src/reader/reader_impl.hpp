@@ -84,6 +84,7 @@ struct Stream {
   uint64_t cur_ticks = 0;      // ticks of the converter's newest triple
   int64_t max_tick_delta = 0;  // |t - cur_ticks| that converts without overflow
   std::vector<uint64_t> ids;   // concatenated IdList ids of the current event
+  std::vector<uint32_t> frames;  // the frames of the last StackSample read
   RecordView view;             // next(Event&): the record before it is copied
   uint32_t ext_wanted = kAllExts;  // of the next() call in progress
   uint64_t unknown_kinds = 0;
@@ -180,6 +181,14 @@ struct TraceReader::Impl {
   [[gnu::cold, gnu::noinline]] bool fail_ext_size(uint64_t off, uint16_t bytes, bool past_block);
   [[gnu::cold, gnu::noinline]] bool fail_id_list(uint64_t off, uint32_t ids, uint64_t fit);
   [[gnu::cold, gnu::noinline]] bool fail_short_ext(uint64_t off, uint8_t type, uint16_t bytes);
+  [[gnu::cold, gnu::noinline]] bool fail_frames(uint64_t off, uint32_t frames, uint64_t fit);
+  // A StackSample extension: frame count checked, frames copied when wanted.
+  bool apply_stack_sample(RecordView& v, const format::ExtHeader& h, const uint8_t* p,
+                          uint64_t off, bool wanted);
+  // RecordView::frames and requested_ns of a record with a stack sample or
+  // a hand-off extension.
+  [[gnu::cold, gnu::noinline]] void view_pipeline_fields(RecordView& v, uint8_t flags);
+  int64_t requested_ns(const RecordView& v, uint8_t flags);
   void finish_stream();
 };
 

@@ -343,6 +343,14 @@ bool emit_pieces(const format::CoreRecord& core, const ThreadBuffer::Piece* piec
   return b->write_pieces(core, pieces, n);
 }
 
+bool emit_pieces_for_thread(uint32_t tid, const format::CoreRecord& core,
+                            const ThreadBuffer::Piece* pieces, size_t n) noexcept {
+  if (!g_capture.load(std::memory_order_relaxed)) return false;
+  ThreadBuffer* b = tid != 0 && tid != current_tid() ? proxy_buffer(tid) : nullptr;
+  if (b == nullptr) return emit_pieces(core, pieces, n);
+  return b->write_pieces(core, pieces, n);
+}
+
 void emit_complete(uint8_t kind, NameId name, Ticks start, uint64_t corr) noexcept {
   const Ticks end = ticks_now();
   ThreadBuffer* b = t_buf;
@@ -354,6 +362,11 @@ void emit_complete(uint8_t kind, NameId name, Ticks start, uint64_t corr) noexce
 }
 
 uint32_t current_track() noexcept { return t_track; }
+
+uint32_t current_tid() noexcept {
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return t_tid;
+}
 
 void emit_internal(const format::CoreRecord& core) {
   Recorder& r = recorder();

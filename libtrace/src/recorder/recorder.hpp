@@ -88,6 +88,11 @@ void emit_internal(const format::CoreRecord& core);
 // emit() with the extension gathered from pieces (batch_ready id lists).
 bool emit_pieces(const format::CoreRecord& core, const ThreadBuffer::Piece* pieces,
                  size_t n) noexcept;
+// emit_pieces() on a track of thread `tid` (as emit_for_thread()).
+bool emit_pieces_for_thread(uint32_t tid, const format::CoreRecord& core,
+                            const ThreadBuffer::Piece* pieces, size_t n) noexcept;
+// The calling thread's OS thread id (cached after the first call).
+uint32_t current_tid() noexcept;
 // The calling thread's track id (0 before its first event).
 uint32_t current_track() noexcept;
 // Fork child: a fresh recorder that keeps the parent's interned names.

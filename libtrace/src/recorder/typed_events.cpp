@@ -160,6 +160,91 @@ bool record_mark(NameId text) noexcept {
                       nullptr, 0);
 }
 
+bool record_sample(Ticks start, Ticks end, const Sample& s) noexcept {
+  auto e = ext_of<SampleExt>(Ext::kSample);
+  e.loader_id = s.loader_id;
+  e.batch_index = s.batch_index;
+  e.sample_index = s.sample_index;
+  e.generation = s.generation;
+  e.worker = s.worker;
+  e.count = s.count;
+  e.part = static_cast<uint8_t>(s.part);
+  return emit_with(core_of(Kind::kSample, 0, start, end, s.batch_index), e);
+}
+
+bool record_loader_config(Ticks at, const LoaderConfig& c) noexcept {
+  auto e = ext_of<LoaderConfigExt>(Ext::kLoaderConfig, c.collate_name);
+  e.loader_id = c.loader_id;
+  e.dataset_len = c.dataset_len;
+  e.generation = c.generation;
+  e.num_workers = c.num_workers;
+  e.prefetch_factor = c.prefetch_factor;
+  e.batch_size = c.batch_size;
+  e.timeout_ms = c.timeout_ms;
+  e.sampler_name = c.sampler_name;
+  e.batch_sampler_name = c.batch_sampler_name;
+  e.site_name = c.site_name;
+  e.pin_memory = static_cast<uint8_t>(c.pin_memory);
+  e.persistent_workers = c.persistent_workers ? 1 : 0;
+  e.drop_last = c.drop_last ? 1 : 0;
+  e.in_order = c.in_order ? 1 : 0;
+  e.mp_context = static_cast<uint8_t>(c.mp_context);
+  e.dataset_kind = static_cast<uint8_t>(c.dataset_kind);
+  e.flags = c.flags;
+  return emit_with(core_of(Kind::kLoaderConfig, c.dataset_name, at, at, c.loader_id), e);
+}
+
+// Hand-offs start in the past (the put), so they overlap what the
+// receiving thread did meanwhile: kAsync.
+bool record_batch_handoff(Ticks put, Ticks received, const BatchHandoff& h) noexcept {
+  auto e = ext_of<BatchHandoffExt>(Ext::kBatchHandoff);
+  e.loader_id = h.loader_id;
+  e.batch_index = h.batch_index;
+  e.requested = h.requested;
+  e.generation = h.generation;
+  e.worker = h.worker;
+  e.worker_pid = h.worker_pid;
+  return emit_with(core_of(Kind::kBatchHandoff, 0, put, received, h.batch_index, kAsync), e);
+}
+
+bool record_channel_handoff(Ticks put, Ticks got, const ChannelHandoff& h) noexcept {
+  auto e = ext_of<ChannelHandoffExt>(Ext::kChannelHandoff);
+  e.channel_id = h.channel_id;
+  e.object_id = h.object_id;
+  e.bytes = h.bytes;
+  e.requested = h.requested;
+  e.producer_pid = h.producer_pid;
+  e.producer_tid = h.producer_tid;
+  e.consumer_pid = h.consumer_pid;
+  e.consumer_tid = h.consumer_tid;
+  e.channel_type = static_cast<uint8_t>(h.type);
+  e.parts = h.parts;
+  return emit_with(core_of(Kind::kChannelHandoff, 0, put, got, h.object_id, kAsync), e);
+}
+
+bool record_stack_sample(Ticks at, const StackSample& s, std::span<const NameId> frames) noexcept {
+  if (!enabled()) return false;
+  auto e = ext_of<StackSampleExt>(Ext::kStackSample);
+  e.flags = s.flags;
+  if (frames.size() > kMaxStackFrames) {  // keep the innermost
+    frames = frames.first(kMaxStackFrames);
+    e.flags |= kStackTruncated;
+  }
+  const auto frame_bytes = static_cast<uint32_t>(frames.size() * sizeof(NameId));
+  e.h.bytes = static_cast<uint16_t>(pad8(sizeof e + frame_bytes));
+  e.interval_ns = s.interval_ns;
+  e.tid = s.tid != 0 ? s.tid : detail::current_tid();
+  e.cost_ns = s.cost_ns;
+  e.frame_count = static_cast<uint16_t>(frames.size());
+  e.on_cpu = static_cast<uint8_t>(s.on_cpu);
+  static constexpr uint32_t kPad = 0;
+  detail::ThreadBuffer::Piece pieces[3] = {{&e, sizeof e}, {frames.data(), frame_bytes},
+                                           {&kPad, frame_bytes % 8}};
+  const size_t n = frame_bytes == 0 ? 1 : frame_bytes % 8 == 0 ? 2 : 3;
+  const CoreRecord core = core_of(Kind::kStackSample, frames.empty() ? 0 : frames[0], at, at, 0);
+  return detail::emit_pieces_for_thread(s.tid, core, pieces, n);
+}
+
 int attach(std::string_view name, std::string_view data) noexcept {
   if (!detail::ensure_started()) return -ENODEV;
   auto& r = detail::recorder();
