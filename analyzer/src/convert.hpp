@@ -133,6 +133,80 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       c.join_only = c.enqueued && (flags & format::kCollJoinOnly) != 0;
       break;
     }
+    case Kind::kSample: {
+      if (!e.has(Ext::kSample)) break;
+      using X = format::SampleExt;
+      SampleSpan& x = v.sample();
+      x.loader = e.ext_field<uint64_t>(Ext::kSample, offsetof(X, loader_id));
+      x.batch = e.ext_field<uint64_t>(Ext::kSample, offsetof(X, batch_index));
+      x.index = e.ext_field<uint64_t>(Ext::kSample, offsetof(X, sample_index));
+      x.generation = e.ext_field<uint32_t>(Ext::kSample, offsetof(X, generation));
+      x.worker = e.ext_field<int32_t>(Ext::kSample, offsetof(X, worker));
+      x.count = e.ext_field<uint32_t>(Ext::kSample, offsetof(X, count));
+      x.part = static_cast<format::SamplePart>(e.ext_field<uint8_t>(Ext::kSample, offsetof(X, part)));
+      break;
+    }
+    case Kind::kLoaderConfig: {
+      v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));  // the dataset's class
+      if (!e.has(Ext::kLoaderConfig)) break;
+      using X = format::LoaderConfigExt;
+      constexpr Ext k = Ext::kLoaderConfig;
+      LoaderConfig& x = v.loader();
+      x.loader = e.ext_field<uint64_t>(k, offsetof(X, loader_id));
+      x.dataset_len = e.ext_field<uint64_t>(k, offsetof(X, dataset_len));
+      x.generation = e.ext_field<uint32_t>(k, offsetof(X, generation));
+      x.num_workers = e.ext_field<uint32_t>(k, offsetof(X, num_workers));
+      x.prefetch_factor = e.ext_field<uint32_t>(k, offsetof(X, prefetch_factor));
+      x.batch_size = e.ext_field<uint32_t>(k, offsetof(X, batch_size));
+      x.pin_memory = static_cast<format::PinMemory>(e.ext_field<uint8_t>(k, offsetof(X, pin_memory)));
+      x.persistent_workers = e.ext_field<uint8_t>(k, offsetof(X, persistent_workers)) != 0;
+      x.drop_last = e.ext_field<uint8_t>(k, offsetof(X, drop_last)) != 0;
+      x.in_order = e.ext_field<uint8_t>(k, offsetof(X, in_order)) != 0;
+      x.mp_context = static_cast<format::MpContext>(e.ext_field<uint8_t>(k, offsetof(X, mp_context)));
+      x.dataset_kind =
+          static_cast<format::DatasetKind>(e.ext_field<uint8_t>(k, offsetof(X, dataset_kind)));
+      break;
+    }
+    case Kind::kBatchHandoff: {
+      if (!e.has(Ext::kBatchHandoff)) break;
+      using X = format::BatchHandoffExt;
+      BatchHandoff& x = v.handoff();
+      x.loader = e.ext_field<uint64_t>(Ext::kBatchHandoff, offsetof(X, loader_id));
+      x.batch = e.ext_field<uint64_t>(Ext::kBatchHandoff, offsetof(X, batch_index));
+      x.asked_ns = e.requested_ns;
+      x.generation = e.ext_field<uint32_t>(Ext::kBatchHandoff, offsetof(X, generation));
+      x.worker = e.ext_field<int32_t>(Ext::kBatchHandoff, offsetof(X, worker));
+      x.worker_pid = e.ext_field<uint32_t>(Ext::kBatchHandoff, offsetof(X, worker_pid));
+      break;
+    }
+    case Kind::kChannelHandoff: {
+      if (!e.has(Ext::kChannelHandoff)) break;
+      using X = format::ChannelHandoffExt;
+      constexpr Ext k = Ext::kChannelHandoff;
+      ChannelHandoff& x = v.channel();
+      x.channel = e.ext_field<uint64_t>(k, offsetof(X, channel_id));
+      x.object = e.ext_field<uint64_t>(k, offsetof(X, object_id));
+      x.bytes = e.ext_field<uint64_t>(k, offsetof(X, bytes));
+      x.asked_ns = e.requested_ns;
+      x.producer_pid = e.ext_field<uint32_t>(k, offsetof(X, producer_pid));
+      x.producer_tid = e.ext_field<uint32_t>(k, offsetof(X, producer_tid));
+      x.parts = e.ext_field<uint32_t>(k, offsetof(X, parts));
+      x.type = static_cast<format::ChannelType>(e.ext_field<uint8_t>(k, offsetof(X, channel_type)));
+      break;
+    }
+    case Kind::kStackSample: {
+      v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));  // the innermost frame
+      if (!e.has(Ext::kStackSample)) break;
+      using X = format::StackSampleExt;
+      StackSample& x = v.stack();
+      x.interval_ns = e.ext_field<uint64_t>(Ext::kStackSample, offsetof(X, interval_ns));
+      x.tid = e.ext_field<uint32_t>(Ext::kStackSample, offsetof(X, tid));
+      x.cost_ns = e.ext_field<uint32_t>(Ext::kStackSample, offsetof(X, cost_ns));
+      x.frames = e.ext_field<uint16_t>(Ext::kStackSample, offsetof(X, frame_count));
+      x.on_cpu = static_cast<format::OnCpu>(e.ext_field<uint8_t>(Ext::kStackSample, offsetof(X, on_cpu)));
+      x.flags = e.ext_field<uint8_t>(Ext::kStackSample, offsetof(X, flags));
+      break;
+    }
     default: break;
   }
   return v;

@@ -139,7 +139,9 @@ class RankEngine {
 
 inline void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
   ++events_;
-  if (e.kind != Kind::kCounter && e.kind != Kind::kGap) {
+  // The run's span: what the processes did, not their notes about it.
+  if (e.kind != Kind::kCounter && e.kind != Kind::kGap && e.kind != Kind::kLoaderConfig &&
+      e.kind != Kind::kStackSample) {
     stats_.first_ns = std::min(stats_.first_ns, e.start);
     stats_.last_ns = std::max(stats_.last_ns, e.end);
   }

@@ -23,11 +23,14 @@ namespace {
 constexpr size_t kBatchEvents = 4096;
 
 // The extensions convert() reads; the reader skips the others (Device, Api,
-// Range) without copying them.
+// Range) without copying them. A stack sample's frames stay unread.
 constexpr uint32_t kWantedExts =
     reader::ext_bit(format::Ext::kIo) | reader::ext_bit(format::Ext::kWork) |
     reader::ext_bit(format::Ext::kCopy) | reader::ext_bit(format::Ext::kStep) |
-    reader::ext_bit(format::Ext::kCollective) | reader::ext_bit(format::Ext::kIdList);
+    reader::ext_bit(format::Ext::kCollective) | reader::ext_bit(format::Ext::kIdList) |
+    reader::ext_bit(format::Ext::kSample) | reader::ext_bit(format::Ext::kLoaderConfig) |
+    reader::ext_bit(format::Ext::kBatchHandoff) | reader::ext_bit(format::Ext::kChannelHandoff) |
+    reader::ext_bit(format::Ext::kStackSample);
 
 struct Source {
   std::unique_ptr<reader::TraceReader> r;

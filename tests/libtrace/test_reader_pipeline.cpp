@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "libtrace/pipeline_records.hpp"
 #include "libtrace/trace_builder.hpp"
 #include "stallscope/chrome_export.hpp"
 #include "stallscope/clock.hpp"
@@ -28,101 +29,6 @@ namespace {
 template <typename T>
 bool same_bytes(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-
-format::SampleExt sample_ext() {
-  auto x = make_ext<format::SampleExt>(Ext::kSample);
-  x.loader_id = 0xA11CE;
-  x.batch_index = 17;
-  x.sample_index = 4242;
-  x.generation = 3;
-  x.worker = -1;
-  x.count = 1;
-  x.part = static_cast<uint8_t>(format::SamplePart::kGetItem);
-  return x;
-}
-
-format::LoaderConfigExt loader_ext() {
-  auto x = make_ext<format::LoaderConfigExt>(Ext::kLoaderConfig, 2);  // collate_fn
-  x.loader_id = 0xA11CE;
-  x.dataset_len = 50000;
-  x.generation = 3;
-  x.num_workers = 4;
-  x.prefetch_factor = 2;
-  x.batch_size = 32;
-  x.timeout_ms = 1500;
-  x.sampler_name = 3;
-  x.batch_sampler_name = 4;
-  x.site_name = 5;
-  x.pin_memory = static_cast<uint8_t>(format::PinMemory::kInactive);
-  x.persistent_workers = 1;
-  x.drop_last = 1;
-  x.in_order = 0;
-  x.mp_context = static_cast<uint8_t>(format::MpContext::kForkserver);
-  x.dataset_kind = static_cast<uint8_t>(format::DatasetKind::kMapStyle);
-  x.flags = format::kLoaderGetItems | format::kLoaderOverridden;
-  return x;
-}
-
-format::BatchHandoffExt handoff_ext(uint64_t requested) {
-  auto x = make_ext<format::BatchHandoffExt>(Ext::kBatchHandoff);
-  x.loader_id = 0xA11CE;
-  x.batch_index = 17;
-  x.requested = requested;
-  x.generation = 3;
-  x.worker = 2;
-  x.worker_pid = 31337;
-  return x;
-}
-
-format::ChannelHandoffExt channel_ext(uint64_t requested) {
-  auto x = make_ext<format::ChannelHandoffExt>(Ext::kChannelHandoff);
-  x.channel_id = 0xC4A77E1;
-  x.object_id = 555;
-  x.bytes = 65540;
-  x.requested = requested;
-  x.producer_pid = 101;
-  x.producer_tid = 102;
-  x.consumer_pid = 201;
-  x.consumer_tid = 202;
-  x.channel_type = static_cast<uint8_t>(format::ChannelType::kMpQueue);
-  x.parts = 3;
-  return x;
-}
-
-format::StackSampleExt stack_head() {
-  format::StackSampleExt x{};
-  x.interval_ns = 20000000;
-  x.tid = 100;
-  x.cost_ns = 1500;
-  x.on_cpu = static_cast<uint8_t>(format::OnCpu::kRunning);
-  x.flags = format::kStackLate;
-  return x;
-}
-
-constexpr uint32_t kFrames[] = {6, 7, 8};  // leaf, middle, root
-
-// One of each kind on track 1, ticks = ns, then `more` records; the
-// names they use.
-TraceBuilder pipeline_file(const Records& more = {}) {
-  TraceBuilder b;
-  b.strings({{1, "MapDataset"}, {2, "default_collate"}, {3, "RandomSampler"},
-             {4, "BatchSampler"}, {5, "train.py:42"}, {6, "leaf"}, {7, "middle"}, {8, "root"}});
-  b.tracks({thread_track(1, 100)});
-  b.events({{1, Records()
-                    .core(Kind::kSample, 0, 1000, 500, 0, 17)
-                    .ext(sample_ext())
-                    .core(Kind::kLoaderConfig, format::kInstant, 900, 0, 1, 0xA11CE)
-                    .ext(loader_ext())
-                    .core(Kind::kBatchHandoff, format::kAsync, 1000, 800, 0, 17)
-                    .ext(handoff_ext(1300))
-                    .core(Kind::kChannelHandoff, format::kAsync, 2000, 700, 0, 555)
-                    .ext(channel_ext(2200))
-                    .core(Kind::kStackSample, format::kInstant, 3000, 0, 6)
-                    .stack(stack_head(), kFrames)},
-            {1, more}});
-  b.end();
-  return b;
 }
 
 std::vector<std::string> frame_names(const TraceReader& r, std::span<const uint32_t> frames) {

@@ -102,13 +102,30 @@ struct Collective {
   bool join_only;   // the shim's call span beside the plugin's (format::kCollJoinOnly)
 };
 
-// kSample: one dataset item's load inside a loader.
+// kSample: one dataset item's load (or a fetch, a collate) inside a loader.
 struct SampleSpan {
   uint64_t loader;      // loader id, unique within its process
   uint64_t batch;       // batch index within the generation
   uint64_t index;       // dataset index
   uint32_t generation;  // which iterator of the loader
   int32_t worker;       // -1: the trainer process itself
+  uint32_t count;       // samples covered
+  format::SamplePart part;
+};
+
+// kLoaderConfig: a loader's configuration at iterator creation (the
+// dataset's class is Ev::name).
+struct LoaderConfig {
+  uint64_t loader;
+  uint64_t dataset_len;  // 0 unknown
+  uint32_t generation;
+  uint32_t num_workers;
+  uint32_t prefetch_factor;  // 0: not applicable or unknown
+  uint32_t batch_size;       // 0: None or unknown
+  format::PinMemory pin_memory;
+  bool persistent_workers, drop_last, in_order;
+  format::MpContext mp_context;
+  format::DatasetKind dataset_kind;
 };
 
 // kBatchHandoff: a batch from a loader worker to the trainer (start = put,
@@ -123,23 +140,26 @@ struct BatchHandoff {
 };
 
 // kChannelHandoff: one object through a channel stallscope did not build
-// (start = put, end = get).
+// (start = put, end = get), on the consumer's track (which names it).
 struct ChannelHandoff {
   uint64_t channel;
-  uint64_t object;      // 0 = none
-  uint64_t bytes;       // 0 = unknown
+  uint64_t object;       // 0 = none
+  uint64_t bytes;        // 0 = unknown
+  int64_t asked_ns;      // when the consumer's get began (0 = unknown)
   uint32_t producer_pid, producer_tid;
-  uint32_t consumer_pid, consumer_tid;
-  uint8_t channel_type;  // format::ChannelType
+  uint32_t parts;        // reads or writes that carried it (0 = unknown)
+  format::ChannelType type;
 };
 
-// kStackSample: one stack of one thread, frames in RankTrace::frames.
+// kStackSample: one stack of one thread. Its innermost frame is Ev::name;
+// the whole stack stays in the trace (the engine keeps no per-sample frames).
 struct StackSample {
+  uint64_t interval_ns;  // the time the sample stands for
   uint32_t tid;
   uint32_t cost_ns;      // what taking the sample cost
-  uint64_t interval_ns;  // the time the sample stands for
-  uint32_t frames_at, frames_n;  // innermost first, names in RankTrace::names
-  uint8_t on_cpu;        // format::OnCpu
+  uint16_t frames;       // frames in the record
+  format::OnCpu on_cpu;
+  uint8_t flags;         // format::kStackLate | kStackTruncated | kStackNative
 };
 
 // A decoded event: a common header and one payload chosen by `kind`.
@@ -183,6 +203,8 @@ struct Ev {
   const BatchHandoff& handoff() const { return is(Kind::kBatchHandoff), u_.handoff; }
   ChannelHandoff& channel() { return is(Kind::kChannelHandoff), u_.channel; }
   const ChannelHandoff& channel() const { return is(Kind::kChannelHandoff), u_.channel; }
+  LoaderConfig& loader() { return is(Kind::kLoaderConfig), u_.loader; }
+  const LoaderConfig& loader() const { return is(Kind::kLoaderConfig), u_.loader; }
   StackSample& stack() { return is(Kind::kStackSample), u_.stack; }
   const StackSample& stack() const { return is(Kind::kStackSample), u_.stack; }
   // kCounter, kRange: the sampled or attached value.
@@ -207,6 +229,7 @@ struct Ev {
     Copy copy;
     Collective coll;
     SampleSpan sample;
+    LoaderConfig loader;
     BatchHandoff handoff;
     ChannelHandoff channel;
     StackSample stack;
@@ -272,7 +295,6 @@ struct RankTrace {
   std::vector<TrackDesc> tracks;
   std::vector<std::string> names = {""};  // names[0] = none
   std::vector<uint64_t> ids;              // pool for Work::ids_at / ids_n
-  std::vector<uint32_t> frames;           // pool for StackSample frames (name ids)
   // Files read, rank-scoped: StorageRead::file indexes it (files[0] = unknown).
   // A rank's processes each write their own trace, each with its own string
   // ids; one path is one id here. At most kMaxFiles; later paths share
