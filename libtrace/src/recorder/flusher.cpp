@@ -191,6 +191,10 @@ void flusher_main(Recorder* r) {
   // The wake word as of the last flush: a wake during or after it changes
   // the word, so the wait below returns at once and the next pass flushes.
   uint32_t seen = r->wake_word.load(std::memory_order_acquire);
+  // RUN/control is read once before anything else, even when the program
+  // is already exiting (stop set before this thread first ran).
+  poll_control(*r);
+  next_control = Clock::now() + std::chrono::milliseconds(kControlPollMs);
   while (!r->stop.load()) {
     const bool asked_before = r->flush_requested.load() > r->flush_done.load();
     if (!asked_before && !any_buffer_half_full(*r) && !r->stop.load()) {
