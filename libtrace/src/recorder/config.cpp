@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "sys/fd_limits.hpp"
+
 namespace stallscope::detail {
 namespace {
 
@@ -87,6 +89,14 @@ void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
   cfg.max_file_bytes = cap;
 }
 
+void apply_nofile_limit(RecorderConfig& cfg, uint64_t limit) {
+  if (limit >= sys::kMinNofile || !cfg.enabled) return;
+  cfg.enabled = false;
+  cfg.warnings.push_back("RLIMIT_NOFILE (ulimit -n) is " + std::to_string(limit) +
+                         "; tracing is off so the program keeps its descriptors (raise "
+                         "ulimit -n to at least " + std::to_string(sys::kMinNofile) + ")");
+}
+
 size_t round_buffer_size(size_t bytes) noexcept {
   size_t n = 64u << 10;
   while (n < bytes && n < (size_t{1} << 30)) n <<= 1;
@@ -118,6 +128,7 @@ RecorderConfig load_config(const sys::EnvLookup& env) {
     cfg.thread_buffer_bytes = round_buffer_size(cfg.buffer_bytes);
     if (cfg.thread_buffer_bytes > cfg.buffer_bytes) cfg.thread_buffer_bytes >>= 1;
   }
+  apply_nofile_limit(cfg, sys::nofile_limit());
   rlimit fsize{};
   if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
     apply_file_size_limit(cfg, std::max<uint64_t>(fsize.rlim_cur, 1));

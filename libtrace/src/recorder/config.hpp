@@ -45,6 +45,12 @@ RecorderConfig load_config(const sys::EnvLookup& env);
 // process's own limit.
 void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit);
 
+// Turns recording off, with a warning, when the soft RLIMIT_NOFILE
+// (`ulimit -n`) `limit` is below sys::kMinNofile: the trace file and the
+// sampler's files would take descriptors the program counts on
+// (RELIABILITY.md 36). load_config() applies the process's own limit.
+void apply_nofile_limit(RecorderConfig& cfg, uint64_t limit);
+
 // Thread buffer size actually used: a power of two in [64 KiB, 1 GiB].
 size_t round_buffer_size(size_t bytes) noexcept;
 
