@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
 
+#include "common/env_integer.hpp"
 #include "sys/fd_limits.hpp"
 
 namespace stallscope::detail {
@@ -22,16 +22,12 @@ struct Reader {
   bool integer(const char* name, int64_t lo, int64_t hi, int64_t& out) {
     const char* v = env(name);
     if (v == nullptr || *v == '\0') return false;
-    int64_t x = 0;
-    const char* end = v + std::strlen(v);
-    auto [p, ec] = std::from_chars(v, end, x);
-    if (ec != std::errc() || p != end || x < lo || x > hi) {
+    if (!parse_env_integer(v, lo, hi, &out)) {
       cfg.warnings.push_back(std::string(name) + "='" + v + "' is not an integer in [" +
                              std::to_string(lo) + ", " + std::to_string(hi) +
                              "]; using the default");
       return false;
     }
-    out = x;
     return true;
   }
 
