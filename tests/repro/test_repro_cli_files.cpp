@@ -150,6 +150,32 @@ BOOST_AUTO_TEST_CASE(an_input_below_a_directory_the_user_may_not_search_says_so,
   }
 }
 
+// The same damaged file (a checksum error mid-file): info and export exited
+// 1, report 0. One rule now: the readable part is shown, the status is 1.
+BOOST_AUTO_TEST_CASE(a_file_damaged_mid_way_gives_every_command_the_same_exit_status) {
+  TempDir dir;
+  const std::string trace = write_trace(dir);
+  std::string bytes = slurp(trace);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0xff);
+  std::ofstream(trace, std::ios::binary | std::ios::trunc) << bytes;
+  const CliResult info = run_cli(dir, {"info", trace}, "", kLimitS);
+  BOOST_TEST(info.exit_code == 1, info.err);
+  BOOST_TEST(has(info.err, "checksum mismatch"), info.err);  // the fault meant
+  BOOST_TEST(has(info.out, "error"), info.out);               // still summarized
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"report", trace}, {"report", "--json", trace}}) {
+    BOOST_TEST_CONTEXT(args[1]) {
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code == info.exit_code, r.err);
+      BOOST_TEST(has(r.err, "1 file(s) unreadable from an offset on"), r.err);
+      BOOST_TEST(has(r.out, "checksum mismatch"), r.out);  // the report, with its warning
+    }
+  }
+  const CliResult exp = run_cli(dir, {"export", "--chrome", dir.file("o.json"), trace}, "", kLimitS);
+  BOOST_TEST(exp.exit_code == info.exit_code, exp.err);
+  BOOST_TEST(slurp(dir.file("o.json")).size() > 10u);
+}
+
 BOOST_AUTO_TEST_CASE(a_device_named_as_output_is_written_in_place) {
   TempDir dir;
   const std::string trace = write_trace(dir);
