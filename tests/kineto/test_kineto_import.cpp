@@ -384,6 +384,39 @@ BOOST_AUTO_TEST_CASE(missing_fields_skip_the_event_or_fail_the_file) {
   BOOST_TEST(e.find("\"traceEvents\" is not an array") != std::string::npos, e);
 }
 
+// Regression: one ts out of range failed the whole trace ("malformed trace
+// event … is not a number of microseconds") where a negative dur skips one
+// event. Now both skip their event and are counted.
+BOOST_AUTO_TEST_CASE(a_time_out_of_range_skips_its_event_like_a_negative_dur) {
+  KinetoWriter w = loader_bound(KinetoWriter::kCurrent);
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "far", "pid": 0, "tid": 7, "ts": 1e300, "dur": 5.0})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "long", "pid": 0, "tid": 7,
+            "ts": 99999999999999999999, "dur": 5.0})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "big", "pid": 0, "tid": 7,
+            "ts": 9999999999999999, "dur": 5.0})");  // 10^16 µs: past 2^62 ns, no overflow
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "ages", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1e30})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 5.0, "dur": -1})");
+  w.raw(R"({"ph": "i", "name": "instant", "pid": 0, "tid": 7, "ts": 1e300})");  // not needed
+  const std::string json = w.json();
+  std::string e = import_error([&] { import_text(json, "far.json"); });
+  BOOST_TEST_REQUIRE(e.empty(), e);
+  const auto imp = import_text(json, "far.json");
+  BOOST_TEST(imp.stats.skipped == 5u);
+  BOOST_TEST(imp.stats.first_skip.find("\"ts\" out of range (event at byte " +
+                                       std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", "
+                                                                "\"name\": \"far\"")) +
+                                       ")") != std::string::npos,
+             imp.stats.first_skip);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(warned(r, "far.json: 5 trace event(s) skipped"));
+  BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));
+  // Not a number at all is still no trace event.
+  KinetoWriter bad = loader_bound(KinetoWriter::kCurrent);
+  bad.raw(R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": true, "dur": 1})");
+  e = import_error([&] { import_text(bad.json(), "bad.json"); });
+  BOOST_TEST(e.find("\"ts\" is not a number of microseconds") != std::string::npos, e);
+}
+
 BOOST_AUTO_TEST_CASE(any_cut_or_flipped_byte_gives_a_result_or_an_error_never_a_crash) {
   KinetoWriter w(KinetoWriter::kCurrent);
   w.step(1, 0, 10).dataloader(0, 5).runtime(5, 6, "cudaLaunchKernel").kernel(6, 9);

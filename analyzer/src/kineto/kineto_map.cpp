@@ -158,6 +158,8 @@ void Mapper::add(const RawEvent& e) {
       skip(e, "not an object");
     return;  // metadata, instants, flows, counters: not needed
   }
+  if (e.bad_time != nullptr)
+    return skip(e, e.bad_time[0] == 't' ? "\"ts\" out of range" : "\"dur\" out of range");
   if (!e.has_ts) return skip(e, "no \"ts\"");
   if (!e.has_dur) return skip(e, "no \"dur\"");
   if (e.dur_ns < 0) return skip(e, "negative \"dur\"");
