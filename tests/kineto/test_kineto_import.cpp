@@ -2,6 +2,7 @@
 // analyzed; every expected part is computed by hand from the event times.
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <tuple>
 
 #include <boost/test/unit_test.hpp>
@@ -183,6 +184,40 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
   for (const auto& n : comm->numbers)
     if (n.name == "bus_bandwidth") busbw = n.value;
   BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050 * 1.0, boost::test_tools::tolerance(1e-6));
+}
+
+// Regression: "In msg nelems" = 2^63-1 printed a bus bandwidth of 1.2e13
+// GB/s. An impossible size (past 1 TiB, or overflowing) gives no bytes and
+// a counted warning; its time still counts as communication.
+BOOST_AUTO_TEST_CASE(an_impossible_nccl_message_size_gives_no_bandwidth) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  for (int i = 0; i < 6; ++i) {
+    const double o = i * 100.0;
+    const long nelems = i == 3 ? std::numeric_limits<long>::max() : i == 4 ? (1L << 40) : 1L << 20;
+    w.step(i + 1, o, o + 100).kernel(o, o + 60).nccl(o + 40, o + 90, nelems, "Float", 2);
+  }
+  const std::string json = w.json();
+  const auto imp = import_text(json, "huge.json");
+  BOOST_TEST(imp.stats.collectives == 6u);
+  BOOST_TEST(imp.stats.implausible_sizes == 2u);
+  size_t without = 0;
+  for (const auto& e : imp.trace.events)
+    if (e.kind == format::Kind::kCollective) without += e.bytes == 0;
+  BOOST_TEST(without == 2u);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(warned(r, "huge.json: 2 NCCL collective(s) with an impossible message size (past 1 "
+                       "TiB) count as time only, with no bandwidth; the first: \"In msg nelems\" " +
+                       std::to_string(std::numeric_limits<long>::max()) + " of Float (event at byte"));
+  BOOST_TEST(mean_ms(r, Part::kCommTransfer) == 30.0, boost::test_tools::tolerance(kTol));
+  const analyzer::Stage* comm = nullptr;
+  for (const auto& st : r.stages)
+    if (st.name == "comm") comm = &st;
+  BOOST_REQUIRE(comm != nullptr);
+  double busbw = 0;
+  for (const auto& n : comm->numbers)
+    if (n.name == "bus_bandwidth") busbw = n.value;
+  // The four plausible all-reduces alone: 4 MiB / 50 ms × 2(n-1)/n.
+  BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050, boost::test_tools::tolerance(1e-6));
 }
 
 // A reduce_scatter's "In msg nelems" holds every rank's part: the event

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "kineto/kineto_internal.hpp"
+#include "stallscope/nccl_bus.hpp"
 
 namespace stallscope::analyzer::kineto {
 
@@ -263,8 +264,13 @@ void Mapper::device_event(const RawEvent& e) {
     if (e.name.starts_with("nccl")) {
       ev.kind = Kind::kCollective;
       const uint64_t size = e.args.dtype ? dtype_bytes(e.args.dtype.view()) : 0;
-      if (e.args.in_nelems > 0 && size > 0)
-        ev.bytes = static_cast<uint64_t>(e.args.in_nelems) * size;
+      if (e.args.in_nelems > 0 && size > 0) {
+        ev.bytes = nccl::plausible_call_bytes(static_cast<uint64_t>(e.args.in_nelems), size);
+        if (ev.bytes == 0 && out_.stats.implausible_sizes++ == 0)
+          out_.stats.first_implausible = "\"In msg nelems\" " + std::to_string(e.args.in_nelems) +
+                                   " of " + std::string(e.args.dtype.view()) +
+                                   " (event at byte " + std::to_string(e.offset) + ")";
+      }
       ev.worker = static_cast<uint32_t>(
           coll_op(e.args.collective ? e.args.collective.view() : e.name.view()));
       ev.count = e.args.group_size > 0 ? static_cast<uint32_t>(e.args.group_size) : 0;
@@ -329,6 +335,11 @@ void Mapper::finish() {
   if (out_.stats.skipped > 0)
     out_.warnings.push_back(out_.file + ": " + std::to_string(out_.stats.skipped) +
                             " trace event(s) skipped; the first: " + out_.stats.first_skip);
+  if (out_.stats.implausible_sizes > 0)
+    out_.warnings.push_back(out_.file + ": " + std::to_string(out_.stats.implausible_sizes) +
+                            " NCCL collective(s) with an impossible message size (past 1 TiB) "
+                            "count as time only, with no bandwidth; the first: " +
+                            out_.stats.first_implausible);
 }
 
 }  // namespace stallscope::analyzer::kineto
