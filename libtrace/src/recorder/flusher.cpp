@@ -192,7 +192,10 @@ void flusher_main(Recorder* r) {
   // the word, so the wait below returns at once and the next pass flushes.
   uint32_t seen = r->wake_word.load(std::memory_order_acquire);
   // RUN/control is read once before anything else, even when the program
-  // is already exiting (stop set before this thread first ran).
+  // is already exiting (stop set before this thread first ran) — but after
+  // the start is complete: its "off" then closes the window the start
+  // opened, never comes before it (or is lost while not yet running).
+  wait_until_started();
   poll_control(*r);
   next_control = Clock::now() + std::chrono::milliseconds(kControlPollMs);
   while (!r->stop.load()) {

@@ -78,6 +78,9 @@ struct Recorder {
 Recorder& recorder();
 // Starts recording if not started yet; false if tracing is off or failed.
 bool ensure_started();
+// Returns once a start in progress (on another thread) has finished: state
+// set, the first capture window opened. The flusher waits for it.
+void wait_until_started();
 // Registers the calling thread; returns its buffer or nullptr. `bytes`:
 // its buffer's size (0: STALLSCOPE_THREAD_BUFFER_KB); a thread that records
 // little (the sampler) asks for less, since every page is touched up front.
