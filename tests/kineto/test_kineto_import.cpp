@@ -452,6 +452,35 @@ BOOST_AUTO_TEST_CASE(a_time_out_of_range_skips_its_event_like_a_negative_dur) {
   BOOST_TEST(e.find("\"ts\" is not a number of microseconds") != std::string::npos, e);
 }
 
+// Regression: a file starting with a UTF-8 byte order mark (as editors on
+// Windows save it) was "empty or not JSON". Now the mark is skipped; byte
+// offsets in messages still count from the file's first byte.
+BOOST_AUTO_TEST_CASE(a_utf8_byte_order_mark_is_skipped) {
+  const std::string json = loader_bound(KinetoWriter::kCurrent).json();
+  const std::string bom = "\xEF\xBB\xBF";
+  const auto dir = testing::test_dir("bom");
+  testing::write_file(dir / "bom.json", bom + json);
+  testing::write_gzip(dir / "bom.json.gz", bom + json);
+  const auto plain = import_text(json);
+  for (const std::string name : {"bom.json", "bom.json.gz"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const std::string path = (dir / name).string();
+      BOOST_TEST(kin::sniff(path));
+      const std::string e = import_error([&] { kin::import_file(path); });
+      BOOST_TEST_REQUIRE(e.empty(), e);
+      const auto imp = kin::import_file(path);
+      BOOST_TEST(imp.stats.kept == plain.stats.kept);
+      BOOST_TEST(imp.stats.skipped == 0u);
+    }
+  }
+  KinetoWriter w = loader_bound(KinetoWriter::kCurrent);
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": true, "dur": 1})");
+  const std::string bad = w.json();
+  const std::string e = import_error([&] { import_text(bom + bad, "bad.json"); });
+  const size_t at = bom.size() + bad.rfind("\"ts\": true") + 6;  // the value's first byte
+  BOOST_TEST(e.find("at byte " + std::to_string(at)) != std::string::npos, e);
+}
+
 BOOST_AUTO_TEST_CASE(any_cut_or_flipped_byte_gives_a_result_or_an_error_never_a_crash) {
   KinetoWriter w(KinetoWriter::kCurrent);
   w.step(1, 0, 10).dataloader(0, 5).runtime(5, 6, "cudaLaunchKernel").kernel(6, 9);

@@ -120,6 +120,25 @@ BOOST_AUTO_TEST_CASE(fifo_at_run_control_never_hangs_the_program) {
   BOOST_TEST((t.files[0].status == reader::Status::kComplete));
 }
 
+// Regression: "on" saved with a UTF-8 byte order mark (a Windows editor)
+// was "expected 'on' or 'off', found '\xef\xbb\xbfon'; ignored".
+BOOST_AUTO_TEST_CASE(a_control_file_with_a_byte_order_mark_is_obeyed) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  std::filesystem::create_directories(dir / "run");
+  make_file(dir, "run/control", "\xEF\xBB\xBFon\r\n");
+  const RunResult r = run({helper("lifecycle"), "read", data, "100"},
+                          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_CAPTURE", "off"}}, true,
+                          20);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+  BOOST_TEST(r.err.find("expected 'on' or 'off'") == std::string::npos, r.err);
+  const RunTrace t = load_run(dir / "run");
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  // Capture off at start (no window); the control file opened one — read
+  // before the program's exit, however soon that comes.
+  BOOST_TEST(t.of_kind(format::Kind::kCapture).size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(fifo_at_run_json_never_hangs_the_program) {
   TempDir dir;
   const std::string data = make_file(dir, "data", std::string(4096, 'x'));

@@ -351,10 +351,13 @@ std::string where(ond::document& doc, const char* base, size_t size) {
 void parse_trace(const std::string& json, const std::string& name, Mapper& m, ImportedRank& out) {
   ond::parser parser;
   ond::document doc;
-  const char* base = json.data();
-  if (auto err =
-          parser.iterate(simdjson::padded_string_view(json.data(), json.size(), json.capacity()))
-              .get(doc))
+  const char* base = json.data();  // offsets in messages count from the file's first byte
+  // A UTF-8 byte order mark (editors on Windows write one) is no JSON: skipped.
+  const size_t bom = json.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  if (auto err = parser
+                     .iterate(simdjson::padded_string_view(json.data() + bom, json.size() - bom,
+                                                           json.capacity() - bom))
+                     .get(doc))
     throw ImportError(
         name + ": malformed JSON" +
         (err == simdjson::UNCLOSED_STRING

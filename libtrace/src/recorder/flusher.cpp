@@ -169,6 +169,7 @@ void poll_control(Recorder& r) {
   const ssize_t n = read_control(r.control_path, buf, sizeof buf - 1);
   if (n < 0) return;
   std::string_view s(buf, static_cast<size_t>(n));
+  if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
   if (s == "on" || s == "off") {
     stallscope_capture_set(s == "on" ? 1 : 0);
