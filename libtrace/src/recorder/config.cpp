@@ -83,6 +83,7 @@ void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
                          " lowers the trace file budget (STALLSCOPE_MAX_MB) to " +
                          megabytes(cap));
   cfg.max_file_bytes = cap;
+  cfg.max_for_fsize = true;
 }
 
 void apply_nofile_limit(RecorderConfig& cfg, uint64_t limit) {

@@ -181,7 +181,10 @@ FileWriter::Write FileWriter::write_chunk(format::ChunkType type, const uint8_t*
       const uint64_t seg_max = opts_.max_bytes / kRingSegments;
       if (offset_ + need > seg_max && type == format::ChunkType::kEvents && !rotate())
         return Write::kFailed;
-    } else if (total_bytes_ + need > opts_.max_bytes) {
+    } else if (budget_spent_ || total_bytes_ + need > opts_.max_bytes) {
+      // Spent at the first events chunk refused: none after it is written
+      // either, so what comes later is all past the budget.
+      if (type == format::ChunkType::kEvents) budget_spent_ = true;
       return Write::kBudget;
     }
   }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "recorder/recorder.hpp"
@@ -75,6 +76,30 @@ void stop_on_failure(Recorder& r) {
   r.state.store(State::kFailed);
 }
 
+// The first events chunk refused for the budget: one note naming the
+// knobs, and each track's buffer drops so far (see end_payload).
+void on_budget_spent(Recorder& r) {
+  if (!r.buffer_drops_at_budget.empty() || !r.writer.budget_spent()) return;
+  for (const auto& t : r.registry.totals()) {
+    if (r.buffer_drops_at_budget.size() <= t.track_id)
+      r.buffer_drops_at_budget.resize(t.track_id + 1, 0);
+    r.buffer_drops_at_budget[t.track_id] = t.dropped_buffer;
+  }
+  if (r.buffer_drops_at_budget.empty()) r.buffer_drops_at_budget.resize(1, 0);
+  char knob[160];
+  if (r.cfg.max_for_fsize) {
+    std::snprintf(knob, sizeof knob, "%llu KiB: STALLSCOPE_MAX_MB lowered for ulimit -f",
+                  static_cast<unsigned long long>(r.cfg.max_file_bytes >> 10));
+  } else {
+    std::snprintf(knob, sizeof knob, "STALLSCOPE_MAX_MB=%llu",
+                  static_cast<unsigned long long>(r.cfg.max_file_bytes >> 20));
+  }
+  warn(r.writer.path() + " reached its disk budget (" + knob +
+       "): later events are dropped and counted as disk drops; raise " +
+       (r.cfg.max_for_fsize ? "ulimit -f" : "STALLSCOPE_MAX_MB (0: no limit)") +
+       ", or STALLSCOPE_MAX_MODE=ring keeps the newest");
+}
+
 void write_events(Recorder& r, Pending& p) {
   if (p.payload.empty()) return;
   uint64_t events = 0;
@@ -86,6 +111,7 @@ void write_events(Recorder& r, Pending& p) {
   if (r.progress.steps > 0 && !r.steps_seen.load(std::memory_order_relaxed))
     r.steps_seen.store(true, std::memory_order_relaxed);  // the flusher loop acts on it
   if (res == FileWriter::Write::kFailed) stop_on_failure(r);
+  if (res == FileWriter::Write::kBudget) on_budget_spent(r);
   p.payload.clear();
   p.counts.clear();
 }
@@ -121,17 +147,27 @@ std::vector<uint8_t> end_payload(Recorder& r) {
   s.disk_dropped = r.disk_dropped;
   s.bytes_written = r.writer.bytes_written();
   std::vector<uint8_t> out(sizeof s + totals.size() * sizeof(format::TrackTotals));
-  std::memcpy(out.data(), &s, sizeof s);
   size_t at = sizeof s;
+  const bool spent = !r.buffer_drops_at_budget.empty();
   for (const auto& t : totals) {
     format::TrackTotals tt{};
     tt.track_id = t.track_id;
     tt.written = t.track_id < r.track_written.size() ? r.track_written[t.track_id] : 0;
     tt.dropped_buffer = t.dropped_buffer;
     tt.dropped_disk = t.track_id < r.track_disk_dropped.size() ? r.track_disk_dropped[t.track_id] : 0;
+    if (spent) {  // drops after the budget was spent are the budget's (a track since: all)
+      const uint64_t before = t.track_id < r.buffer_drops_at_budget.size()
+                                  ? r.buffer_drops_at_budget[t.track_id]
+                                  : 0;
+      const uint64_t later = tt.dropped_buffer > before ? tt.dropped_buffer - before : 0;
+      tt.dropped_buffer -= later;
+      tt.dropped_disk += later;
+      s.disk_dropped += later;
+    }
     std::memcpy(out.data() + at, &tt, sizeof tt);
     at += sizeof tt;
   }
+  std::memcpy(out.data(), &s, sizeof s);
   return out;
 }
 

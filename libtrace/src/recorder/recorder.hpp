@@ -65,6 +65,10 @@ struct Recorder {
   uint64_t disk_dropped = 0;
   std::vector<uint64_t> track_written;       // events on disk, by track id
   std::vector<uint64_t> track_disk_dropped;  // by track id
+  // Stop mode, once the disk budget is spent: each track's buffer drops so
+  // far, by track id. Later buffer drops are counted as disk drops: those
+  // events could not have reached the file, whatever the buffer size.
+  std::vector<uint64_t> buffer_drops_at_budget;
   std::vector<std::pair<std::string, std::string>> pending_attachments;
   std::mutex attach_mu;
   std::mutex internal_mu;   // writers of the process track (rare)
