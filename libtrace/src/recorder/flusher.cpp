@@ -1,6 +1,7 @@
 // The flusher thread: drains thread buffers into chunks at a bounded
 // interval (sooner when a buffer passes half full: its producer wakes the
-// flusher), polls the run directory's control file, and performs flushes
+// flusher; and at a control poll, every 100 ms, when one is past a
+// quarter), polls the run directory's control file, and performs flushes
 // requested from signal handlers. Between those it sleeps: an idle traced
 // process costs one wake-up per control poll, not one per 10 ms.
 #include <fcntl.h>
@@ -171,11 +172,14 @@ std::vector<uint8_t> end_payload(Recorder& r) {
   return out;
 }
 
-bool any_buffer_half_full(Recorder& r) {
+// A buffer holding more than 1/`parts` of its capacity.
+bool any_buffer_past(Recorder& r, size_t parts) {
   for (ThreadBuffer* b : r.registry.buffers())
-    if (b->pending_bytes() * 2 > b->capacity()) return true;
+    if (b->pending_bytes() * parts > b->capacity()) return true;
   return false;
 }
+
+bool any_buffer_half_full(Recorder& r) { return any_buffer_past(r, 2); }
 
 // Reads RUN/control into buf; -1 when it is not a regular file (a FIFO, a
 // device, a symlink: never opened in a way that could wait, never followed).
@@ -248,9 +252,11 @@ void flusher_main(Recorder* r) {
     // closed, or a flush was asked for — each wants a flush now.
     const bool woken = r->wake_word.load(std::memory_order_acquire) != seen;
     const auto now = Clock::now();
+    bool polled = false;
     if (now >= next_control) {
       poll_control(*r);
       next_control = now + std::chrono::milliseconds(kControlPollMs);
+      polled = true;
     }
     if (r->sample_in_flusher && !r->stop.load()) {  // never a new thread while closing
       if (r->steps_seen.load(std::memory_order_relaxed)) {
@@ -267,7 +273,11 @@ void flusher_main(Recorder* r) {
     }
     const uint64_t requested = r->flush_requested.load();
     const bool asked = requested > r->flush_done.load();
-    if (!asked && !woken && now < next_flush && !any_buffer_half_full(*r)) continue;
+    // At a control poll a buffer past a quarter is drained too: under a long
+    // STALLSCOPE_FLUSH_MS it would otherwise sit up to half full between
+    // wakes, leaving a burst only the other half.
+    const bool residue = polled && any_buffer_past(*r, 4);
+    if (!asked && !woken && !residue && now < next_flush && !any_buffer_half_full(*r)) continue;
     const bool final = asked && r->final_requested.load();
     seen = r->wake_word.load(std::memory_order_acquire);
     flush_now(*r, final);
