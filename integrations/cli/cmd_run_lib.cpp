@@ -31,7 +31,8 @@ constexpr uint16_t kMachine = EM_NONE;  // not checked
 
 class Fd {
  public:
-  explicit Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
+  explicit Fd(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
   ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }

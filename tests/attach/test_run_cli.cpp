@@ -61,8 +61,9 @@ BOOST_AUTO_TEST_CASE(a_preload_lib_that_is_not_the_shim_is_refused_by_name) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"/etc/passwd", "is not an ELF file"},
       {t.path(), "is not a regular file"},
-      {ATTACH_TRACE_LIB, "is a shared object, but not stallscope's preload shim (it does not "
-                         "define stallscope_preload_nccl_plugin_v1)"},
+      {ATTACH_TRACE_LIB,
+       "is a shared object, but not stallscope's preload shim (it does not "
+       "define stallscope_preload_nccl_plugin_v1)"},
       {kChild, "but not stallscope's preload shim"}};  // a PIE is a shared object too
   int k = 0;
   for (const auto& [lib, why] : cases) {

@@ -205,9 +205,11 @@ BOOST_AUTO_TEST_CASE(an_impossible_nccl_message_size_gives_no_bandwidth) {
     if (e.kind == format::Kind::kCollective) without += e.bytes == 0;
   BOOST_TEST(without == 2u);
   const auto r = kin::analyze_imported(imp, {});
-  BOOST_TEST(warned(r, "huge.json: 2 NCCL collective(s) with an impossible message size (past 1 "
-                       "TiB) count as time only, with no bandwidth; the first: \"In msg nelems\" " +
-                       std::to_string(std::numeric_limits<long>::max()) + " of Float (event at byte"));
+  BOOST_TEST(warned(r,
+                    "huge.json: 2 NCCL collective(s) with an impossible message size (past 1 "
+                    "TiB) count as time only, with no bandwidth; the first: \"In msg nelems\" " +
+                        std::to_string(std::numeric_limits<long>::max()) +
+                        " of Float (event at byte"));
   BOOST_TEST(mean_ms(r, Part::kCommTransfer) == 30.0, boost::test_tools::tolerance(kTol));
   const analyzer::Stage* comm = nullptr;
   for (const auto& st : r.stages)
@@ -424,12 +426,14 @@ BOOST_AUTO_TEST_CASE(missing_fields_skip_the_event_or_fail_the_file) {
 // event. Now both skip their event and are counted.
 BOOST_AUTO_TEST_CASE(a_time_out_of_range_skips_its_event_like_a_negative_dur) {
   KinetoWriter w = loader_bound(KinetoWriter::kCurrent);
-  w.raw(R"({"ph": "X", "cat": "kernel", "name": "far", "pid": 0, "tid": 7, "ts": 1e300, "dur": 5.0})");
+  w.raw(
+      R"({"ph": "X", "cat": "kernel", "name": "far", "pid": 0, "tid": 7, "ts": 1e300, "dur": 5.0})");
   w.raw(R"({"ph": "X", "cat": "kernel", "name": "long", "pid": 0, "tid": 7,
             "ts": 99999999999999999999, "dur": 5.0})");
   w.raw(R"({"ph": "X", "cat": "kernel", "name": "big", "pid": 0, "tid": 7,
             "ts": 9999999999999999, "dur": 5.0})");  // 10^16 µs: past 2^62 ns, no overflow
-  w.raw(R"({"ph": "X", "cat": "kernel", "name": "ages", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1e30})");
+  w.raw(
+      R"({"ph": "X", "cat": "kernel", "name": "ages", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1e30})");
   w.raw(R"({"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 5.0, "dur": -1})");
   w.raw(R"({"ph": "i", "name": "instant", "pid": 0, "tid": 7, "ts": 1e300})");  // not needed
   const std::string json = w.json();
@@ -437,11 +441,12 @@ BOOST_AUTO_TEST_CASE(a_time_out_of_range_skips_its_event_like_a_negative_dur) {
   BOOST_TEST_REQUIRE(e.empty(), e);
   const auto imp = import_text(json, "far.json");
   BOOST_TEST(imp.stats.skipped == 5u);
-  BOOST_TEST(imp.stats.first_skip.find("\"ts\" out of range (event at byte " +
-                                       std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", "
-                                                                "\"name\": \"far\"")) +
-                                       ")") != std::string::npos,
-             imp.stats.first_skip);
+  BOOST_TEST(
+      imp.stats.first_skip.find("\"ts\" out of range (event at byte " +
+                                std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", "
+                                                         "\"name\": \"far\"")) +
+                                ")") != std::string::npos,
+      imp.stats.first_skip);
   const auto r = kin::analyze_imported(imp, {});
   BOOST_TEST(warned(r, "far.json: 5 trace event(s) skipped"));
   BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));

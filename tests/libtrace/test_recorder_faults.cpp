@@ -129,8 +129,10 @@ BOOST_AUTO_TEST_CASE(stop_mode_keeps_the_file_within_budget_and_counts_the_rest)
 BOOST_AUTO_TEST_CASE(drops_after_the_disk_budget_is_spent_count_as_disk_drops) {
   TempDir d;
   auto r = run_probe({"fill-then-burst", "40000", "8", "1000000"},
-                     {{"STALLSCOPE_OUT", d.path()}, {"STALLSCOPE_MAX_MB", "1"},
-                      {"STALLSCOPE_THREAD_BUFFER_KB", "2048"}, {"STALLSCOPE_SAMPLE_MS", "0"}});
+                     {{"STALLSCOPE_OUT", d.path()},
+                      {"STALLSCOPE_MAX_MB", "1"},
+                      {"STALLSCOPE_THREAD_BUFFER_KB", "2048"},
+                      {"STALLSCOPE_SAMPLE_MS", "0"}});
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
   BOOST_TEST(r.err.find("reached its disk budget (STALLSCOPE_MAX_MB=1): later events are dropped "
                         "and counted as disk drops; raise STALLSCOPE_MAX_MB") != std::string::npos,

@@ -80,8 +80,7 @@ boost::test_tools::assertion_result can_switch_user(boost::unit_test::test_unit_
 }
 
 // `stallscope args...` as user nobody; returns the exit status, stderr in `err`.
-int run_cli_as_nobody(const TempDir& dir, const std::vector<std::string>& args,
-                      std::string* err) {
+int run_cli_as_nobody(const TempDir& dir, const std::vector<std::string>& args, std::string* err) {
   std::string cmd = "exec timeout -k 5 " + std::to_string(kLimitS) +
                     " setpriv --reuid=65534 --regid=65534 --clear-groups " +
                     shell_quote(STALLSCOPE_CLI);
@@ -161,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_file_damaged_mid_way_gives_every_command_the_same_exit_st
   const CliResult info = run_cli(dir, {"info", trace}, "", kLimitS);
   BOOST_TEST(info.exit_code == 1, info.err);
   BOOST_TEST(has(info.err, "checksum mismatch"), info.err);  // the fault meant
-  BOOST_TEST(has(info.out, "error"), info.out);               // still summarized
+  BOOST_TEST(has(info.out, "error"), info.out);              // still summarized
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"report", trace}, {"report", "--json", trace}}) {
     BOOST_TEST_CONTEXT(args[1]) {
@@ -171,7 +170,8 @@ BOOST_AUTO_TEST_CASE(a_file_damaged_mid_way_gives_every_command_the_same_exit_st
       BOOST_TEST(has(r.out, "checksum mismatch"), r.out);  // the report, with its warning
     }
   }
-  const CliResult exp = run_cli(dir, {"export", "--chrome", dir.file("o.json"), trace}, "", kLimitS);
+  const CliResult exp =
+      run_cli(dir, {"export", "--chrome", dir.file("o.json"), trace}, "", kLimitS);
   BOOST_TEST(exp.exit_code == info.exit_code, exp.err);
   BOOST_TEST(slurp(dir.file("o.json")).size() > 10u);
 }

@@ -78,11 +78,11 @@ std::string run_with_planted_trace_path(const TempDir& dir, const std::string& d
 // Runs `lifecycle nofile FILE` under `ulimit -n LIMIT`, traced or not (the
 // limit set by the shell before the exec, so the shim starts under it).
 RunResult run_under_nofile(const TempDir& dir, const std::string& data, int limit, bool traced) {
-  const std::string script = "ulimit -n " + std::to_string(limit) + " || exit 9; " +
-                             (traced ? "export LD_PRELOAD='" + shim() + "' STALLSCOPE_OUT='" +
-                                           (dir / "run") + "'; "
-                                     : std::string()) +
-                             "exec '" + helper("lifecycle") + "' nofile '" + data + "'";
+  const std::string script =
+      "ulimit -n " + std::to_string(limit) + " || exit 9; " +
+      (traced ? "export LD_PRELOAD='" + shim() + "' STALLSCOPE_OUT='" + (dir / "run") + "'; "
+              : std::string()) +
+      "exec '" + helper("lifecycle") + "' nofile '" + data + "'";
   return run({"/bin/sh", "-c", script}, {}, /*preload=*/false, /*timeout_s=*/30);
 }
 
@@ -127,9 +127,9 @@ BOOST_AUTO_TEST_CASE(a_control_file_with_a_byte_order_mark_is_obeyed) {
   const std::string data = make_file(dir, "data", std::string(4096, 'x'));
   std::filesystem::create_directories(dir / "run");
   make_file(dir, "run/control", "\xEF\xBB\xBFon\r\n");
-  const RunResult r = run({helper("lifecycle"), "read", data, "100"},
-                          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_CAPTURE", "off"}}, true,
-                          20);
+  const RunResult r =
+      run({helper("lifecycle"), "read", data, "100"},
+          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_CAPTURE", "off"}}, true, 20);
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
   BOOST_TEST(r.err.find("expected 'on' or 'off'") == std::string::npos, r.err);
   const RunTrace t = load_run(dir / "run");
@@ -300,7 +300,8 @@ BOOST_AUTO_TEST_CASE(a_small_nofile_limit_keeps_the_recorders_descriptors_few_an
   BOOST_TEST_REQUIRE(t.files.size() == 1u);
   BOOST_TEST((t.files[0].status == reader::Status::kComplete));
   long long reads = 0;
-  for (const Ev& e : t.of_kind(format::Kind::kStorageRead)) reads += e.name == data && e.io.bytes == 8;
+  for (const Ev& e : t.of_kind(format::Kind::kStorageRead))
+    reads += e.name == data && e.io.bytes == 8;
   BOOST_TEST(reads == traced.value("OPENED"));  // every read of the program recorded
 }
 

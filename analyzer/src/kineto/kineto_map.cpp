@@ -268,8 +268,8 @@ void Mapper::device_event(const RawEvent& e) {
         ev.bytes = nccl::plausible_call_bytes(static_cast<uint64_t>(e.args.in_nelems), size);
         if (ev.bytes == 0 && out_.stats.implausible_sizes++ == 0)
           out_.stats.first_implausible = "\"In msg nelems\" " + std::to_string(e.args.in_nelems) +
-                                   " of " + std::string(e.args.dtype.view()) +
-                                   " (event at byte " + std::to_string(e.offset) + ")";
+                                         " of " + std::string(e.args.dtype.view()) +
+                                         " (event at byte " + std::to_string(e.offset) + ")";
       }
       ev.worker = static_cast<uint32_t>(
           coll_op(e.args.collective ? e.args.collective.view() : e.name.view()));

@@ -91,7 +91,8 @@ void apply_nofile_limit(RecorderConfig& cfg, uint64_t limit) {
   cfg.enabled = false;
   cfg.warnings.push_back("RLIMIT_NOFILE (ulimit -n) is " + std::to_string(limit) +
                          "; tracing is off so the program keeps its descriptors (raise "
-                         "ulimit -n to at least " + std::to_string(sys::kMinNofile) + ")");
+                         "ulimit -n to at least " +
+                         std::to_string(sys::kMinNofile) + ")");
 }
 
 size_t round_buffer_size(size_t bytes) noexcept {

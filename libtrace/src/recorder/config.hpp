@@ -22,7 +22,7 @@ struct RecorderConfig {
   size_t buffer_bytes = 64u << 20;   // STALLSCOPE_BUFFER_MB: all thread buffers
   size_t thread_buffer_bytes = 2u << 20;  // STALLSCOPE_THREAD_BUFFER_KB (power of 2)
   uint64_t max_file_bytes = 256ull << 20; // STALLSCOPE_MAX_MB: per file (0 = none)
-  bool max_for_fsize = false;        // max_file_bytes lowered for the file-size limit
+  bool max_for_fsize = false;             // max_file_bytes lowered for the file-size limit
   DiskMode disk_mode = DiskMode::kStop;   // STALLSCOPE_MAX_MODE=stop|ring
   int flush_ms = 100;                // STALLSCOPE_FLUSH_MS
   int sample_ms = 10;                // STALLSCOPE_SAMPLE_MS (0 = sampler off)

@@ -6,10 +6,11 @@
 //
 // Stop mode: once the next events chunk would pass the budget, it and every
 // events chunk after it are refused (the caller counts their events as disk
-// drops: budget_spent()) and only the End chunk is still written. Ring mode: the budget is split into kRingSegments
-// segment files <base>.seg<N>.sst, each complete on its own; when one is
-// full the oldest is deleted (its events counted as discarded) and a new one
-// starts with the string, track, metadata and attachment chunks re-emitted.
+// drops: budget_spent()) and only the End chunk is still written.
+// Ring mode: the budget is split into kRingSegments segment files
+// <base>.seg<N>.sst, each complete on its own; when one is full the oldest
+// is deleted (its events counted as discarded) and a new one starts with
+// the string, track, metadata and attachment chunks re-emitted.
 //
 // A write error (ENOSPC, EIO, …) stops tracing with one warning. Before each
 // batch of writes the descriptor is checked to still be our file, so a

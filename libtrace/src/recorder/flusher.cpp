@@ -157,9 +157,8 @@ std::vector<uint8_t> end_payload(Recorder& r) {
     tt.dropped_buffer = t.dropped_buffer;
     tt.dropped_disk = t.track_id < r.track_disk_dropped.size() ? r.track_disk_dropped[t.track_id] : 0;
     if (spent) {  // drops after the budget was spent are the budget's (a track since: all)
-      const uint64_t before = t.track_id < r.buffer_drops_at_budget.size()
-                                  ? r.buffer_drops_at_budget[t.track_id]
-                                  : 0;
+      const uint64_t before =
+          t.track_id < r.buffer_drops_at_budget.size() ? r.buffer_drops_at_budget[t.track_id] : 0;
       const uint64_t later = tt.dropped_buffer > before ? tt.dropped_buffer - before : 0;
       tt.dropped_buffer -= later;
       tt.dropped_disk += later;

@@ -65,8 +65,8 @@ bool ThreadTable::open(const std::string& proc_root) {
   proc_root_ = proc_root;
   max_kept_ = fd_budget();
   process_stat_.open_kept_at(AT_FDCWD, (proc_root + "/self/stat").c_str(), O_RDONLY);
-  return dir_.open_kept_at(AT_FDCWD, (proc_root + "/self/task").c_str(),
-                           O_RDONLY | O_DIRECTORY) == 0;
+  return dir_.open_kept_at(AT_FDCWD, (proc_root + "/self/task").c_str(), O_RDONLY | O_DIRECTORY) ==
+         0;
 }
 
 // getdents64 on the kept directory descriptor: no DIR allocation per listing.
