@@ -104,6 +104,8 @@ void RankEngine::add_device_collective(const Ev& e) {
   const Collective& c = e.coll();
   const auto op = c.op;
   if (c.bytes == 0 || c.nranks < 2 || e.dur() <= 0) return;  // one rank: nothing crosses a link
+  // A damaged size or rank count is no transfer: no bandwidth.
+  if (c.bytes > nccl::kMaxCallBytes || c.nranks > (1u << 20)) return;
   const std::pair<uint8_t, uint32_t> key{static_cast<uint8_t>(op), c.nranks};
   if (stats_.coll_bw.size() >= RunStats::kMaxCollKeys && !stats_.coll_bw.contains(key)) return;
   CollBandwidth& b = stats_.coll_bw[key];

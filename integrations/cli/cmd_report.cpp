@@ -72,7 +72,15 @@ int run_report(const ReportOptions& in) {
     analyzer::write_text(std::cout, rep, t);
   }
   if (!in.html.empty() && !write_html_file(rep, in.html)) return kExitInput;
-  return rep.ranks.empty() || !rep.errors.empty() ? kExitInput : kExitOk;
+  // As info and export: a file unreadable from an offset on is reported up
+  // to there, and the exit status says the input was damaged.
+  size_t damaged = 0;
+  for (const auto& r : rep.ranks) damaged += r.drops.files_error;
+  if (damaged > 0)
+    std::cerr << "stallscope report: " << damaged
+              << " file(s) unreadable from an offset on; the report covers what comes before "
+                 "(its warnings name each file and offset)\n";
+  return rep.ranks.empty() || !rep.errors.empty() || damaged > 0 ? kExitInput : kExitOk;
 }
 
 }  // namespace
@@ -112,7 +120,10 @@ Command add_report_command(CLI::App& parent) {
                   "2048; a .json.gz is checked while it inflates)")
       ->type_name("MIB")
       ->check(CLI::Range(1, 4095));
-  sub->footer("Exit status: 0 reported, 1 no readable input (or an unwritable --html), 2 usage error.");
+  sub->footer(
+      "Exit status (as info and export): 0 reported (cut files only warn), 1 an input missing\n"
+      "or unreadable, even in part (the readable part is still reported), or an unwritable\n"
+      "--html, 2 usage error.");
   return {sub, [opt] { return run_report(*opt); }};
 }
 

@@ -37,6 +37,11 @@ struct ChildEnv {
 // Where the preload shim is: STALLSCOPE_PRELOAD_LIB, else
 // <dir of this executable>/../lib/libstallscope_preload.so. "" with *error.
 std::string find_preload_lib(std::string* error);
+// What keeps `path` from being the preload shim (cmd_run_lib.cpp), read
+// without loading it: "" for a regular ELF shared object of this machine
+// that defines the shim's marker symbol; else the reason, as a phrase
+// ("not an ELF file", "a shared object, but not stallscope's preload shim …").
+std::string preload_lib_problem(const std::string& path);
 // The folder holding hooks/sitecustomize.py and the stallscope package.
 std::string find_python_dir();
 // True when argv[0]'s base name starts with "python".

@@ -68,12 +68,26 @@ std::string claim_dir(const RunOptions& o, std::string* key_out, std::string* er
 
 std::string find_preload_lib(std::string* error) {
   if (const char* e = std::getenv("STALLSCOPE_PRELOAD_LIB"); e != nullptr && *e != '\0') {
-    if (::access(e, R_OK) == 0) return fs::absolute(e).string();
-    *error = std::string("STALLSCOPE_PRELOAD_LIB='") + e + "' is not a readable file";
-    return "";
+    if (::access(e, R_OK) != 0) {
+      *error = std::string("STALLSCOPE_PRELOAD_LIB='") + e + "' is not a readable file";
+      return "";
+    }
+    if (const std::string why = preload_lib_problem(e); !why.empty()) {
+      *error = std::string("STALLSCOPE_PRELOAD_LIB='") + e + "' is " + why +
+               "; unset it to use the shim installed with stallscope";
+      return "";
+    }
+    return fs::absolute(e).string();
   }
   const fs::path lib = (self_dir() / "../lib/libstallscope_preload.so").lexically_normal();
-  if (::access(lib.c_str(), R_OK) == 0) return lib.string();
+  if (::access(lib.c_str(), R_OK) == 0) {
+    if (const std::string why = preload_lib_problem(lib); !why.empty()) {
+      *error = "the preload library " + lib.string() + " is " + why +
+               " (rebuild the stallscope_preload target, or set STALLSCOPE_PRELOAD_LIB)";
+      return "";
+    }
+    return lib.string();
+  }
   *error = "the preload library is missing: " + lib.string() +
            " (build the stallscope_preload target, or set STALLSCOPE_PRELOAD_LIB)";
   return "";

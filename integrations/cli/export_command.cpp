@@ -169,8 +169,9 @@ Command add_export_command(CLI::App& parent) {
       "The trace start is the earliest recorder start among the files; JSON timestamps count\n"
       "from it. A warning is printed when the output would pass ~1 GiB, about what a browser\n"
       "can open: narrow it with --from/--to or --steps.\n"
-      "Exit status: 0 written, 1 an input unreadable (the readable part is still written) or\n"
-      "the output unwritable, 2 usage error.");
+      "Exit status (as info and report): 0 written (cut files only warn), 1 an input missing\n"
+      "or unreadable, even in part (the readable part is still written), or the output\n"
+      "unwritable, 2 usage error.");
   return {sub, [opt] { return run_export(*opt); }};
 }
 

@@ -47,7 +47,9 @@ Command add_info_command(CLI::App& parent) {
       "bytes lost; error = unreadable from an offset on), events by kind, time span, tracks,\n"
       "drops (buffer: gap records and End totals; disk budget; ring discarded).\n"
       "Then ring segments grouped by process and run totals with disk used vs budget.\n"
-      "Exit status: 0 all readable (cut files included), 1 a file unreadable, 2 usage error.");
+      "Exit status (as report and export): 0 all readable (cut files included), 1 an input\n"
+      "missing or unreadable, even in part (the readable part is still summarized), 2 usage\n"
+      "error.");
   return {sub, [opt] { return run_info(*opt); }};
 }
 

@@ -46,7 +46,12 @@ pid_t start(const std::vector<std::string>& argv, const std::string& log,
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   env.push_back("STALLSCOPE_PRELOAD_LIB=" + preload_lib());
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  // extra_env replaces what is set (getenv finds the first of duplicates).
+  for (const auto& kv : extra_env) {
+    const std::string name = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(env, [&](const std::string& v) { return v.rfind(name, 0) == 0; });
+    env.push_back(kv);
+  }
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -52,6 +52,39 @@ BOOST_AUTO_TEST_CASE(refuses_a_static_binary_clearly) {
   BOOST_TEST(slurp(log).find("statically linked") != std::string::npos, slurp(log));
 }
 
+// Regression: STALLSCOPE_PRELOAD_LIB=/etc/passwd was accepted; the loader
+// skipped it and the run ended with no trace. The library is checked first
+// (read, not loaded) and refused with the variable, the path and the reason.
+BOOST_AUTO_TEST_CASE(a_preload_lib_that_is_not_the_shim_is_refused_by_name) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/etc/passwd", "is not an ELF file"},
+      {t.path(), "is not a regular file"},
+      {ATTACH_TRACE_LIB,
+       "is a shared object, but not stallscope's preload shim (it does not "
+       "define stallscope_preload_nccl_plugin_v1)"},
+      {kChild, "but not stallscope's preload shim"}};  // a PIE is a shared object too
+  int k = 0;
+  for (const auto& [lib, why] : cases) {
+    BOOST_TEST_CONTEXT(lib) {
+      const std::string out = t.path() + "/run" + std::to_string(k++);
+      // 1, not the command's 0: it never started.
+      BOOST_TEST(run(run_argv(out, {}, {kChild, "exit", "0"}), log, 20,
+                     {"STALLSCOPE_PRELOAD_LIB=" + lib}) == 1,
+                 slurp(log));
+      const std::string said = slurp(log).substr(slurp(log).rfind("stallscope run: "));
+      BOOST_TEST(said.find("stallscope run: STALLSCOPE_PRELOAD_LIB='" + lib + "' ") == 0u, said);
+      BOOST_TEST(said.find(why) != std::string::npos, said);
+    }
+  }
+  // The shim itself passes.
+  if (std::string(ATTACH_PRELOAD).empty()) return;
+  BOOST_TEST(run(run_argv(t.path() + "/ok", {}, {kChild, "exit", "0"}), log, 20,
+                 {std::string("STALLSCOPE_PRELOAD_LIB=") + ATTACH_PRELOAD}) == 0,
+             slurp(log));
+}
+
 // The command's signal dispositions are those stallscope inherited: SIGHUP
 // stays ignored under nohup, and SIGXFSZ, which stallscope ignores itself
 // (a write past a file-size limit fails instead of killing it), reaches the

@@ -2,6 +2,7 @@
 // analyzed; every expected part is computed by hand from the event times.
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <tuple>
 
 #include <boost/test/unit_test.hpp>
@@ -195,6 +196,40 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
   BOOST_TEST(comm->measured);
   const double busbw = comm->figure(analyzer::Fig::kBusBandwidth).value_or(0);
   BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050 * 1.0, boost::test_tools::tolerance(1e-6));
+}
+
+// Regression: "In msg nelems" = 2^63-1 printed a bus bandwidth of 1.2e13
+// GB/s. An impossible size (past 1 TiB, or overflowing) gives no bytes and
+// a counted warning; its time still counts as communication.
+BOOST_AUTO_TEST_CASE(an_impossible_nccl_message_size_gives_no_bandwidth) {
+  KinetoWriter w(KinetoWriter::kCurrent);
+  for (int i = 0; i < 6; ++i) {
+    const double o = i * 100.0;
+    const long nelems = i == 3 ? std::numeric_limits<long>::max() : i == 4 ? (1L << 40) : 1L << 20;
+    w.step(i + 1, o, o + 100).kernel(o, o + 60).nccl(o + 40, o + 90, nelems, "Float", 2);
+  }
+  const std::string json = w.json();
+  const auto imp = import_text(json, "huge.json");
+  BOOST_TEST(imp.stats.collectives == 6u);
+  BOOST_TEST(imp.stats.implausible_sizes == 2u);
+  size_t without = 0;
+  for (const auto& e : imp.trace.events)
+    if (e.kind == format::Kind::kCollective) without += e.coll().bytes == 0;
+  BOOST_TEST(without == 2u);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(warned(r,
+                    "huge.json: 2 NCCL collective(s) with an impossible message size (past 1 "
+                    "TiB) count as time only, with no bandwidth; the first: \"In msg nelems\" " +
+                        std::to_string(std::numeric_limits<long>::max()) +
+                        " of Float (event at byte"));
+  BOOST_TEST(mean_ms(r, Part::kCommTransfer) == 30.0, boost::test_tools::tolerance(kTol));
+  const analyzer::Stage* comm = nullptr;
+  for (const auto& st : r.stages)
+    if (st.kind == analyzer::StageKind::kComm) comm = &st;
+  BOOST_REQUIRE(comm != nullptr);
+  const double busbw = comm->figure(analyzer::Fig::kBusBandwidth).value_or(0);
+  // The four plausible all-reduces alone: 4 MiB / 50 ms × 2(n-1)/n.
+  BOOST_TEST(busbw == double(uint64_t{4} << 20) / 0.050, boost::test_tools::tolerance(1e-6));
 }
 
 // A reduce_scatter's "In msg nelems" holds every rank's part: the event
@@ -393,6 +428,71 @@ BOOST_AUTO_TEST_CASE(missing_fields_skip_the_event_or_fail_the_file) {
   e = import_error(
       [] { import_text(R"({"schemaVersion": 1, "traceEvents": {"a": 1}})", "obj.json"); });
   BOOST_TEST(e.find("\"traceEvents\" is not an array") != std::string::npos, e);
+}
+
+// Regression: one ts out of range failed the whole trace ("malformed trace
+// event … is not a number of microseconds") where a negative dur skips one
+// event. Now both skip their event and are counted.
+BOOST_AUTO_TEST_CASE(a_time_out_of_range_skips_its_event_like_a_negative_dur) {
+  KinetoWriter w = loader_bound(KinetoWriter::kCurrent);
+  w.raw(
+      R"({"ph": "X", "cat": "kernel", "name": "far", "pid": 0, "tid": 7, "ts": 1e300, "dur": 5.0})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "long", "pid": 0, "tid": 7,
+            "ts": 99999999999999999999, "dur": 5.0})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "big", "pid": 0, "tid": 7,
+            "ts": 9999999999999999, "dur": 5.0})");  // 10^16 µs: past 2^62 ns, no overflow
+  w.raw(
+      R"({"ph": "X", "cat": "kernel", "name": "ages", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1e30})");
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 5.0, "dur": -1})");
+  w.raw(R"({"ph": "i", "name": "instant", "pid": 0, "tid": 7, "ts": 1e300})");  // not needed
+  const std::string json = w.json();
+  std::string e = import_error([&] { import_text(json, "far.json"); });
+  BOOST_TEST_REQUIRE(e.empty(), e);
+  const auto imp = import_text(json, "far.json");
+  BOOST_TEST(imp.stats.skipped == 5u);
+  BOOST_TEST(
+      imp.stats.first_skip.find("\"ts\" out of range (event at byte " +
+                                std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", "
+                                                         "\"name\": \"far\"")) +
+                                ")") != std::string::npos,
+      imp.stats.first_skip);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_TEST(warned(r, "far.json: 5 trace event(s) skipped"));
+  BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));
+  // Not a number at all is still no trace event.
+  KinetoWriter bad = loader_bound(KinetoWriter::kCurrent);
+  bad.raw(R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": true, "dur": 1})");
+  e = import_error([&] { import_text(bad.json(), "bad.json"); });
+  BOOST_TEST(e.find("\"ts\" is not a number of microseconds") != std::string::npos, e);
+}
+
+// Regression: a file starting with a UTF-8 byte order mark (as editors on
+// Windows save it) was "empty or not JSON". Now the mark is skipped; byte
+// offsets in messages still count from the file's first byte.
+BOOST_AUTO_TEST_CASE(a_utf8_byte_order_mark_is_skipped) {
+  const std::string json = loader_bound(KinetoWriter::kCurrent).json();
+  const std::string bom = "\xEF\xBB\xBF";
+  const auto dir = testing::test_dir("bom");
+  testing::write_file(dir / "bom.json", bom + json);
+  testing::write_gzip(dir / "bom.json.gz", bom + json);
+  const auto plain = import_text(json);
+  for (const std::string name : {"bom.json", "bom.json.gz"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const std::string path = (dir / name).string();
+      BOOST_TEST(kin::sniff(path));
+      const std::string e = import_error([&] { kin::import_file(path); });
+      BOOST_TEST_REQUIRE(e.empty(), e);
+      const auto imp = kin::import_file(path);
+      BOOST_TEST(imp.stats.kept == plain.stats.kept);
+      BOOST_TEST(imp.stats.skipped == 0u);
+    }
+  }
+  KinetoWriter w = loader_bound(KinetoWriter::kCurrent);
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": true, "dur": 1})");
+  const std::string bad = w.json();
+  const std::string e = import_error([&] { import_text(bom + bad, "bad.json"); });
+  const size_t at = bom.size() + bad.rfind("\"ts\": true") + 6;  // the value's first byte
+  BOOST_TEST(e.find("at byte " + std::to_string(at)) != std::string::npos, e);
 }
 
 BOOST_AUTO_TEST_CASE(any_cut_or_flipped_byte_gives_a_result_or_an_error_never_a_crash) {

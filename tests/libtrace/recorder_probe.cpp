@@ -140,6 +140,29 @@ int mode_paced(long batches, long per_batch) {
   return 0;
 }
 
+// `fill` spans, a synchronous flush (a budget they pass is spent by now),
+// then `threads` threads burst `burst` spans each at once.
+int mode_fill_then_burst(long fill, int threads, long burst) {
+  spans(name("fill"), fill);
+  if (stallscope_flush() != 0) return 5;
+  const auto n = name("burst");
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) ts.emplace_back([&] { spans(n, burst); });
+  for (auto& t : ts) t.join();
+  say("issued", static_cast<unsigned long long>(fill + threads * burst));
+  return 0;
+}
+
+// `fill` spans, a pause of `pause_ms` (no flush asked for), then a burst
+// of `burst` as fast as they come.
+int mode_pause_then_burst(long fill, int pause_ms, long burst) {
+  spans(name("fill"), fill);
+  sleep_ms(pause_ms);
+  spans(name("burst"), burst);
+  say("issued", static_cast<unsigned long long>(fill + burst));
+  return 0;
+}
+
 int mode_kill_after_flush(long before) {
   spans(name("before_flush"), before);
   if (stallscope_flush() != 0) return 5;
@@ -444,6 +467,10 @@ int main(int argc, char** argv) {
   if (mode == "thread-names") return mode_thread_names();
   if (mode == "paced") return mode_paced(arg(2, 800), arg(3, 250));
   if (mode == "kill-after-flush") return mode_kill_after_flush(arg(2, 1000));
+  if (mode == "pause-then-burst")
+    return mode_pause_then_burst(arg(2, 1000), int(arg(3, 300)), arg(4, 1000));
+  if (mode == "fill-then-burst")
+    return mode_fill_then_burst(arg(2, 1000), int(arg(3, 1)), arg(4, 1000));
   if (mode == "signal-own") return mode_wait_for_signal(true, argv[2], arg(3, 1000));
   if (mode == "signal-default") return mode_wait_for_signal(false, nullptr, arg(2, 1000));
   if (mode == "underscore-exit") return mode_underscore_exit(arg(2, 1000));

@@ -278,6 +278,24 @@ BOOST_AUTO_TEST_CASE(a_ring_passing_half_full_is_drained_before_the_next_flush) 
   BOOST_TEST(sum_totals(l, &format::TrackTotals::dropped_buffer) == 0u);
 }
 
+// Regression: under STALLSCOPE_FLUSH_MS=60000 a ring just under half full
+// was never drained (no wake below half, no flush for a minute), so a burst
+// had only the other half: 4,000 spans (49 % of a 256 KiB ring), a pause,
+// then 7,500 at full speed lost thousands. A control poll (every 100 ms)
+// now drains a ring past a quarter; the burst finds it empty.
+BOOST_AUTO_TEST_CASE(a_long_flush_interval_leaves_a_burst_the_whole_ring) {
+  TempDir d;
+  auto r = run_probe({"pause-then-burst", "4000", "1000", "7500"},
+                     env_for(d, {{"STALLSCOPE_FLUSH_MS", "60000"},
+                                 {"STALLSCOPE_THREAD_BUFFER_KB", "256"},
+                                 {"STALLSCOPE_SAMPLE_MS", "0"}}));
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  Loaded l = load_single(d);
+  BOOST_TEST(l.by_name["fill"] == 4000u);
+  BOOST_TEST(l.by_name["burst"] == 7500u);
+  BOOST_TEST(sum_totals(l, &format::TrackTotals::dropped_buffer) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(sigkill_after_a_flush_keeps_everything_flushed) {
   TempDir d;
   auto r = run_probe({"kill-after-flush", "5000"}, env_for(d), "flushed",

@@ -119,6 +119,44 @@ BOOST_AUTO_TEST_CASE(stop_mode_keeps_the_file_within_budget_and_counts_the_rest)
   BOOST_TEST(l.end.summary.disk_dropped == disk);
 }
 
+// Regression: events a full buffer dropped after the disk budget was spent
+// were counted as buffer drops (pointing at STALLSCOPE_THREAD_BUFFER_KB);
+// none of them could have reached the file. 40,000 spans (1.3 MB) fit the
+// 2 MiB buffer but not the 1 MiB budget: after the flush the budget is
+// spent and no buffer drop can have happened yet; every drop of the burst
+// that follows (8 threads at once, more than the flusher drains) is the
+// budget's.
+BOOST_AUTO_TEST_CASE(drops_after_the_disk_budget_is_spent_count_as_disk_drops) {
+  TempDir d;
+  auto r = run_probe({"fill-then-burst", "40000", "8", "1000000"},
+                     {{"STALLSCOPE_OUT", d.path()},
+                      {"STALLSCOPE_MAX_MB", "1"},
+                      {"STALLSCOPE_THREAD_BUFFER_KB", "2048"},
+                      {"STALLSCOPE_SAMPLE_MS", "0"}});
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  BOOST_TEST(r.err.find("reached its disk budget (STALLSCOPE_MAX_MB=1): later events are dropped "
+                        "and counted as disk drops; raise STALLSCOPE_MAX_MB") != std::string::npos,
+             r.err);
+  auto files = trace_files(d.path());
+  BOOST_REQUIRE_EQUAL(files.size(), 1u);
+  Loaded l = load(files[0]);
+  BOOST_TEST(static_cast<int>(l.status) == static_cast<int>(reader::Status::kComplete));
+  uint64_t disk = 0, buffer = 0, written = 0;
+  uint64_t all_disk = 0;
+  for (const auto& t : l.end.tracks) {
+    all_disk += t.dropped_disk;
+    buffer += t.dropped_buffer;
+    if (l.track_names[t.track_id] == "stallscope") continue;  // the process track
+    disk += t.dropped_disk;
+    written += t.written;
+  }
+  BOOST_TEST(buffer == 0u);
+  BOOST_TEST(l.gap_dropped == 0u);
+  BOOST_TEST(written + disk == uint64_t(r.value("issued")));  // each span written or counted
+  BOOST_TEST(l.end.summary.disk_dropped == all_disk);
+  BOOST_TEST(l.by_name["burst"] == 0u);  // the budget was spent before the burst
+}
+
 // A file-size limit (ulimit -f) below the budget: the recorder keeps the
 // file under it, as under STALLSCOPE_MAX_MB, instead of a write past it
 // killing the program with SIGXFSZ.
@@ -131,8 +169,12 @@ BOOST_AUTO_TEST_CASE(a_file_size_limit_caps_the_file_instead_of_killing_the_prog
                      {}, {}, 60, {"prlimit", "--fsize=" + std::to_string(kLimit)});
   BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << ": " << r.err);
   BOOST_TEST(r.value("issued") == 1000000);
-  BOOST_TEST(count_lines_with(r.err, "stallscope:") == 1u, r.err);
+  // One note at start, one when the lowered budget is reached.
+  BOOST_TEST(count_lines_with(r.err, "stallscope:") == 2u, r.err);
   BOOST_TEST(r.err.find("file-size limit") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("STALLSCOPE_MAX_MB lowered for ulimit -f): later events are dropped") !=
+                 std::string::npos,
+             r.err);
   auto files = trace_files(d.path());
   BOOST_REQUIRE_EQUAL(files.size(), 1u);
   BOOST_TEST(std::filesystem::file_size(files[0]) < kLimit);

@@ -15,7 +15,10 @@
  *                              file named as another host's trace of this
  *                              pid into $STALLSCOPE_OUT
  *   lifecycle signals FILE     what sigaction/signal read back and do for
- *                              SIGINT/SIGTERM, then read and die of SIGTERM */
+ *                              SIGINT/SIGTERM, then read and die of SIGTERM
+ *   lifecycle nofile FILE      open FILE (reading 8 bytes of each) until open
+ *                              fails; print the count, the errno and every
+ *                              other descriptor with what it names */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -225,6 +228,35 @@ static int signals(const char* file) {
   return 4;
 }
 
+static int nofile(const char* file) {
+  enum { kMax = 4096 };
+  static int mine[kMax];
+  int n = 0, err = 0;
+  while (n < kMax) {
+    const int fd = open(file, O_RDONLY);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    mine[n++] = fd;
+    if (pread(fd, buf, 8, 0) != 8) die("pread");
+  }
+  printf("OPENED %d\nERRNO %d\n", n, err);
+  for (int fd = 0; fd < kMax; ++fd) {
+    int own = 0;
+    for (int i = 0; i < n && !own; ++i) own = mine[i] == fd;
+    if (own || fcntl(fd, F_GETFD) < 0) continue;
+    char link[64], target[512];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const ssize_t k = readlink(link, target, sizeof target - 1);
+    target[k > 0 ? k : 0] = '\0';
+    printf("FD %d %s\n", fd, target);
+  }
+  for (int i = 0; i < n; ++i) close(mine[i]);
+  read_n(file, 114);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* mode = argv[1];
@@ -248,6 +280,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "threads") == 0 && argc == 4) return threads(argv[2], atoi(argv[3]));
   if (strcmp(mode, "execpipe") == 0) return execpipe();
   if (strcmp(mode, "signals") == 0 && argc == 3) return signals(argv[2]);
+  if (strcmp(mode, "nofile") == 0 && argc == 3) return nofile(argv[2]);
   if (strcmp(mode, "execchain") == 0 && argc >= 4)
     return execchain(argv, atoi(argv[3]), argc == 5 && strcmp(argv[4], "plant") == 0);
   return 2;

@@ -35,12 +35,15 @@ BOOST_AUTO_TEST_CASE(leaves_a_reused_descriptor_of_the_program_alone) {
   WakePipe w;
   BOOST_REQUIRE(w.open());
   const int r = w.read_fd();
-  // The program closes both ends and gets the same numbers for a pipe of
-  // its own (lowest free numbers), with data of its own in it.
+  // The program closes both ends (the write end is the next number) and
+  // puts a pipe of its own at the same numbers, with data of its own in it.
   ::close(r);
   ::close(r + 1);
-  int mine[2];
-  BOOST_REQUIRE_EQUAL(::pipe2(mine, O_NONBLOCK), 0);
+  int fresh[2];
+  BOOST_REQUIRE_EQUAL(::pipe2(fresh, O_NONBLOCK), 0);
+  const int mine[2] = {::dup2(fresh[0], r), ::dup2(fresh[1], r + 1)};
+  ::close(fresh[0]);
+  ::close(fresh[1]);
   BOOST_REQUIRE_EQUAL(mine[0], r);
   BOOST_REQUIRE_EQUAL(mine[1], r + 1);
   w.wake();  // must not write into the program's pipe
@@ -55,6 +58,16 @@ BOOST_AUTO_TEST_CASE(leaves_a_reused_descriptor_of_the_program_alone) {
   BOOST_CHECK_EQUAL(::fcntl(mine[1], F_GETFD), 0);
   ::close(mine[0]);
   ::close(mine[1]);
+}
+
+BOOST_AUTO_TEST_CASE(keeps_off_the_low_numbers_the_program_counts_on) {
+  WakePipe w;
+  BOOST_REQUIRE(w.open());
+  BOOST_CHECK_GE(w.read_fd(), 32);  // the upper half of any limit it runs under
+  const int next = ::open("/dev/null", O_RDONLY);
+  BOOST_CHECK_LT(next, 32);  // the program's next number is the low one it expects
+  ::close(next);
+  w.close();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

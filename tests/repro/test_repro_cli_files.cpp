@@ -1,9 +1,11 @@
 // Regressions: the `stallscope` command never waits on a FIFO named as
 // input, never replaces a special file named as output (a device stays a
 // device, a FIFO receives the output) and never writes through a symlink
-// planted where it writes (RELIABILITY.md 27, 28). Each case failed on the
-// build before the fix: the command blocked forever, renamed its output over
-// the device or FIFO, or overwrote the file a planted symlink named.
+// planted where it writes (RELIABILITY.md 27, 28); an input it cannot reach
+// is named with the system's reason. Each case failed on the build before
+// the fix: the command blocked forever, renamed its output over the device
+// or FIFO, overwrote the file a planted symlink named, or said "no such file"
+// of a symlink loop.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -70,6 +72,25 @@ std::string drain_fifo(const std::string& path) {
   return out;
 }
 
+boost::test_tools::assertion_result can_switch_user(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result r(::access("/usr/bin/setpriv", X_OK) == 0 &&
+                                        ::geteuid() == 0);
+  r.message() << "needs root and setpriv to act as another user";
+  return r;
+}
+
+// `stallscope args...` as user nobody; returns the exit status, stderr in `err`.
+int run_cli_as_nobody(const TempDir& dir, const std::vector<std::string>& args, std::string* err) {
+  std::string cmd = "exec timeout -k 5 " + std::to_string(kLimitS) +
+                    " setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                    shell_quote(STALLSCOPE_CLI);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >/dev/null 2>" + shell_quote(dir.file("err"));
+  const int status = std::system(cmd.c_str());
+  *err = slurp(dir.file("err"));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(repro_cli_files)
@@ -88,6 +109,71 @@ BOOST_AUTO_TEST_CASE(a_fifo_named_as_input_is_refused_without_waiting) {
     }
   }
   BOOST_TEST(type_of(fifo) == S_IFIFO);
+}
+
+// A symlink loop was "no such file or directory", and so was a path below a
+// directory the user may not search: the system's own reason now.
+BOOST_AUTO_TEST_CASE(an_input_path_that_cannot_be_reached_is_named_with_the_real_reason) {
+  TempDir dir;
+  const std::string loop = dir.file("loop1");
+  std::filesystem::create_symlink(dir.file("loop2"), loop);
+  std::filesystem::create_symlink(loop, dir.file("loop2"));
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", loop}, {"report", loop}, {"export", "--chrome", dir.file("o.json"), loop}};
+  for (const auto& args : commands) {
+    BOOST_TEST_CONTEXT(args[0]) {
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code == 1, r.err);
+      BOOST_TEST(has(r.err, loop + ": too many levels of symbolic links"), r.err);
+      BOOST_TEST(!has(r.err, "no such file"), r.err);
+    }
+  }
+  const CliResult absent = run_cli(dir, {"info", dir.file("absent")}, "", kLimitS);
+  BOOST_TEST(has(absent.err, dir.file("absent") + ": no such file or directory"), absent.err);
+}
+
+BOOST_AUTO_TEST_CASE(an_input_below_a_directory_the_user_may_not_search_says_so,
+                     *boost::unit_test::precondition(can_switch_user)) {
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0755);  // nobody may enter the test's directory …
+  std::filesystem::create_directories(dir.file("locked/run"));
+  ::chmod(dir.file("locked").c_str(), 0700);  // … but not this one
+  const std::string below = dir.file("locked/run");
+  for (const std::string cmd : {"info", "report"}) {
+    BOOST_TEST_CONTEXT(cmd) {
+      std::string err;
+      BOOST_TEST(run_cli_as_nobody(dir, {cmd, below}, &err) == 1, err);
+      BOOST_TEST(has(err, below + ": permission denied"), err);
+      BOOST_TEST(!has(err, "no such file"), err);
+    }
+  }
+}
+
+// The same damaged file (a checksum error mid-file): info and export exited
+// 1, report 0. One rule now: the readable part is shown, the status is 1.
+BOOST_AUTO_TEST_CASE(a_file_damaged_mid_way_gives_every_command_the_same_exit_status) {
+  TempDir dir;
+  const std::string trace = write_trace(dir);
+  std::string bytes = slurp(trace);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0xff);
+  std::ofstream(trace, std::ios::binary | std::ios::trunc) << bytes;
+  const CliResult info = run_cli(dir, {"info", trace}, "", kLimitS);
+  BOOST_TEST(info.exit_code == 1, info.err);
+  BOOST_TEST(has(info.err, "checksum mismatch"), info.err);  // the fault meant
+  BOOST_TEST(has(info.out, "error"), info.out);              // still summarized
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"report", trace}, {"report", "--json", trace}}) {
+    BOOST_TEST_CONTEXT(args[1]) {
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code == info.exit_code, r.err);
+      BOOST_TEST(has(r.err, "1 file(s) unreadable from an offset on"), r.err);
+      BOOST_TEST(has(r.out, "checksum mismatch"), r.out);  // the report, with its warning
+    }
+  }
+  const CliResult exp =
+      run_cli(dir, {"export", "--chrome", dir.file("o.json"), trace}, "", kLimitS);
+  BOOST_TEST(exp.exit_code == info.exit_code, exp.err);
+  BOOST_TEST(slurp(dir.file("o.json")).size() > 10u);
 }
 
 BOOST_AUTO_TEST_CASE(a_device_named_as_output_is_written_in_place) {

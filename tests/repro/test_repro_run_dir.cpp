@@ -1,8 +1,10 @@
 // Regressions: what a traced program meets in its run directory must never
 // hang it, and nothing there that is not its own is written, followed or
-// renamed (RELIABILITY.md 27, 28, 34). Each case failed on the build before
-// the fix: the program hung on a FIFO, wrote through a planted symlink, or
-// lost or renamed other files after many execs.
+// renamed (RELIABILITY.md 27, 28, 34); under a small descriptor limit the
+// recorder never takes the program's descriptors (36). Each case failed on
+// the build before the fix: the program hung on a FIFO, wrote through a
+// planted symlink, lost or renamed other files after many execs, or ran out
+// of descriptors.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -73,6 +75,31 @@ std::string run_with_planted_trace_path(const TempDir& dir, const std::string& d
   return base;
 }
 
+// Runs `lifecycle nofile FILE` under `ulimit -n LIMIT`, traced or not (the
+// limit set by the shell before the exec, so the shim starts under it).
+RunResult run_under_nofile(const TempDir& dir, const std::string& data, int limit, bool traced) {
+  const std::string script =
+      "ulimit -n " + std::to_string(limit) + " || exit 9; " +
+      (traced ? "export LD_PRELOAD='" + shim() + "' STALLSCOPE_OUT='" + (dir / "run") + "'; "
+              : std::string()) +
+      "exec '" + helper("lifecycle") + "' nofile '" + data + "'";
+  return run({"/bin/sh", "-c", script}, {}, /*preload=*/false, /*timeout_s=*/30);
+}
+
+// "FD n target" lines: descriptors the program did not open itself.
+std::vector<std::pair<int, std::string>> other_fds(const std::string& out) {
+  std::vector<std::pair<int, std::string>> fds;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("FD ", 0) != 0) continue;
+    const size_t sp = line.find(' ', 3);
+    fds.emplace_back(std::stoi(line.substr(3, sp - 3)),
+                     sp == std::string::npos ? "" : line.substr(sp + 1));
+  }
+  return fds;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(repro_run_dir)
@@ -91,6 +118,25 @@ BOOST_AUTO_TEST_CASE(fifo_at_run_control_never_hangs_the_program) {
   const RunTrace t = load_run(dir / "run");
   BOOST_TEST_REQUIRE(t.files.size() == 1u);
   BOOST_TEST((t.files[0].status == reader::Status::kComplete));
+}
+
+// Regression: "on" saved with a UTF-8 byte order mark (a Windows editor)
+// was "expected 'on' or 'off', found '\xef\xbb\xbfon'; ignored".
+BOOST_AUTO_TEST_CASE(a_control_file_with_a_byte_order_mark_is_obeyed) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  std::filesystem::create_directories(dir / "run");
+  make_file(dir, "run/control", "\xEF\xBB\xBFon\r\n");
+  const RunResult r =
+      run({helper("lifecycle"), "read", data, "100"},
+          {{"STALLSCOPE_OUT", dir / "run"}, {"STALLSCOPE_CAPTURE", "off"}}, true, 20);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+  BOOST_TEST(r.err.find("expected 'on' or 'off'") == std::string::npos, r.err);
+  const RunTrace t = load_run(dir / "run");
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  // Capture off at start (no window); the control file opened one — read
+  // before the program's exit, however soon that comes.
+  BOOST_TEST(t.of_kind(format::Kind::kCapture).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(fifo_at_run_json_never_hangs_the_program) {
@@ -201,6 +247,62 @@ BOOST_AUTO_TEST_CASE(signal_dispositions_stay_the_programs_own) {
   size_t reads = 0;
   for (const Ev& e : t.of_kind(format::Kind::kStorageRead)) reads += e.io.bytes == 123;
   BOOST_TEST(reads == 1u);
+}
+
+// RELIABILITY.md 36. Under `ulimit -n 8` the recorder's descriptors (trace
+// file, sampler files) took the program's: its own open failed with EMFILE
+// after fewer files than untraced. Now tracing is off, with a note.
+BOOST_AUTO_TEST_CASE(a_tiny_nofile_limit_turns_tracing_off_and_leaves_every_descriptor) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const RunResult plain = run_under_nofile(dir, data, 8, false);
+  BOOST_TEST_REQUIRE(plain.exit_code == 0, plain.err);
+  BOOST_TEST_REQUIRE(plain.value("OPENED") >= 1);
+  const RunResult traced = run_under_nofile(dir, data, 8, true);
+  BOOST_TEST_REQUIRE(traced.exit_code == 0, traced.err);
+  BOOST_TEST(traced.value("OPENED") == plain.value("OPENED"), traced.out << traced.err);
+  BOOST_TEST(traced.value("ERRNO") == EMFILE);
+  BOOST_TEST(traced.err.find("stallscope: RLIMIT_NOFILE (ulimit -n) is 8; tracing is off so the "
+                             "program keeps its descriptors (raise ulimit -n to at least 64)") !=
+                 std::string::npos,
+             traced.err);
+  std::vector<int> plain_fds, traced_fds;  // (stdout and stderr name other pipes)
+  for (const auto& fd : other_fds(plain.out)) plain_fds.push_back(fd.first);
+  for (const auto& fd : other_fds(traced.out)) traced_fds.push_back(fd.first);
+  BOOST_TEST(traced_fds == plain_fds, traced.out);
+  BOOST_TEST(!std::filesystem::exists(dir / "run"));  // nothing recorded, nothing created
+}
+
+// Under `ulimit -n 64` tracing stays on with few descriptors, none of them
+// low: the trace file sat at 3 (the program's first number) and the sampler
+// kept a stat file per thread besides. Now the trace file and the sampler's
+// kept files are in the upper half; per-thread files are opened per read.
+BOOST_AUTO_TEST_CASE(a_small_nofile_limit_keeps_the_recorders_descriptors_few_and_high) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const RunResult plain = run_under_nofile(dir, data, 64, false);
+  BOOST_TEST_REQUIRE(plain.exit_code == 0, plain.err);
+  const RunResult traced = run_under_nofile(dir, data, 64, true);
+  BOOST_TEST_REQUIRE(traced.exit_code == 0, traced.err);
+  // The trace file and four sampler files, and one opened for a moment.
+  BOOST_TEST(traced.value("OPENED") + 6 >= plain.value("OPENED"),
+             traced.value("OPENED") << " vs " << plain.value("OPENED") << " untraced");
+  bool trace_seen = false;
+  for (const auto& [fd, target] : other_fds(traced.out)) {
+    const bool trace = target.ends_with(".sst");
+    const bool kept = trace || ((target.rfind("/proc/", 0) == 0 || target.rfind("/sys/", 0) == 0) &&
+                                target.find("/task/") == std::string::npos);
+    trace_seen = trace_seen || trace;
+    if (kept) BOOST_TEST(fd >= 32, "descriptor " << fd << " (" << target << ") is low");
+  }
+  BOOST_TEST(trace_seen, traced.out);
+  const RunTrace t = load_run(dir / "run");
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  BOOST_TEST((t.files[0].status == reader::Status::kComplete));
+  long long reads = 0;
+  for (const Ev& e : t.of_kind(format::Kind::kStorageRead))
+    reads += e.name == data && e.io.bytes == 8;
+  BOOST_TEST(reads == traced.value("OPENED"));  // every read of the program recorded
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -44,6 +44,8 @@ struct ImportStats {
   uint64_t steps = 0, data_waits = 0, kernels = 0, collectives = 0, copies = 0, api_calls = 0,
            syncs = 0;
   uint64_t skipped = 0;    // unusable events (missing ts/dur …)
+  uint64_t implausible_sizes = 0;  // collectives whose message size is impossible: no bytes
+  std::string first_implausible;   // the first one's size, with its byte offset
   std::string first_skip;  // why the first one was skipped, with its byte offset
 };
 

@@ -61,6 +61,7 @@ struct RawEvent {
   Id pid, tid;
   bool has_ts = false, has_dur = false;
   int64_t ts_ns = 0, dur_ns = 0;
+  const char* bad_time = nullptr;  // "ts" or "dur": a number out of range
   RawArgs args;
   uint64_t offset = 0;  // byte offset of the event in the JSON
 };

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "kineto/kineto_internal.hpp"
+#include "stallscope/nccl_bus.hpp"
 
 namespace stallscope::analyzer::kineto {
 
@@ -159,6 +160,8 @@ void Mapper::add(const RawEvent& e) {
       skip(e, "not an object");
     return;  // metadata, instants, flows, counters: not needed
   }
+  if (e.bad_time != nullptr)
+    return skip(e, e.bad_time[0] == 't' ? "\"ts\" out of range" : "\"dur\" out of range");
   if (!e.has_ts) return skip(e, "no \"ts\"");
   if (!e.has_dur) return skip(e, "no \"dur\"");
   if (e.dur_ns < 0) return skip(e, "negative \"dur\"");
@@ -261,8 +264,13 @@ void Mapper::device_event(const RawEvent& e) {
       ev.kind = Kind::kCollective;
       Collective& c = ev.coll();
       const uint64_t size = e.args.dtype ? dtype_bytes(e.args.dtype.view()) : 0;
-      if (e.args.in_nelems > 0 && size > 0)
-        c.bytes = static_cast<uint64_t>(e.args.in_nelems) * size;
+      if (e.args.in_nelems > 0 && size > 0) {
+        c.bytes = nccl::plausible_call_bytes(static_cast<uint64_t>(e.args.in_nelems), size);
+        if (c.bytes == 0 && out_.stats.implausible_sizes++ == 0)
+          out_.stats.first_implausible = "\"In msg nelems\" " + std::to_string(e.args.in_nelems) +
+                                         " of " + std::string(e.args.dtype.view()) +
+                                         " (event at byte " + std::to_string(e.offset) + ")";
+      }
       c.op = coll_op(e.args.collective ? e.args.collective.view() : e.name.view());
       c.nranks = e.args.group_size > 0 ? static_cast<uint32_t>(e.args.group_size) : 0;
       // "In msg nelems" of a reduce_scatter is its input, every rank's part;
@@ -325,6 +333,11 @@ void Mapper::finish() {
   if (out_.stats.skipped > 0)
     out_.warnings.push_back(out_.file + ": " + std::to_string(out_.stats.skipped) +
                             " trace event(s) skipped; the first: " + out_.stats.first_skip);
+  if (out_.stats.implausible_sizes > 0)
+    out_.warnings.push_back(out_.file + ": " + std::to_string(out_.stats.implausible_sizes) +
+                            " NCCL collective(s) with an impossible message size (past 1 TiB) "
+                            "count as time only, with no bandwidth; the first: " +
+                            out_.stats.first_implausible);
 }
 
 }  // namespace stallscope::analyzer::kineto

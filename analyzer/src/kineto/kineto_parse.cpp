@@ -32,8 +32,27 @@ bool number_fallback(std::string_view s, double scale, int64_t* out) {
   return true;
 }
 
+// Times from ±2^62 ns (146 years) on are no profiler's (and below it ts +
+// dur stays in 64 bits): such a ts or dur is out of range, and its event is
+// skipped and counted, as one with a negative dur is.
+constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
+
+enum class Time { kOk, kNotANumber, kOutOfRange };
+
+// The general case (an exponent, many digits) through double.
+Time time_fallback(std::string_view s, int64_t* out) {
+  double d = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (r.ec == std::errc::result_out_of_range) return Time::kOutOfRange;
+  if (r.ec != std::errc()) return Time::kNotANumber;
+  const double ns = d * 1000.0;
+  if (!std::isfinite(ns) || std::fabs(ns) >= double(kMaxTimeNs)) return Time::kOutOfRange;
+  *out = std::llround(ns);
+  return Time::kOk;
+}
+
 // A JSON number (or a quoted one) of µs as ns, exact to the ns.
-bool us_to_ns(std::string_view s, int64_t* out) {
+Time us_to_ns(std::string_view s, int64_t* out) {
   if (!s.empty() && s[0] == '"') s = s.substr(1, s.find('"', 1) - 1);
   size_t i = 0;
   const bool neg = i < s.size() && s[i] == '-';
@@ -42,25 +61,25 @@ bool us_to_ns(std::string_view s, int64_t* out) {
   uint64_t ip = 0;
   while (i < s.size() && is_digit(s[i]) && i - int_start < 16)
     ip = ip * 10 + uint64_t(s[i++] - '0');
-  if (i == int_start) return false;
-  int64_t frac = 0;
+  if (i == int_start) return Time::kNotANumber;
+  uint64_t frac = 0;
   int fd = 0;
   if (i < s.size() && s[i] == '.') {
     ++i;
     for (; i < s.size() && is_digit(s[i]); ++i) {
       if (fd < 3)
-        frac = frac * 10 + (s[i] - '0');
+        frac = frac * 10 + uint64_t(s[i] - '0');
       else if (fd == 3 && s[i] >= '5')
         frac += 1;  // round half up at the ns
       ++fd;
     }
   }
-  if (i < s.size() && (is_digit(s[i]) || s[i] == 'e' || s[i] == 'E'))
-    return number_fallback(s, 1000.0, out);
+  if (i < s.size() && (is_digit(s[i]) || s[i] == 'e' || s[i] == 'E')) return time_fallback(s, out);
   for (; fd < 3; ++fd) frac *= 10;
-  const int64_t v = static_cast<int64_t>(ip) * 1000 + frac;
-  *out = neg ? -v : v;
-  return true;
+  const uint64_t v = ip * 1000 + frac;  // < 10^19: no overflow in 64 bits
+  if (v >= uint64_t(kMaxTimeNs)) return Time::kOutOfRange;
+  *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  return Time::kOk;
 }
 
 bool to_int(std::string_view s, int64_t* out) {
@@ -80,10 +99,17 @@ struct BadValue {
   std::string what;
 };
 
-// ts/dur: a number of µs, or the event is not usable.
-bool read_time(ond::value& v, const char* base, const char* field, int64_t* ns) {
+// ts/dur: a number of µs; one out of range marks the event (`bad_time`)
+// to be skipped; anything else is not a trace event.
+bool read_time(ond::value& v, const char* base, const char* field, int64_t* ns,
+               const char** bad_time) {
   const std::string_view t = token(v);
-  if (us_to_ns(t, ns)) return true;
+  const Time r = us_to_ns(t, ns);
+  if (r == Time::kOk) return true;
+  if (r == Time::kOutOfRange) {
+    *bad_time = field;
+    return false;
+  }
   throw BadValue{static_cast<uint64_t>(t.data() - base),
                  std::string("\"") + field + "\" is not a number of microseconds"};
 }
@@ -253,12 +279,12 @@ void parse_event(ond::value v, const char* base, Mapper& m) {
         break;
       case 't':
         if (key_is(k, "ts"))
-          e.has_ts = read_time(val, base, "ts", &e.ts_ns);
+          e.has_ts = read_time(val, base, "ts", &e.ts_ns, &e.bad_time);
         else if (key_is(k, "tid"))
           read_id(val, e.tid);
         break;
       case 'd':
-        if (key_is(k, "dur")) e.has_dur = read_time(val, base, "dur", &e.dur_ns);
+        if (key_is(k, "dur")) e.has_dur = read_time(val, base, "dur", &e.dur_ns, &e.bad_time);
         break;
       case 'a':
         if (key_is(k, "args")) {
@@ -325,10 +351,13 @@ std::string where(ond::document& doc, const char* base, size_t size) {
 void parse_trace(const std::string& json, const std::string& name, Mapper& m, ImportedRank& out) {
   ond::parser parser;
   ond::document doc;
-  const char* base = json.data();
-  if (auto err =
-          parser.iterate(simdjson::padded_string_view(json.data(), json.size(), json.capacity()))
-              .get(doc))
+  const char* base = json.data();  // offsets in messages count from the file's first byte
+  // A UTF-8 byte order mark (editors on Windows write one) is no JSON: skipped.
+  const size_t bom = json.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  if (auto err = parser
+                     .iterate(simdjson::padded_string_view(json.data() + bom, json.size() - bom,
+                                                           json.capacity() - bom))
+                     .get(doc))
     throw ImportError(
         name + ": malformed JSON" +
         (err == simdjson::UNCLOSED_STRING

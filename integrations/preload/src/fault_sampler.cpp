@@ -22,6 +22,7 @@
 #include "shim.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
+#include "sys/fd_limits.hpp"
 #include "wake_pipe.hpp"
 
 namespace stallscope::preload {
@@ -191,12 +192,8 @@ void on_capture(int on) {
   if (on != 0 && g_mark_pending.exchange(false)) stallscope_mark(g_refusal);
 }
 
-void refused(int err) noexcept {
-  const char* name = ::strerrorname_np(err);
-  std::snprintf(g_refusal, sizeof g_refusal,
-                "memory-mapped reads not traced: perf_event_open(major page faults) failed "
-                "(%s); only per-thread major-fault counts are recorded, without their files",
-                name != nullptr ? name : "error");
+// The note and mark in g_refusal, once.
+void say_refused() noexcept {
   if (!g_note_printed) {
     g_note_printed = true;
     shim_note(g_refusal);
@@ -206,6 +203,31 @@ void refused(int err) noexcept {
   } else {
     g_mark_pending.store(true);
   }
+}
+
+void refused(int err) noexcept {
+  const char* name = ::strerrorname_np(err);
+  std::snprintf(g_refusal, sizeof g_refusal,
+                "memory-mapped reads not traced: perf_event_open(major page faults) failed "
+                "(%s); only per-thread major-fault counts are recorded, without their files",
+                name != nullptr ? name : "error");
+  say_refused();
+}
+
+// One descriptor per CPU and the wake pipe: taken only while that is at
+// most an eighth of RLIMIT_NOFILE, so the program keeps its descriptors
+// (sys/fd_limits.hpp).
+bool within_descriptor_share() noexcept {
+  const size_t need = online_cpus().size() + 2;
+  const uint64_t limit = sys::nofile_limit();
+  if (need <= limit / 8) return true;
+  std::snprintf(g_refusal, sizeof g_refusal,
+                "memory-mapped reads not traced: sampling their faults takes %zu descriptors "
+                "(one per CPU, and 2), more than an eighth of RLIMIT_NOFILE (%llu); only "
+                "per-thread major-fault counts are recorded",
+                need, static_cast<unsigned long long>(limit));
+  say_refused();
+  return false;
 }
 
 bool start_thread(Sampler* s) noexcept {
@@ -242,6 +264,10 @@ void start_now() noexcept {
   s->pid = static_cast<pid_t>(::syscall(SYS_getpid));
   s->page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   s->ns_per_tick = ns_per_tick();
+  if (!within_descriptor_share()) {
+    delete s;
+    return;
+  }
   const int rc = s->events.open();
   if (rc != 0) {
     refused(-rc);

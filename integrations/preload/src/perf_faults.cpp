@@ -13,6 +13,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "sys/fd_limits.hpp"
+
 namespace stallscope::preload {
 
 namespace {
@@ -154,6 +156,8 @@ int PerfFaultEvents::open_cpu(int cpu, size_t data_pages) noexcept {
     fd = perf_open(&a, cpu);
   }
   if (fd < 0) return -errno;
+  fd = sys::move_fd_high(static_cast<int>(fd));  // away from the program's numbers
+  if (fd < 0) return -EMFILE;
   uint64_t id = 0;
   ::syscall(SYS_ioctl, fd, PERF_EVENT_IOC_ID, &id);
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));

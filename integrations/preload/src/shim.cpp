@@ -5,8 +5,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "common/env_integer.hpp"
 
 namespace stallscope::preload {
 
@@ -30,13 +33,17 @@ namespace {
 
 std::atomic<pid_t> g_pid{0};
 
+// Parsed as the recorder parses its variables (common/env_integer.hpp), and
+// a bad value named as it names them.
 uint32_t env_u32(const char* var, uint32_t dflt, uint32_t lo, uint32_t hi) noexcept {
   const char* s = std::getenv(var);
   if (s == nullptr || *s == '\0') return dflt;
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(s, &end, 10);
-  if (*end != '\0' || v < lo || v > hi) {
-    shim_note("ignoring a bad numeric value of a STALLSCOPE_PRELOAD_* variable");
+  int64_t v = 0;
+  if (!parse_env_integer(s, lo, hi, &v)) {
+    char note[384];
+    std::snprintf(note, sizeof note, "%s='%.200s' is not an integer in [%u, %u]; using the default",
+                  var, s, lo, hi);
+    shim_note(note);
     return dflt;
   }
   return static_cast<uint32_t>(v);

@@ -5,15 +5,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sys/fd_limits.hpp"
+
 namespace stallscope::preload {
 
 bool WakePipe::open() noexcept {
   int fds[2];
   if (::syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  // Away from the numbers the program counts on (sys/fd_limits.hpp).
+  fds[0] = sys::move_fd_high(fds[0]);
+  fds[1] = sys::move_fd_high(fds[1]);
   struct stat st {};
-  if (::syscall(SYS_fstat, fds[0], &st) != 0) {
-    ::syscall(SYS_close, fds[0]);
-    ::syscall(SYS_close, fds[1]);
+  if (fds[0] < 0 || fds[1] < 0 || ::syscall(SYS_fstat, fds[0], &st) != 0) {
+    if (fds[0] >= 0) ::syscall(SYS_close, fds[0]);
+    if (fds[1] >= 0) ::syscall(SYS_close, fds[1]);
     return false;
   }
   r_ = fds[0];

@@ -3,6 +3,8 @@
 // the GPU library (integrations/cuda/src/nccl_math.hpp) and the analyzer.
 //
 //   busbw = S / t * bus_factor(op, n)
+//
+// A call size past kMaxCallBytes is not a transfer: see plausible_call_bytes.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,19 @@
 #include "stallscope/format.hpp"
 
 namespace stallscope::nccl {
+
+// The largest message one rank's call can pass: its buffer lives in one
+// GPU's memory (192 GiB on the largest today), so a size past 1 TiB is a
+// damaged or hostile trace, not a transfer. Such a size gives no bandwidth
+// (it would print as 10^13 GB/s).
+inline constexpr uint64_t kMaxCallBytes = uint64_t{1} << 40;
+
+// count × type size, or 0 when that overflows or passes kMaxCallBytes.
+inline uint64_t plausible_call_bytes(uint64_t count, uint64_t type_size) noexcept {
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(count, type_size, &bytes) || bytes > kMaxCallBytes) return 0;
+  return bytes;
+}
 
 // S: count * type size for all_reduce, broadcast, reduce, send, recv;
 // count * type size * n for all_gather (count = sendcount) and

@@ -1,6 +1,8 @@
 // TraceReader: opening, header validation and the index pass over chunks.
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -351,7 +353,11 @@ std::vector<std::string> list_trace_files(const std::string& path, std::string* 
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (ec || !fs::exists(st)) {
-    *error = path + ": no such file or directory";
+    // The system's reason (ELOOP, EACCES on a directory above, ENOENT …),
+    // lower-cased to read as the rest of the line.
+    std::string why = ec ? ec.message() : std::strerror(ENOENT);
+    if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+    *error = path + ": " + why;
     return {};
   }
   if (!fs::is_directory(st)) return {path};

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+
+#include "common/env_integer.hpp"
+#include "sys/fd_limits.hpp"
 
 namespace stallscope::detail {
 namespace {
@@ -20,16 +22,12 @@ struct Reader {
   bool integer(const char* name, int64_t lo, int64_t hi, int64_t& out) {
     const char* v = env(name);
     if (v == nullptr || *v == '\0') return false;
-    int64_t x = 0;
-    const char* end = v + std::strlen(v);
-    auto [p, ec] = std::from_chars(v, end, x);
-    if (ec != std::errc() || p != end || x < lo || x > hi) {
+    if (!parse_env_integer(v, lo, hi, &out)) {
       cfg.warnings.push_back(std::string(name) + "='" + v + "' is not an integer in [" +
                              std::to_string(lo) + ", " + std::to_string(hi) +
                              "]; using the default");
       return false;
     }
-    out = x;
     return true;
   }
 
@@ -85,6 +83,16 @@ void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit) {
                          " lowers the trace file budget (STALLSCOPE_MAX_MB) to " +
                          megabytes(cap));
   cfg.max_file_bytes = cap;
+  cfg.max_for_fsize = true;
+}
+
+void apply_nofile_limit(RecorderConfig& cfg, uint64_t limit) {
+  if (limit >= sys::kMinNofile || !cfg.enabled) return;
+  cfg.enabled = false;
+  cfg.warnings.push_back("RLIMIT_NOFILE (ulimit -n) is " + std::to_string(limit) +
+                         "; tracing is off so the program keeps its descriptors (raise "
+                         "ulimit -n to at least " +
+                         std::to_string(sys::kMinNofile) + ")");
 }
 
 size_t round_buffer_size(size_t bytes) noexcept {
@@ -118,6 +126,7 @@ RecorderConfig load_config(const sys::EnvLookup& env) {
     cfg.thread_buffer_bytes = round_buffer_size(cfg.buffer_bytes);
     if (cfg.thread_buffer_bytes > cfg.buffer_bytes) cfg.thread_buffer_bytes >>= 1;
   }
+  apply_nofile_limit(cfg, sys::nofile_limit());
   rlimit fsize{};
   if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
     apply_file_size_limit(cfg, std::max<uint64_t>(fsize.rlim_cur, 1));

@@ -22,6 +22,7 @@ struct RecorderConfig {
   size_t buffer_bytes = 64u << 20;   // STALLSCOPE_BUFFER_MB: all thread buffers
   size_t thread_buffer_bytes = 2u << 20;  // STALLSCOPE_THREAD_BUFFER_KB (power of 2)
   uint64_t max_file_bytes = 256ull << 20; // STALLSCOPE_MAX_MB: per file (0 = none)
+  bool max_for_fsize = false;             // max_file_bytes lowered for the file-size limit
   DiskMode disk_mode = DiskMode::kStop;   // STALLSCOPE_MAX_MODE=stop|ring
   int flush_ms = 100;                // STALLSCOPE_FLUSH_MS
   int sample_ms = 10;                // STALLSCOPE_SAMPLE_MS (0 = sampler off)
@@ -44,6 +45,12 @@ RecorderConfig load_config(const sys::EnvLookup& env);
 // small for a useful file turns recording off. load_config() applies the
 // process's own limit.
 void apply_file_size_limit(RecorderConfig& cfg, uint64_t limit);
+
+// Turns recording off, with a warning, when the soft RLIMIT_NOFILE
+// (`ulimit -n`) `limit` is below sys::kMinNofile: the trace file and the
+// sampler's files would take descriptors the program counts on
+// (RELIABILITY.md 36). load_config() applies the process's own limit.
+void apply_nofile_limit(RecorderConfig& cfg, uint64_t limit);
 
 // Thread buffer size actually used: a power of two in [64 KiB, 1 GiB].
 size_t round_buffer_size(size_t bytes) noexcept;

@@ -9,13 +9,11 @@
 
 #include "common/checksum.hpp"
 #include "stallscope/clock.hpp"
+#include "sys/fd_limits.hpp"
 
 namespace stallscope::detail {
 
 namespace {
-// Descriptors at or above this number are rarely used by programs; moving
-// ours there makes a clash with the program's own numbering less likely.
-constexpr int kHighFd = 700;
 // Files of one process id in one run: an image per exec, or a reused pid.
 constexpr uint32_t kMaxSameBase = 1u << 16;
 }  // namespace
@@ -52,15 +50,14 @@ int FileWriter::open_segment(std::string* error) {
   // or someone else's file; O_NONBLOCK: even the attempt cannot wait.
   int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                   0644);
+  // Away from the low numbers the program counts on (sys/fd_limits.hpp).
+  const bool created = fd >= 0;
+  if (created) fd = sys::move_fd_high(fd);
   if (fd < 0) {
     int err = errno;
+    if (created) ::unlink(path_.c_str());
     if (error) *error = "cannot create " + path_ + ": " + std::strerror(err);
     return -err;
-  }
-  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, kHighFd);
-  if (high >= 0) {
-    ::close(fd);
-    fd = high;
   }
   struct stat st{};
   ::fstat(fd, &st);
@@ -121,10 +118,10 @@ bool FileWriter::check_descriptor() {
     fail("lost the descriptor of", EBADF);
     return false;
   }
-  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, kHighFd);
-  if (high >= 0) {
-    ::close(fd);
-    fd = high;
+  fd = sys::move_fd_high(fd);
+  if (fd < 0) {
+    fail("lost the descriptor of", EMFILE);
+    return false;
   }
   fd_ = fd;
   return true;
@@ -184,7 +181,10 @@ FileWriter::Write FileWriter::write_chunk(format::ChunkType type, const uint8_t*
       const uint64_t seg_max = opts_.max_bytes / kRingSegments;
       if (offset_ + need > seg_max && type == format::ChunkType::kEvents && !rotate())
         return Write::kFailed;
-    } else if (total_bytes_ + need > opts_.max_bytes) {
+    } else if (budget_spent_ || total_bytes_ + need > opts_.max_bytes) {
+      // Spent at the first events chunk refused: none after it is written
+      // either, so what comes later is all past the budget.
+      if (type == format::ChunkType::kEvents) budget_spent_ = true;
       return Write::kBudget;
     }
   }

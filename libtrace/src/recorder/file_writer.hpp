@@ -4,12 +4,13 @@
 // earlier image of the process before an exec, a reused pid, or anything
 // planted there) is left alone and the next free name taken.
 //
-// Stop mode: once the next chunk would pass the budget, event chunks are
-// refused (the caller counts their events as disk drops) and only the End
-// chunk is still written. Ring mode: the budget is split into kRingSegments
-// segment files <base>.seg<N>.sst, each complete on its own; when one is
-// full the oldest is deleted (its events counted as discarded) and a new one
-// starts with the string, track, metadata and attachment chunks re-emitted.
+// Stop mode: once the next events chunk would pass the budget, it and every
+// events chunk after it are refused (the caller counts their events as disk
+// drops: budget_spent()) and only the End chunk is still written.
+// Ring mode: the budget is split into kRingSegments segment files
+// <base>.seg<N>.sst, each complete on its own; when one is full the oldest
+// is deleted (its events counted as discarded) and a new one starts with
+// the string, track, metadata and attachment chunks re-emitted.
 //
 // A write error (ENOSPC, EIO, …) stops tracing with one warning. Before each
 // batch of writes the descriptor is checked to still be our file, so a
@@ -59,6 +60,8 @@ class FileWriter {
   // Largest events chunk worth writing: a ring segment holds several.
   uint32_t chunk_target() const;
   bool failed() const { return failed_; }
+  // Stop mode: an events chunk was refused for the budget; no more will be written.
+  bool budget_spent() const { return budget_spent_; }
   const std::string& failure() const { return failure_; }
   const std::string& path() const { return path_; }
   // The name the files took: opts.base, or "<base>.<N>" when that was taken.
@@ -88,6 +91,7 @@ class FileWriter {
   uint64_t segment_events_[kRingSegments] = {};
   uint64_t ring_discarded_ = 0;
   bool failed_ = false;
+  bool budget_spent_ = false;
   std::string failure_;
   std::vector<std::pair<format::ChunkType, std::vector<uint8_t>>> sticky_;
 };

@@ -1,6 +1,7 @@
 // The flusher thread: drains thread buffers into chunks at a bounded
 // interval (sooner when a buffer passes half full: its producer wakes the
-// flusher), polls the run directory's control file, and performs flushes
+// flusher; and at a control poll, every 100 ms, when one is past a
+// quarter), polls the run directory's control file, and performs flushes
 // requested from signal handlers. Between those it sleeps: an idle traced
 // process costs one wake-up per control poll, not one per 10 ms.
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "recorder/recorder.hpp"
@@ -75,6 +77,30 @@ void stop_on_failure(Recorder& r) {
   r.state.store(State::kFailed);
 }
 
+// The first events chunk refused for the budget: one note naming the
+// knobs, and each track's buffer drops so far (see end_payload).
+void on_budget_spent(Recorder& r) {
+  if (!r.buffer_drops_at_budget.empty() || !r.writer.budget_spent()) return;
+  for (const auto& t : r.registry.totals()) {
+    if (r.buffer_drops_at_budget.size() <= t.track_id)
+      r.buffer_drops_at_budget.resize(t.track_id + 1, 0);
+    r.buffer_drops_at_budget[t.track_id] = t.dropped_buffer;
+  }
+  if (r.buffer_drops_at_budget.empty()) r.buffer_drops_at_budget.resize(1, 0);
+  char knob[160];
+  if (r.cfg.max_for_fsize) {
+    std::snprintf(knob, sizeof knob, "%llu KiB: STALLSCOPE_MAX_MB lowered for ulimit -f",
+                  static_cast<unsigned long long>(r.cfg.max_file_bytes >> 10));
+  } else {
+    std::snprintf(knob, sizeof knob, "STALLSCOPE_MAX_MB=%llu",
+                  static_cast<unsigned long long>(r.cfg.max_file_bytes >> 20));
+  }
+  warn(r.writer.path() + " reached its disk budget (" + knob +
+       "): later events are dropped and counted as disk drops; raise " +
+       (r.cfg.max_for_fsize ? "ulimit -f" : "STALLSCOPE_MAX_MB (0: no limit)") +
+       ", or STALLSCOPE_MAX_MODE=ring keeps the newest");
+}
+
 void write_events(Recorder& r, Pending& p) {
   if (p.payload.empty()) return;
   uint64_t events = 0;
@@ -86,6 +112,7 @@ void write_events(Recorder& r, Pending& p) {
   if (r.progress.steps > 0 && !r.steps_seen.load(std::memory_order_relaxed))
     r.steps_seen.store(true, std::memory_order_relaxed);  // the flusher loop acts on it
   if (res == FileWriter::Write::kFailed) stop_on_failure(r);
+  if (res == FileWriter::Write::kBudget) on_budget_spent(r);
   p.payload.clear();
   p.counts.clear();
 }
@@ -121,25 +148,37 @@ std::vector<uint8_t> end_payload(Recorder& r) {
   s.disk_dropped = r.disk_dropped;
   s.bytes_written = r.writer.bytes_written();
   std::vector<uint8_t> out(sizeof s + totals.size() * sizeof(format::TrackTotals));
-  std::memcpy(out.data(), &s, sizeof s);
   size_t at = sizeof s;
+  const bool spent = !r.buffer_drops_at_budget.empty();
   for (const auto& t : totals) {
     format::TrackTotals tt{};
     tt.track_id = t.track_id;
     tt.written = t.track_id < r.track_written.size() ? r.track_written[t.track_id] : 0;
     tt.dropped_buffer = t.dropped_buffer;
     tt.dropped_disk = t.track_id < r.track_disk_dropped.size() ? r.track_disk_dropped[t.track_id] : 0;
+    if (spent) {  // drops after the budget was spent are the budget's (a track since: all)
+      const uint64_t before =
+          t.track_id < r.buffer_drops_at_budget.size() ? r.buffer_drops_at_budget[t.track_id] : 0;
+      const uint64_t later = tt.dropped_buffer > before ? tt.dropped_buffer - before : 0;
+      tt.dropped_buffer -= later;
+      tt.dropped_disk += later;
+      s.disk_dropped += later;
+    }
     std::memcpy(out.data() + at, &tt, sizeof tt);
     at += sizeof tt;
   }
+  std::memcpy(out.data(), &s, sizeof s);
   return out;
 }
 
-bool any_buffer_half_full(Recorder& r) {
+// A buffer holding more than 1/`parts` of its capacity.
+bool any_buffer_past(Recorder& r, size_t parts) {
   for (ThreadBuffer* b : r.registry.buffers())
-    if (b->pending_bytes() * 2 > b->capacity()) return true;
+    if (b->pending_bytes() * parts > b->capacity()) return true;
   return false;
 }
+
+bool any_buffer_half_full(Recorder& r) { return any_buffer_past(r, 2); }
 
 // Reads RUN/control into buf; -1 when it is not a regular file (a FIFO, a
 // device, a symlink: never opened in a way that could wait, never followed).
@@ -169,6 +208,7 @@ void poll_control(Recorder& r) {
   const ssize_t n = read_control(r.control_path, buf, sizeof buf - 1);
   if (n < 0) return;
   std::string_view s(buf, static_cast<size_t>(n));
+  if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
   if (s == "on" || s == "off") {
     stallscope_capture_set(s == "on" ? 1 : 0);
@@ -191,6 +231,13 @@ void flusher_main(Recorder* r) {
   // The wake word as of the last flush: a wake during or after it changes
   // the word, so the wait below returns at once and the next pass flushes.
   uint32_t seen = r->wake_word.load(std::memory_order_acquire);
+  // RUN/control is read once before anything else, even when the program
+  // is already exiting (stop set before this thread first ran) — but after
+  // the start is complete: its "off" then closes the window the start
+  // opened, never comes before it (or is lost while not yet running).
+  wait_until_started();
+  poll_control(*r);
+  next_control = Clock::now() + std::chrono::milliseconds(kControlPollMs);
   while (!r->stop.load()) {
     const bool asked_before = r->flush_requested.load() > r->flush_done.load();
     if (!asked_before && !any_buffer_half_full(*r) && !r->stop.load()) {
@@ -204,9 +251,11 @@ void flusher_main(Recorder* r) {
     // closed, or a flush was asked for — each wants a flush now.
     const bool woken = r->wake_word.load(std::memory_order_acquire) != seen;
     const auto now = Clock::now();
+    bool polled = false;
     if (now >= next_control) {
       poll_control(*r);
       next_control = now + std::chrono::milliseconds(kControlPollMs);
+      polled = true;
     }
     if (r->sample_in_flusher && !r->stop.load()) {  // never a new thread while closing
       if (r->steps_seen.load(std::memory_order_relaxed)) {
@@ -223,7 +272,11 @@ void flusher_main(Recorder* r) {
     }
     const uint64_t requested = r->flush_requested.load();
     const bool asked = requested > r->flush_done.load();
-    if (!asked && !woken && now < next_flush && !any_buffer_half_full(*r)) continue;
+    // At a control poll a buffer past a quarter is drained too: under a long
+    // STALLSCOPE_FLUSH_MS it would otherwise sit up to half full between
+    // wakes, leaving a burst only the other half.
+    const bool residue = polled && any_buffer_past(*r, 4);
+    if (!asked && !woken && !residue && now < next_flush && !any_buffer_half_full(*r)) continue;
     const bool final = asked && r->final_requested.load();
     seen = r->wake_word.load(std::memory_order_acquire);
     flush_now(*r, final);

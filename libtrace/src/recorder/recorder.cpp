@@ -228,6 +228,8 @@ bool start_locked(Recorder& r) {
 
 Recorder& recorder() { return *g_recorder; }
 
+void wait_until_started() { std::lock_guard lock(g_start_mu); }
+
 void start_sampler_thread(Recorder& r) {
   SignalsBlocked blocked;  // the sampler thread starts with every signal blocked
   r.sampler->start();

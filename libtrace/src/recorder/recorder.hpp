@@ -65,6 +65,10 @@ struct Recorder {
   uint64_t disk_dropped = 0;
   std::vector<uint64_t> track_written;       // events on disk, by track id
   std::vector<uint64_t> track_disk_dropped;  // by track id
+  // Stop mode, once the disk budget is spent: each track's buffer drops so
+  // far, by track id. Later buffer drops are counted as disk drops: those
+  // events could not have reached the file, whatever the buffer size.
+  std::vector<uint64_t> buffer_drops_at_budget;
   std::vector<std::pair<std::string, std::string>> pending_attachments;
   std::mutex attach_mu;
   std::mutex internal_mu;   // writers of the process track (rare)
@@ -78,6 +82,9 @@ struct Recorder {
 Recorder& recorder();
 // Starts recording if not started yet; false if tracing is off or failed.
 bool ensure_started();
+// Returns once a start in progress (on another thread) has finished: state
+// set, the first capture window opened. The flusher waits for it.
+void wait_until_started();
 // Registers the calling thread; returns its buffer or nullptr. `bytes`:
 // its buffer's size (0: STALLSCOPE_THREAD_BUFFER_KB); a thread that records
 // little (the sampler) asks for less, since every page is touched up front.

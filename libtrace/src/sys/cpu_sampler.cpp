@@ -76,7 +76,7 @@ struct CpuSampler::State {
   void sample_cgroup(const CounterSink& sink);
 };
 
-// Opened lazily on the first tick, so constructing a sampler does no I/O.
+// Opened by start() or the first tick, so constructing a sampler does no I/O.
 // Each source that fails to open is simply absent.
 void CpuSampler::State::open(const SysPaths& p) {
   opened = true;
@@ -89,7 +89,7 @@ void CpuSampler::State::open_machine_wide(const SysPaths& p) {
   idle.open(p.proc);
   cgroup = read_cgroup_cpu(p);
   const std::string stat_file = cgroup_cpu_stat_file(cgroup);
-  if (!stat_file.empty()) cgroup_stat.open_at(AT_FDCWD, stat_file.c_str(), O_RDONLY);
+  if (!stat_file.empty()) cgroup_stat.open_kept_at(AT_FDCWD, stat_file.c_str(), O_RDONLY);
 }
 
 // How many ticks apart the slower sources are read, at `period` ms.
@@ -112,7 +112,7 @@ void CpuSampler::State::relist(pid_t self) {
     idle.revalidate();
     if (cgroup_stat.valid() && !cgroup_stat.still_ours()) {
       cgroup_stat.forget();  // the program closed it; reopen a descriptor of our own
-      cgroup_stat.open_at(AT_FDCWD, cgroup_cpu_stat_file(cgroup).c_str(), O_RDONLY);
+      cgroup_stat.open_kept_at(AT_FDCWD, cgroup_cpu_stat_file(cgroup).c_str(), O_RDONLY);
     }
   }
   n_threads.store(threads.size(), std::memory_order_relaxed);
@@ -187,6 +187,15 @@ void CpuSampler::start() {
   state_->start_ns = mono_ns();
   state_->stop_ns = 0;
   state_->owner_pid = ::getpid();
+  {
+    // The files kept open are opened here, on the starting thread (the
+    // shim's constructor, before main), not on the new thread while the
+    // program runs: its own first descriptors keep the numbers it expects.
+    std::lock_guard<std::mutex> lk(state_->tick_mu);
+    if (!state_->opened) state_->open(opts_.paths);
+    if (state_->machine_wide.load(std::memory_order_relaxed) && !state_->opened_wide)
+      state_->open_machine_wide(opts_.paths);
+  }
   // Block every signal before creating the thread so it starts with all of
   // them blocked: the program's handlers never run on it.
   sigset_t all, old;

@@ -120,7 +120,7 @@ bool IdleCpuMeter::open(const std::string& proc_root) {
   root_ = proc_root;
   have_prev_ = false;
   if (buf_.empty()) buf_.resize(8192);
-  return fd_.open_at(AT_FDCWD, (proc_root + "/stat").c_str(), O_RDONLY) == 0;
+  return fd_.open_kept_at(AT_FDCWD, (proc_root + "/stat").c_str(), O_RDONLY) == 0;
 }
 
 void IdleCpuMeter::set_cpus(const std::vector<int>& cpus) {

@@ -10,6 +10,8 @@
 #include <limits>
 #include <utility>
 
+#include "sys/fd_limits.hpp"
+
 namespace stallscope::sys {
 
 bool read_text_file(const std::string& path, std::string& out, size_t limit) {
@@ -150,6 +152,12 @@ int OwnedFd::open_at(int dirfd, const char* path, int flags) {
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   return 0;
+}
+
+int OwnedFd::open_kept_at(int dirfd, const char* path, int flags) {
+  if (const int rc = open_at(dirfd, path, flags); rc != 0) return rc;
+  fd_ = move_fd_high(fd_);
+  return fd_ >= 0 ? 0 : -EMFILE;
 }
 
 bool OwnedFd::still_ours() const {

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -12,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+
+#include "sys/fd_limits.hpp"
 
 namespace stallscope::sys {
 namespace {
@@ -26,10 +27,11 @@ std::optional<pid_t> parse_pid(std::string_view s) {
   return static_cast<pid_t>(*v);
 }
 
+// None under a small limit (sys/fd_limits.hpp): each read opens its file.
 size_t fd_budget() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return kMaxKeptFds;
-  return std::min<size_t>(kMaxKeptFds, static_cast<size_t>(lim.rlim_cur) / kFdShareDivisor);
+  const uint64_t limit = nofile_limit();
+  if (limit < kKeepStatsNofile) return 0;
+  return static_cast<size_t>(std::min<uint64_t>(kMaxKeptFds, limit / kFdShareDivisor));
 }
 
 // Adds to a table sorted by id the ids of a sorted list it does not hold
@@ -62,8 +64,9 @@ bool read_cpu_clock(clockid_t clock, uint64_t& ns) {
 bool ThreadTable::open(const std::string& proc_root) {
   proc_root_ = proc_root;
   max_kept_ = fd_budget();
-  process_stat_.open_at(AT_FDCWD, (proc_root + "/self/stat").c_str(), O_RDONLY);
-  return dir_.open_at(AT_FDCWD, (proc_root + "/self/task").c_str(), O_RDONLY | O_DIRECTORY) == 0;
+  process_stat_.open_kept_at(AT_FDCWD, (proc_root + "/self/stat").c_str(), O_RDONLY);
+  return dir_.open_kept_at(AT_FDCWD, (proc_root + "/self/task").c_str(), O_RDONLY | O_DIRECTORY) ==
+         0;
 }
 
 // getdents64 on the kept directory descriptor: no DIR allocation per listing.
@@ -100,7 +103,7 @@ void ThreadTable::keep_stat_open(Thread& t) {
   if (t.stat.valid() || kept_ >= max_kept_) return;
   char path[32];
   std::snprintf(path, sizeof path, "%d/stat", static_cast<int>(t.id));
-  const int rc = t.stat.open_at(dir_.get(), path, O_RDONLY);
+  const int rc = t.stat.open_kept_at(dir_.get(), path, O_RDONLY);
   if (rc == 0) ++kept_;
   if (rc == -ENOENT) drop(t);  // EMFILE/ENFILE: retried at the next relist
 }
@@ -108,7 +111,7 @@ void ThreadTable::keep_stat_open(Thread& t) {
 void ThreadTable::relist(pid_t self) {
   if (process_stat_.valid() && !process_stat_.still_ours()) {  // the program closed it
     process_stat_.forget();
-    process_stat_.open_at(AT_FDCWD, (proc_root_ + "/self/stat").c_str(), O_RDONLY);
+    process_stat_.open_kept_at(AT_FDCWD, (proc_root_ + "/self/stat").c_str(), O_RDONLY);
   }
   if (dir_.valid() && !dir_.still_ours()) dir_.forget();
   if (!dir_.valid() && (proc_root_.empty() || !open(proc_root_))) return;
