@@ -33,7 +33,8 @@ class RankEngine {
  public:
   RankEngine(const RankTrace& trace, const AnalyzeOptions& opt);
   // Inline: it runs once per event of the trace, from the input loop.
-  void ingest(const Ev& e, std::span<const uint64_t> ids);
+  // Inline into the input loop: it runs once per event.
+  [[gnu::always_inline]] inline void ingest(const Ev& e, std::span<const uint64_t> ids);
   void advance(int64_t safe_ns);
   RankReport finish();
   uint64_t events() const noexcept { return events_; }
@@ -137,11 +138,14 @@ class RankEngine {
   uint32_t trainer_proc_ = 0, trainer_tid_ = 0;
 };
 
-inline void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
+void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
   ++events_;
   // The run's span: what the processes did, not their notes about it.
-  if (e.kind != Kind::kCounter && e.kind != Kind::kGap && e.kind != Kind::kLoaderConfig &&
-      e.kind != Kind::kStackSample) {
+  constexpr auto bit = [](Kind k) { return uint32_t{1} << static_cast<uint8_t>(k); };
+  constexpr uint32_t kNotes = bit(Kind::kCounter) | bit(Kind::kGap) | bit(Kind::kLoaderConfig) |
+                              bit(Kind::kStackSample);
+  const auto kind = static_cast<uint8_t>(e.kind);
+  if (kind >= 32 || ((kNotes >> kind) & 1) == 0) {
     stats_.first_ns = std::min(stats_.first_ns, e.start);
     stats_.last_ns = std::max(stats_.last_ns, e.end);
   }
