@@ -1,7 +1,9 @@
 // stallscope analyzer — the event model the analysis core consumes.
 //
-// The analyzer turns each decoded trace record (reader::Event) into a compact
-// `Ev` on a rank-local track; the core never sees files, so tests can feed it
+// The analyzer turns each decoded trace record (reader::RecordView) into a
+// compact `Ev` — a common header and one typed payload per kind — on a
+// rank-local track; RankScope (src/scope.hpp) maps file-scoped names, files
+// and tracks to the rank's. The core never sees files, so tests can feed it
 // a plain vector of events:
 //
 //   stallscope::analyzer::RankTrace t;
@@ -14,8 +16,8 @@
 
 #include <cassert>
 #include <cstdint>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "stallscope/format.hpp"
@@ -57,7 +59,7 @@ struct StorageRead {
   uint64_t hit_bytes;    // of them, found in the page cache (cache kHit: all; kPartial: where known)
   uint64_t queued_ns;    // waiting for submission before the read
   uint64_t sample;       // dataset sample the read belongs to (0 = none)
-  uint32_t file;         // rank-scoped file id (RankTrace::file_id; 0 = unknown)
+  uint32_t file;         // rank-scoped file id (index into RankTrace::files; 0 = unknown)
   uint16_t queue_depth;  // reads in flight at submission (0 = not recorded)
   format::Tier tier;
   format::Cache cache;
