@@ -122,7 +122,8 @@ void parts_table(std::ostream& o, const RankReport& r) {
 }
 
 void rank_section(std::ostream& o, const RankReport& r) {
-  o << "<section><h2>rank " << r.rank << " " << esc(r.host) << "</h2><p class=summary>" << esc(r.summary)
+  o << "<section><h2>" << (r.rank >= 0 ? "rank " + std::to_string(r.rank) : std::string("single process"))
+    << " " << esc(r.host) << "</h2><p class=summary>" << esc(r.summary)
     << "</p><p>" << r.steps.size() << " steps from " << step_source_key(r.source) << " (" << esc(r.source_detail)
     << "), " << r.warmup_steps << " warm-up; compute basis " << esc(r.compute_basis) << "</p>\n";
   legend(o);

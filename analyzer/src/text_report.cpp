@@ -29,7 +29,10 @@ std::string f(const char* fmt, double a, double b = 0, double c = 0) {
 }
 
 void header(std::ostream& o, const RankReport& r, const Style& s) {
-  o << s.bold() << "stallscope report" << s.off() << " — rank " << r.rank;
+  // A run without ranks (no launcher set one) is one process tree.
+  o << s.bold() << "stallscope report" << s.off() << " — ";
+  if (r.rank >= 0) o << "rank " << r.rank;
+  else o << "single process";
   if (!r.host.empty()) o << " on " << r.host;
   o << " (" << r.files.size() << " file" << (r.files.size() == 1 ? "" : "s") << ", " << r.events
     << " events)\n";

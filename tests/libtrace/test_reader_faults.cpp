@@ -107,6 +107,22 @@ BOOST_AUTO_TEST_CASE(bad_magic_and_header_checksum_are_errors_at_offset_0) {
   expect_error_at(dir.file("crc.sst"), 0, 0, "header checksum mismatch");
 }
 
+// The files users pass by mistake: JSON that is no profiler trace (with or
+// without a byte order mark), gzip data.
+BOOST_AUTO_TEST_CASE(json_and_gzip_that_are_no_trace_say_what_they_are) {
+  TempDir dir;
+  const auto put = [&](const std::string& name, const std::string& text) {
+    TraceBuilder::write_bytes(dir.file(name), std::vector<uint8_t>(text.begin(), text.end()));
+  };
+  put("metrics.json", "\n  {\"loss\": [1.5, 1.2], \"epoch\": 3}\n");
+  put("bom.json", "\xEF\xBB\xBF[{\"a\": 1}]");
+  put("data.gz", std::string("\x1f\x8b\x08\x00", 4) + "junkjunk");
+  const std::string json = "JSON without \"traceEvents\": not a PyTorch profiler trace";
+  expect_error_at(dir.file("metrics.json"), 0, 0, json);
+  expect_error_at(dir.file("bom.json"), 0, 0, json);
+  expect_error_at(dir.file("data.gz"), 0, 0, "gzip data that is no PyTorch profiler trace");
+}
+
 BOOST_AUTO_TEST_CASE(newer_major_version_is_refused_naming_both_versions) {
   TempDir dir;
   auto b = small_file();

@@ -93,4 +93,19 @@ BOOST_AUTO_TEST_CASE(many_ranks_show_the_straggler_screen_and_say_how_many_are_l
   BOOST_TEST(html.str().find("<h2>rank 13 ") != std::string::npos);
 }
 
+// A run no launcher gave ranks to is one process tree: never "rank -1".
+BOOST_AUTO_TEST_CASE(a_report_without_a_rank_is_headed_as_a_single_process) {
+  an::Report rep;
+  rep.ranks.emplace_back();
+  rep.ranks[0].host = "h1";
+  std::ostringstream text, html;
+  an::write_text(text, rep, {});
+  an::write_html(html, rep);
+  BOOST_TEST(text.str().find("stallscope report — single process on h1") != std::string::npos,
+             text.str());
+  BOOST_TEST(text.str().find("rank -1") == std::string::npos);
+  BOOST_TEST(html.str().find("<h2>single process h1</h2>") != std::string::npos);
+  BOOST_TEST(html.str().find("rank -1") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -65,6 +65,24 @@ void TraceReader::Impl::open(std::span<const uint8_t>* memory) {
   reset_stream();
 }
 
+namespace {
+
+// Why a file without the magic is none of ours, as far as its first bytes
+// tell: the JSON and gzip files users pass by mistake get their own words.
+std::string not_a_trace(std::string_view head) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (head.starts_with(kBom)) head.remove_prefix(kBom.size());
+  const size_t i = head.find_first_not_of(" \t\r\n");
+  if (i != std::string_view::npos && (head[i] == '{' || head[i] == '['))
+    return "JSON without \"traceEvents\": not a PyTorch profiler trace (nor a stallscope trace)";
+  if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f &&
+      static_cast<uint8_t>(head[1]) == 0x8b)
+    return "gzip data that is no PyTorch profiler trace (nor a stallscope trace)";
+  return "not a stallscope trace (bad magic)";
+}
+
+}  // namespace
+
 bool TraceReader::Impl::read_header() {
   if (file_bytes == 0) return fail(0, "empty file (0 bytes), not a stallscope trace");
   std::array<char, sizeof(format::FileHeader)> raw{};
@@ -72,7 +90,7 @@ bool TraceReader::Impl::read_header() {
   if (!file.read_at(0, raw.data(), n)) return fail(0, "read error in the file header");
   if (n < sizeof format::kMagic ||
       std::memcmp(raw.data(), format::kMagic, sizeof format::kMagic) != 0)
-    return fail(0, "not a stallscope trace (bad magic)");
+    return fail(0, not_a_trace(std::string_view(raw.data(), n)));
   if (n < raw.size())
     return fail(0, "file cut inside its header (" + std::to_string(n) + " of 96 bytes)");
   std::memcpy(&header, raw.data(), sizeof header);
