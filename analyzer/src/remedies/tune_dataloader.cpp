@@ -1,8 +1,9 @@
 // Tune the DataLoader: the trainer waits for data the run could not split
 // into storage and preprocessing (no reads or preprocessing tied to the
-// batches: a PyTorch profiler trace, or a run whose loader workers were not
-// traced). Which knob helps is unknown, so the prediction is a bound, and
-// the remedy says how to find out.
+// batches: a PyTorch profiler trace, or a run whose loader recorded no
+// per-batch work, as a DataLoader under the Python hooks). Which knob helps
+// is unknown, so the prediction is a bound, and the remedy says how to find
+// out.
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
@@ -32,8 +33,10 @@ class TuneDataloader final : public RemedyRule {
     m.loader_knob =
         imported ? "run the job under `stallscope run` to split the data stall into storage and "
                    "preprocessing"
-                 : "trace the loader's workers to split the data stall: `stallscope run` "
-                   "without --no-python-hooks, or the C API's batch records (docs/attach.md)";
+                 : "the run holds no per-batch record of the loader's work (the Python hooks "
+                   "record the trainer's waits, not the DataLoader workers' samples): try the "
+                   "settings one at a time and compare the runs with `stallscope diff`, or "
+                   "record reads and preprocessing per batch (docs/trace-format.md)";
     m.predicted_step_ms = std::max(0.0, c.step_ms - data);
     m.bound = true;
     m.inputs_from = "assumed";
