@@ -16,6 +16,10 @@ _WATCHED = frozenset((
     "torch.utils.data.dataloader",
     "torch.optim.optimizer",
     "torch.utils.data._utils.worker",
+    "torch.utils.data._utils.fetch",
+    "torch.utils.data._utils.pin_memory",
+    "torch.cuda.amp.grad_scaler",
+    "torch.amp.grad_scaler",
 ))
 
 

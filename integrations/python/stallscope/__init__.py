@@ -98,6 +98,7 @@ class _LoaderConfig(ctypes.Structure):  # struct stallscope_loader_config
 # Bound where the library has them (an older recorder lacks the format 1.1
 # records: their wrappers then return -ENODEV).
 _OPTIONAL_SIGNATURES = {
+    "stallscope_step_begin_at": (None, [ctypes.c_uint64, ctypes.c_uint64]),
     "stallscope_name_intern": (_U32, [ctypes.c_char_p]),
     "stallscope_sample_record": (ctypes.c_int, [_U64, _U64, _U64, _U32, _U64, _U64, _I32, _U32,
                                                 _U32]),
@@ -193,19 +194,24 @@ def enabled():
     return _load() is not None
 
 
-def step(index=None):
+def step(index=None, at=None):
     """Marks a step boundary: ends the open step, if any, and begins the next
-    (``index`` or the previous index + 1)."""
+    (``index`` or the previous index + 1), now or, with ``at`` (now() ticks,
+    not in the future), from then."""
     global _step_index, _step_open
     lib = _load()
     if lib is None:
         return
+    begin_at = _optional.get("stallscope_step_begin_at") if at else None
     with _lock:
         if _step_open:
             lib.stallscope_step_end(_step_index)
         _step_index = _step_index + 1 if index is None else int(index)
         _step_open = True
-        lib.stallscope_step_begin(_step_index)
+        if begin_at is not None:
+            begin_at(_step_index, int(at))
+        else:
+            lib.stallscope_step_begin(_step_index)
 
 
 def step_end():

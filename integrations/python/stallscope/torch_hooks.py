@@ -5,13 +5,23 @@ own imports and calls ``patch(name, module)`` right after each watched module
 loaded:
 
 * ``torch.utils.data.dataloader``: a data wait around every DataLoader
-  iterator ``__next__`` (batch id = the iterator's batch count). A step
-  begins at the first ``__next__`` while no step is open.
+  iterator ``__next__`` (batch id = the batch's index in its iterator). A
+  step begins at the first ``__next__`` while no step is open — unless
+  gradients are off (``torch.no_grad``): that is an evaluation loop, a
+  ``phase:eval`` range until the next training batch or optimizer step.
+  The loader's configuration, construction site, ``--set`` settings and
+  hand-offs: ``_dataloader``.
 * ``torch.optim.optimizer``: a step ends at every optimizer step —
   ``register_optimizer_step_post_hook`` on torch >= 2.0, else the ``step`` of
   each Optimizer subclass is wrapped when it is first instantiated.
+* ``torch.cuda.amp.grad_scaler``, ``torch.amp.grad_scaler``: a
+  ``GradScaler.step`` that skipped ``optimizer.step()`` (inf or NaN
+  gradients) ends the step too.
 * ``torch.utils.data._utils.worker``: DataLoader worker processes name their
-  track "DataLoader worker <id>" and leave a mark with their worker id.
+  track "DataLoader worker <id>", leave a mark with their worker id and read
+  their queues through taps (each batch's fetch, with its index).
+* ``torch.utils.data._utils.fetch``: sample and collate spans.
+* ``torch.utils.data._utils.pin_memory``: the pin-memory thread's copies.
 
 Every hook is transparent: a wrapper carries the name, qualified name,
 module, docstring and signature of what it wraps (``functools.wraps``), and
@@ -23,12 +33,14 @@ hook swallows its own errors: a hook must never break training.
 
 import functools
 import inspect
+import sys
 import threading
 
 import stallscope
+from stallscope import _dataloader
 
 _tls = threading.local()
-_state = {"loader_seen": False}
+_state = {"loader_seen": False, "optimizer_steps": 0, "eval": None, "pending": 0}
 _MARK = "_stallscope_hook"
 
 
@@ -43,8 +55,35 @@ def _transparent(original, wrapper):
     return wrapper
 
 
+def _grad_enabled():
+    torch = sys.modules.get("torch")
+    try:
+        return torch.is_grad_enabled()
+    except Exception:  # pylint: disable=broad-except
+        return True
+
+
+def _eval_begin():
+    if _state["eval"] is None:
+        _state["eval"] = threading.get_ident()
+        lib = stallscope.library()
+        if lib is not None:
+            lib.stallscope_range_push(b"phase:eval")
+
+
+def _eval_end():
+    """Closes the evaluation phase on the thread that opened it."""
+    if _state["eval"] is not None and _state["eval"] == threading.get_ident():
+        _state["eval"] = None
+        lib = stallscope.library()
+        if lib is not None:
+            lib.stallscope_range_pop()
+
+
 def _optimizer_stepped(*_args, **_kwargs):
     try:
+        _state["optimizer_steps"] += 1
+        _eval_end()
         if _state["loader_seen"]:
             stallscope.step_end()  # the next __next__ begins the next step
         else:
@@ -53,33 +92,59 @@ def _optimizer_stepped(*_args, **_kwargs):
         pass
 
 
-def _before_next():
+def _before_next(iterator):
+    """Before a batch is asked for. Returns (when, batch index)."""
     try:
         _state["loader_seen"] = True
-        if not stallscope.step_open():
-            stallscope.step()
-        return stallscope.now()
+        start = stallscope.now()
+        if not _grad_enabled():  # an evaluation loop: a phase, not steps
+            if not stallscope.step_open():
+                _eval_begin()
+        elif not stallscope.step_open() and not _state["pending"]:
+            _eval_end()
+            _state["pending"] = start  # a step, once a batch comes back
+        _dataloader.next_started(iterator, start)
+        return start, getattr(iterator, "_num_yielded", 0)
     except Exception:  # pylint: disable=broad-except
-        return 0
+        return 0, 0
 
 
-def _after_next(iterator, start):
+def _after_next(start, index, got_batch):
+    """After the ask: a batch came back (``got_batch``) or the loader ended."""
     try:
-        stallscope.record_data_wait(start, stallscope.now(), getattr(iterator, "_num_yielded", 0))
+        _dataloader.next_ended()
+        pending, _state["pending"] = _state["pending"], 0
+        if not got_batch:
+            return  # the end of an epoch begins no step
+        if pending and not stallscope.step_open():
+            stallscope.step(at=pending)  # the step began when the trainer began to wait
+        if start:
+            stallscope.record_data_wait(start, stallscope.now(), index)
     except Exception:  # pylint: disable=broad-except
         pass
 
 
 def _patch_dataloader(module):
+    loader = getattr(module, "DataLoader", None)
+    if loader is not None:
+        _dataloader.patch_init(loader)
+        _dataloader.patch_iter(loader)
+    multi = getattr(module, "_MultiProcessingDataLoaderIter", None)
+    if multi is not None:
+        _dataloader.patch_multiprocess_iter(multi)
     base = getattr(module, "_BaseDataLoaderIter", None)
     if base is None or _is_ours(base.__next__):
         return
     original = base.__next__
 
     def __next__(self):
-        start = _before_next()
-        batch = original(self)
-        _after_next(self, start)
+        start, index = _before_next(self)
+        try:
+            batch = original(self)
+        except BaseException:  # StopIteration at the end of an epoch: no batch, no wait
+            _after_next(start, index, False)
+            raise
+        _after_next(start, index, True)
         return batch
 
     base.__next__ = _transparent(original, __next__)
@@ -138,8 +203,9 @@ def _name_worker(position, args, kwargs):
             worker = args[position]
         stallscope.thread_name("DataLoader worker %s" % worker)
         stallscope.mark("dataloader_worker %s" % worker)
+        return worker
     except Exception:  # pylint: disable=broad-except
-        pass
+        return None
 
 
 def _patch_worker(module):
@@ -149,7 +215,11 @@ def _patch_worker(module):
     position = _worker_id_position(loop)
 
     def worker_loop_wrapper(*args, **kwargs):
-        _name_worker(position, args, kwargs)
+        worker = _name_worker(position, args, kwargs)
+        try:
+            args, kwargs = _dataloader.wrap_worker_args(loop, args, kwargs, worker)
+        except Exception:  # pylint: disable=broad-except
+            pass
         return loop(*args, **kwargs)
 
     # Pickled by reference (module + qualified name), which now names the
@@ -157,10 +227,42 @@ def _patch_worker(module):
     module._worker_loop = _transparent(loop, worker_loop_wrapper)
 
 
+def _patch_grad_scaler(module):
+    """``GradScaler.step`` ends the step even when it skipped
+    ``optimizer.step()`` (inf or NaN gradients), so two iterations never
+    merge. Only the class that defines ``step`` is wrapped (torch >= 2.3's
+    ``torch.cuda.amp.GradScaler`` inherits it from ``torch.amp``'s)."""
+    scaler = getattr(module, "GradScaler", None)
+    step = getattr(scaler, "__dict__", {}).get("step") if scaler is not None else None
+    if step is None or _is_ours(step):
+        return
+
+    def step_wrapper(self, *args, **kwargs):
+        depth = getattr(_tls, "scaler_depth", 0)
+        _tls.scaler_depth = depth + 1
+        before = _state["optimizer_steps"]
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            _tls.scaler_depth = depth
+            if depth == 0 and _state["optimizer_steps"] == before:
+                try:
+                    if stallscope.step_open():  # skipped: end the iteration anyway
+                        _optimizer_stepped()
+                except Exception:  # pylint: disable=broad-except
+                    pass
+
+    scaler.step = _transparent(step, step_wrapper)
+
+
 _PATCHES = {
     "torch.utils.data.dataloader": _patch_dataloader,
     "torch.optim.optimizer": _patch_optimizer,
     "torch.utils.data._utils.worker": _patch_worker,
+    "torch.utils.data._utils.fetch": _dataloader.patch_fetchers,
+    "torch.utils.data._utils.pin_memory": _dataloader.patch_pin_memory,
+    "torch.cuda.amp.grad_scaler": _patch_grad_scaler,
+    "torch.amp.grad_scaler": _patch_grad_scaler,
 }
 
 

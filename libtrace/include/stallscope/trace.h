@@ -101,6 +101,10 @@ STALLSCOPE_API int stallscope_capture_hook_add(void (*fn)(int on));
 /* Step markers on the calling thread (one training iteration). */
 STALLSCOPE_API void stallscope_step_begin(uint64_t index);
 STALLSCOPE_API void stallscope_step_end(uint64_t index);
+/* A step that began at ts (ticks, at most now), marked once it is known to
+ * be one: the PyTorch hooks mark a step when its first batch came back,
+ * from when the trainer began waiting for it. Step hooks hear of it now. */
+STALLSCOPE_API void stallscope_step_begin_at(uint64_t index, uint64_t ts);
 /* Registers fn to hear of step markers (a GPU source tags the CUDA calls a
  * step makes): called on the marking thread with begin = 1 after a step's
  * begin record, and begin = 0 before its end record, whether capture is on

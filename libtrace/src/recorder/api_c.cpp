@@ -14,11 +14,16 @@ namespace {
 constexpr uint8_t kPhaseBegin = format::kBegin;
 constexpr uint8_t kPhaseEnd = format::kEnd;
 
+void emit_phase_at(format::Kind kind, uint8_t phase, NameId name, uint64_t corr, uint64_t ts,
+                   const void* ext = nullptr, uint32_t ext_bytes = 0) {
+  if (!enabled()) return;
+  format::CoreRecord r{static_cast<uint8_t>(kind), phase, 0, name, ts, 0, corr};
+  detail::emit(r, ext, ext_bytes);
+}
+
 void emit_phase(format::Kind kind, uint8_t phase, NameId name, uint64_t corr,
                 const void* ext = nullptr, uint32_t ext_bytes = 0) {
-  if (!enabled()) return;
-  format::CoreRecord r{static_cast<uint8_t>(kind), phase, 0, name, ticks_now(), 0, corr};
-  detail::emit(r, ext, ext_bytes);
+  emit_phase_at(kind, phase, name, corr, ticks_now(), ext, ext_bytes);
 }
 
 // Validates caller-supplied extension records: lengths chain exactly.
@@ -140,6 +145,16 @@ void stallscope_step_begin(uint64_t index) {
                             static_cast<uint32_t>(format::StepSource::kApi)},
                            index};
   emit_phase(format::Kind::kStep, kPhaseBegin, 0, index, &e, sizeof e);
+  call_step_hooks(index, 1);
+}
+
+void stallscope_step_begin_at(uint64_t index, uint64_t ts) {
+  const uint64_t now = ticks_now();
+  auto e = format::StepExt{{static_cast<uint8_t>(format::Ext::kStep), 0, sizeof(format::StepExt),
+                            static_cast<uint32_t>(format::StepSource::kApi)},
+                           index};
+  emit_phase_at(format::Kind::kStep, kPhaseBegin, 0, index, ts != 0 && ts <= now ? ts : now, &e,
+                sizeof e);
   call_step_hooks(index, 1);
 }
 

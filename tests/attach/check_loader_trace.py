@@ -1,0 +1,151 @@
+"""Holds the Chrome export of a torch_loader.py run against what the program
+wrote it did (EXPECTED). Prints every mismatch and exits 1 on any.
+
+usage: check_loader_trace.py CHROME_JSON EXPECTED_JSON
+"""
+
+import collections
+import json
+import sys
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        doc = json.load(f)
+    with open(sys.argv[2], encoding="utf-8") as f:
+        exp = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    trainer = exp["pid"]
+    by_cat = collections.defaultdict(list)
+    for e in events:
+        by_cat[e.get("cat")].append(e)
+
+    configs = collections.defaultdict(list)  # site -> loader_config events
+    for e in by_cat["loader_config"]:
+        configs[e["args"]["site"]].append(e)
+    loader_ids = {}
+    for name in ("train", "val"):
+        want = exp[name]
+        got = configs.get(want["site"], [])
+        if not check(len(got) == exp["epochs"], "%s: %d loader_config records at %s, want %d "
+                     "(sites seen: %s)" % (name, len(got), want["site"], exp["epochs"],
+                                          sorted(configs))):
+            continue
+        ids = {e["args"]["loader_id"] for e in got}
+        check(len(ids) == 1, "%s: loader ids %s" % (name, ids))
+        loader_ids[name] = ids.pop()
+        check(sorted(e["args"]["generation"] for e in got) == list(range(exp["epochs"])),
+              "%s: generations %s" % (name, [e["args"]["generation"] for e in got]))
+        for e in got:
+            a = e["args"]
+            check(e["pid"] == trainer, "%s: config on pid %s" % (name, e["pid"]))
+            for key, field in (("num_workers", "num_workers"), ("batch_size", "batch_size"),
+                               ("len", "dataset_len"), ("kind", "dataset_kind")):
+                check(a[field] == want[key], "%s: %s=%r, want %r" % (name, field, a[field],
+                                                                    want[key]))
+            check(e["name"] == want["dataset"], "%s: dataset %r" % (name, e["name"]))
+            if want["num_workers"]:
+                check(a["mp_context"] == want["mp_context"], "%s: mp_context %r" % (
+                    name, a["mp_context"]))
+                check(a["persistent_workers"] == want["persistent"], "%s: persistent %r" % (
+                    name, a["persistent_workers"]))
+                check(a["prefetch_factor"] == 2, "%s: prefetch_factor %r" % (
+                    name, a["prefetch_factor"]))
+            else:
+                check(a["prefetch_factor"] == 0, "%s: prefetch_factor %r with no workers" % (
+                    name, a["prefetch_factor"]))
+
+    train = exp["train"]
+    batches = train["batches"]
+    # Hand-offs: every batch of every generation, from a known worker.
+    handoffs = [e for e in by_cat["batch_handoff"] if e["args"]["loader_id"] ==
+                loader_ids.get("train")]
+    if train["num_workers"]:
+        seen = collections.Counter((e["args"]["generation"], e["args"]["batch_index"])
+                                   for e in handoffs)
+        want = {(g, b): 1 for g in range(exp["epochs"]) for b in range(batches)}
+        check(dict(seen) == want, "train hand-offs %s, want every batch once: %s" % (
+            sorted(seen.items()), sorted(want)))
+        for e in handoffs:
+            a = e["args"]
+            check(0 <= a["worker"] < train["num_workers"] and a["worker_pid"] > 0,
+                  "hand-off of batch %d from worker %d pid %d" % (a["batch_index"], a["worker"],
+                                                                  a["worker_pid"]))
+            check(a.get("requested_ts", 0) > 0 and a["requested_ts"] <= e["ts"] + 1e-3,
+                  "hand-off of batch %d requested at %s, received %s" % (
+                      a["batch_index"], a.get("requested_ts"), e["ts"]))
+        check(len({e["args"]["worker_pid"] for e in handoffs}) ==
+              train["num_workers"] * (1 if train["persistent"] else exp["epochs"]),
+              "worker pids %s" % sorted({e["args"]["worker_pid"] for e in handoffs}))
+    else:
+        check(not handoffs, "hand-offs without workers")
+
+    # The workers' fetches: one per hand-off, on the worker's pid, ending by
+    # the receive; samples and collates inside them.
+    samples = by_cat["sample"]
+    fetches = {}
+    for e in samples:
+        a = e["args"]
+        if a["part"] == "fetch" and e["pid"] != trainer:
+            fetches.setdefault((e["pid"], a["batch_index"]), []).append(e)
+    for h in handoffs:
+        a = h["args"]
+        got = fetches.get((a["worker_pid"], a["batch_index"]), [])
+        ends = [f["ts"] + f["dur"] for f in got if f["ts"] + f["dur"] <= h["ts"] + 1e-3]
+        check(ends, "no fetch of batch %d on worker pid %d ends by its receive" % (
+            a["batch_index"], a["worker_pid"]))
+    parts = collections.Counter((e["pid"] == trainer, e["args"]["part"]) for e in samples)
+    per_sample = "next" if train["kind"] == "iterable" else "getitem"
+    n_train = exp["epochs"] * batches
+    if train["num_workers"]:
+        check(parts[(False, "fetch")] == n_train, "worker fetches %d, want %d" % (
+            parts[(False, "fetch")], n_train))
+        check(parts[(False, "collate")] == n_train, "worker collates %d, want %d" % (
+            parts[(False, "collate")], n_train))
+        check(parts[(False, per_sample)] == n_train * train["batch_size"],
+              "worker %s spans %d, want %d" % (per_sample, parts[(False, per_sample)],
+                                               n_train * train["batch_size"]))
+        for e in samples:
+            if e["pid"] != trainer:
+                check(e["args"]["loader_id"] == 0 and e["args"]["worker"] >= 0,
+                      "worker sample %s" % e["args"])
+    # The validation loader (num_workers=0): its samples on the trainer.
+    val = exp["val"]
+    n_val = exp["epochs"] * val["batches"]
+    val_samples = [e for e in samples if e["args"]["loader_id"] == loader_ids.get("val")]
+    vparts = collections.Counter(e["args"]["part"] for e in val_samples)
+    check(vparts["fetch"] == n_val and vparts["collate"] == n_val and
+          vparts["getitem"] == n_val * val["batch_size"], "val samples %s" % dict(vparts))
+    check(all(e["pid"] == trainer and e["args"]["worker"] == -1 for e in val_samples),
+          "val samples off the trainer")
+    # Evaluation loops are phases; data waits carry batch indices.
+    phases = [e for e in events if e.get("name") == "phase:eval" and e.get("ph") in "XBb"]
+    check(len(phases) == exp["epochs"], "%d phase:eval ranges, want %d" % (len(phases),
+                                                                         exp["epochs"]))
+    waits = [e for e in by_cat["data_wait"] if e.get("name") == "data_wait" and
+             e["pid"] == trainer]
+    check(len(waits) == n_train + n_val, "%d data waits, want %d" % (len(waits), n_train + n_val))
+    idx = collections.Counter(e["args"].get("corr", 0) for e in waits)
+    check(idx[0] == 2 * exp["epochs"], "data waits with batch index 0: %d" % idx[0])
+    # Steps: one per optimizer step, none for the ends of epochs or the
+    # evaluation loops.
+    steps = [e for e in events if e.get("cat") == "step" and e.get("ph") in "XBb" and
+             e["pid"] == trainer]
+    check(len(steps) == exp["steps"], "%d steps, want %d" % (len(steps), exp["steps"]))
+
+    for f in failures:
+        print("MISMATCH:", f)
+    print("%d mismatches" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

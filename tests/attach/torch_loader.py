@@ -1,0 +1,105 @@
+"""A torchvision-style trainer, unmodified for stallscope: a train loader
+with workers, a validation loader without (under torch.no_grad), a few
+epochs. It writes what it did to EXPECTED (JSON) for check_loader_trace.py
+to hold the trace against.
+
+usage: torch_loader.py START_METHOD EXPECTED [--iterable] [--persistent]
+       [--epochs N] [--workers N] [--print-config]
+"""
+
+import json
+import os
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset
+
+
+class Slow(Dataset):
+    """Map-style: each item sleeps a little (I/O-like) and is a tensor."""
+
+    def __init__(self, n, sleep_s):
+        self.n, self.sleep_s = n, sleep_s
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.sleep_s)
+        return torch.full((4,), float(i)), i % 2
+
+
+class Stream(IterableDataset):
+    """Iterable: each worker yields its share of range(n)."""
+
+    def __init__(self, n, sleep_s):
+        super().__init__()
+        self.n, self.sleep_s = n, sleep_s
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        start, step = (info.id, info.num_workers) if info is not None else (0, 1)
+        for i in range(start, self.n, step):
+            time.sleep(self.sleep_s)
+            yield torch.full((4,), float(i)), i % 2
+
+
+def main():
+    method, expected_path = sys.argv[1], sys.argv[2]
+    flags = sys.argv[3:]
+    iterable = "--iterable" in flags
+    persistent = "--persistent" in flags
+    epochs = int(flags[flags.index("--epochs") + 1]) if "--epochs" in flags else 2
+    workers = int(flags[flags.index("--workers") + 1]) if "--workers" in flags else 2
+    batch, train_n, val_n = 4, 32, 8
+
+    train_set = Stream(train_n, 0.008) if iterable else Slow(train_n, 0.008)
+    kwargs = {"persistent_workers": persistent} if workers else {}
+    if workers:
+        kwargs["multiprocessing_context"] = method
+    train_line = sys._getframe().f_lineno + 1  # pylint: disable=protected-access
+    train = DataLoader(train_set, batch_size=batch, shuffle=not iterable, num_workers=workers,
+                       **kwargs)
+    val_line = sys._getframe().f_lineno + 1  # pylint: disable=protected-access
+    val = DataLoader(Slow(val_n, 0.01), batch_size=batch, num_workers=0)
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    if "--print-config" in flags:
+        print("config num_workers=%d prefetch_factor=%s persistent_workers=%s pin_memory=%s" % (
+            train.num_workers, train.prefetch_factor, train.persistent_workers, train.pin_memory))
+    steps = 0
+    for _ in range(epochs):
+        model.train()
+        for x, y in train:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            steps += 1
+            time.sleep(0.002)
+        model.eval()
+        with torch.no_grad():
+            for x, _ in val:
+                model(x)
+    here = os.path.abspath(__file__)
+    with open(expected_path, "w", encoding="utf-8") as f:
+        json.dump({
+            "pid": os.getpid(),
+            "epochs": epochs,
+            "steps": steps,
+            "train": {"site": "%s:%d" % (here, train_line), "batches": train_n // batch,
+                      "batch_size": batch, "num_workers": train.num_workers,
+                      "persistent": persistent, "dataset": type(train_set).__name__,
+                      "kind": "iterable" if iterable else "map",
+                      "len": 0 if iterable else train_n, "mp_context": method},
+            "val": {"site": "%s:%d" % (here, val_line), "batches": val_n // batch,
+                    "batch_size": batch, "num_workers": 0, "dataset": "Slow",
+                    "kind": "map", "len": val_n},
+        }, f)
+    print("trained %d steps with %s" % (steps, method))
+
+
+if __name__ == "__main__":
+    main()
