@@ -32,6 +32,15 @@ def main():
     for e in by_cat["loader_config"]:
         configs[e["args"]["site"]].append(e)
     loader_ids = {}
+    generations = {"train": exp["epochs"], "val": exp["epochs"], "second": exp["epochs"],
+                   "sanity": 1}
+    for name in ("sanity", "second"):
+        if exp.get(name):
+            got = configs.get(exp[name]["site"], [])
+            check(len(got) == generations[name], "%s: %d loader_config records" % (name,
+                                                                                 len(got)))
+            if got:
+                loader_ids[name] = got[0]["args"]["loader_id"]
     for name in ("train", "val"):
         want = exp[name]
         got = configs.get(want["site"], [])
@@ -52,13 +61,15 @@ def main():
                 check(a[field] == want[key], "%s: %s=%r, want %r" % (name, field, a[field],
                                                                     want[key]))
             check(e["name"] == want["dataset"], "%s: dataset %r" % (name, e["name"]))
+            check(bool(a.get("getitems")) == (name == "train" and exp["getitems"]),
+                  "%s: getitems flag %r" % (name, a.get("getitems")))
             if want["num_workers"]:
                 check(a["mp_context"] == want["mp_context"], "%s: mp_context %r" % (
                     name, a["mp_context"]))
                 check(a["persistent_workers"] == want["persistent"], "%s: persistent %r" % (
                     name, a["persistent_workers"]))
-                check(a["prefetch_factor"] == 2, "%s: prefetch_factor %r" % (
-                    name, a["prefetch_factor"]))
+                check(a["prefetch_factor"] == want.get("prefetch_factor", 2),
+                      "%s: prefetch_factor %r" % (name, a["prefetch_factor"]))
             else:
                 check(a["prefetch_factor"] == 0, "%s: prefetch_factor %r with no workers" % (
                     name, a["prefetch_factor"]))
@@ -102,17 +113,25 @@ def main():
         ends = [f["ts"] + f["dur"] for f in got if f["ts"] + f["dur"] <= h["ts"] + 1e-3]
         check(ends, "no fetch of batch %d on worker pid %d ends by its receive" % (
             a["batch_index"], a["worker_pid"]))
-    parts = collections.Counter((e["pid"] == trainer, e["args"]["part"]) for e in samples)
     per_sample = "next" if train["kind"] == "iterable" else "getitem"
     n_train = exp["epochs"] * batches
     if train["num_workers"]:
-        check(parts[(False, "fetch")] == n_train, "worker fetches %d, want %d" % (
-            parts[(False, "fetch")], n_train))
-        check(parts[(False, "collate")] == n_train, "worker collates %d, want %d" % (
-            parts[(False, "collate")], n_train))
-        check(parts[(False, per_sample)] == n_train * train["batch_size"],
-              "worker %s spans %d, want %d" % (per_sample, parts[(False, per_sample)],
-                                               n_train * train["batch_size"]))
+        mine = [e for e in samples if e["pid"] != trainer]
+    else:
+        mine = [e for e in samples if e["args"]["loader_id"] == loader_ids.get("train")]
+        check(all(e["pid"] == trainer and e["args"]["worker"] == -1 for e in mine),
+              "train samples off the trainer with num_workers=0")
+    parts = collections.Counter(e["args"]["part"] for e in mine)
+    check(parts["fetch"] == n_train, "train fetches %d, want %d" % (parts["fetch"], n_train))
+    check(parts["collate"] == n_train, "train collates %d, want %d" % (parts["collate"], n_train))
+    if exp["getitems"]:
+        check(parts["getitems"] == n_train and parts["getitem"] == 0,
+              "train getitems spans %d, getitem %d" % (parts["getitems"], parts["getitem"]))
+    else:
+        check(parts[per_sample] == n_train * train["batch_size"],
+              "train %s spans %d, want %d" % (per_sample, parts[per_sample],
+                                              n_train * train["batch_size"]))
+    if train["num_workers"]:
         for e in samples:
             if e["pid"] != trainer:
                 check(e["args"]["loader_id"] == 0 and e["args"]["worker"] >= 0,
@@ -127,14 +146,19 @@ def main():
     check(all(e["pid"] == trainer and e["args"]["worker"] == -1 for e in val_samples),
           "val samples off the trainer")
     # Evaluation loops are phases; data waits carry batch indices.
+    n_sanity = exp["sanity"]["batches"] if exp.get("sanity") else 0
+    n_second = exp["epochs"] * exp["second"]["batches"] if exp.get("second") else 0
     phases = [e for e in events if e.get("name") == "phase:eval" and e.get("ph") in "XBb"]
-    check(len(phases) == exp["epochs"], "%d phase:eval ranges, want %d" % (len(phases),
-                                                                         exp["epochs"]))
+    want_phases = exp["epochs"] + (1 if n_sanity else 0)
+    check(len(phases) == want_phases, "%d phase:eval ranges, want %d" % (len(phases),
+                                                                       want_phases))
     waits = [e for e in by_cat["data_wait"] if e.get("name") == "data_wait" and
              e["pid"] == trainer]
-    check(len(waits) == n_train + n_val, "%d data waits, want %d" % (len(waits), n_train + n_val))
+    n_waits = n_train + n_val + n_sanity + n_second
+    check(len(waits) == n_waits, "%d data waits, want %d" % (len(waits), n_waits))
     idx = collections.Counter(e["args"].get("corr", 0) for e in waits)
-    check(idx[0] == 2 * exp["epochs"], "data waits with batch index 0: %d" % idx[0])
+    n_gen = exp["epochs"] * (3 if n_second else 2) + (1 if n_sanity else 0)
+    check(idx[0] == n_gen, "data waits with batch index 0: %d, want %d" % (idx[0], n_gen))
     # Steps: one per optimizer step, none for the ends of epochs or the
     # evaluation loops.
     steps = [e for e in events if e.get("cat") == "step" and e.get("ph") in "XBb" and

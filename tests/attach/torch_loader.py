@@ -4,7 +4,14 @@ epochs. It writes what it did to EXPECTED (JSON) for check_loader_trace.py
 to hold the trace against.
 
 usage: torch_loader.py START_METHOD EXPECTED [--iterable] [--persistent]
-       [--epochs N] [--workers N] [--print-config]
+       [--getitems] [--zip] [--sanity] [--scaler-skips] [--epochs N]
+       [--workers N] [--prefetch N] [--print-config]
+
+--getitems: the train dataset has __getitems__; --zip: training zips the
+train loader with a second one (two loaders feed each step); --sanity: a
+sanity-check loader, built first, runs two batches under no_grad before
+training (as Lightning does); --scaler-skips: a GradScaler steps the
+optimizer and every third iteration skips it (as on inf gradients).
 """
 
 import json
@@ -30,6 +37,22 @@ class Slow(Dataset):
         return torch.full((4,), float(i)), i % 2
 
 
+class Batched(Slow):
+    """Map-style with __getitems__: a batch at once."""
+
+    def __getitems__(self, indices):
+        time.sleep(self.sleep_s * len(indices))
+        return [(torch.full((4,), float(i)), i % 2) for i in indices]
+
+
+class _Skipped:
+    """An optimizer whose step does nothing: what GradScaler.step does on
+    inf gradients."""
+
+    def step(self, *args, **kwargs):
+        pass
+
+
 class Stream(IterableDataset):
     """Iterable: each worker yields its share of range(n)."""
 
@@ -53,16 +76,33 @@ def main():
     epochs = int(flags[flags.index("--epochs") + 1]) if "--epochs" in flags else 2
     workers = int(flags[flags.index("--workers") + 1]) if "--workers" in flags else 2
     batch, train_n, val_n = 4, 32, 8
+    zipped, sanity, skips = "--zip" in flags, "--sanity" in flags, "--scaler-skips" in flags
+    getitems = "--getitems" in flags
+    sanity_line = 0
+    if sanity:
+        sanity_line = sys._getframe().f_lineno + 1  # pylint: disable=protected-access
+        check = DataLoader(Slow(8, 0.01), batch_size=4)
+        with torch.no_grad():
+            for _ in check:
+                pass
+    if iterable:
+        train_set = Stream(train_n, 0.008)
+    else:
+        train_set = (Batched if getitems else Slow)(train_n, 0.008)
 
-    train_set = Stream(train_n, 0.008) if iterable else Slow(train_n, 0.008)
     kwargs = {"persistent_workers": persistent} if workers else {}
     if workers:
         kwargs["multiprocessing_context"] = method
+    if "--prefetch" in flags:
+        kwargs["prefetch_factor"] = int(flags[flags.index("--prefetch") + 1])
     train_line = sys._getframe().f_lineno + 1  # pylint: disable=protected-access
     train = DataLoader(train_set, batch_size=batch, shuffle=not iterable, num_workers=workers,
                        **kwargs)
     val_line = sys._getframe().f_lineno + 1  # pylint: disable=protected-access
     val = DataLoader(Slow(val_n, 0.01), batch_size=batch, num_workers=0)
+    second_line = sys._getframe().f_lineno + 1  # pylint: disable=protected-access
+    second = DataLoader(Slow(train_n, 0.002), batch_size=batch) if zipped else None
+    scaler = torch.cuda.amp.GradScaler(enabled=False) if skips else None
 
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -72,11 +112,16 @@ def main():
     steps = 0
     for _ in range(epochs):
         model.train()
-        for x, y in train:
+        for batches in (zip(train, second) if zipped else ((b,) for b in train)):
+            x, y = batches[0]
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
-            opt.step()
+            if scaler is not None:
+                scaler.step(_Skipped() if steps % 3 == 2 else opt)
+                scaler.update()
+            else:
+                opt.step()
             steps += 1
             time.sleep(0.002)
         model.eval()
@@ -91,12 +136,18 @@ def main():
             "steps": steps,
             "train": {"site": "%s:%d" % (here, train_line), "batches": train_n // batch,
                       "batch_size": batch, "num_workers": train.num_workers,
-                      "persistent": persistent, "dataset": type(train_set).__name__,
+                      "persistent": train.persistent_workers,
+                      "prefetch_factor": train.prefetch_factor,
+                      "dataset": type(train_set).__name__,
                       "kind": "iterable" if iterable else "map",
                       "len": 0 if iterable else train_n, "mp_context": method},
             "val": {"site": "%s:%d" % (here, val_line), "batches": val_n // batch,
                     "batch_size": batch, "num_workers": 0, "dataset": "Slow",
                     "kind": "map", "len": val_n},
+            "second": {"site": "%s:%d" % (here, second_line), "batches": train_n // batch}
+                      if zipped else None,
+            "sanity": {"site": "%s:%d" % (here, sanity_line), "batches": 2} if sanity else None,
+            "getitems": getitems,
         }, f)
     print("trained %d steps with %s" % (steps, method))
 
