@@ -15,7 +15,9 @@
 #   `stallscope run` (its kernels present, GPU rows inside the CPU span,
 #   the hand-over marked in our trace), keeping two profiler traces.
 #   The Python hooks on the machine's PyTorch (2.x): tests/attach/torch_contexts.py with
-#   spawn and forkserver DataLoader workers, and KeyboardInterrupt under the shim.
+#   spawn and forkserver DataLoader workers; tests/attach/torch_loader.py's
+#   DataLoaders recorded from inside (check_loader_trace.py) and a
+#   STALLSCOPE_SET setting applied; KeyboardInterrupt under the shim.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=$PWD/gpu-bundle
@@ -187,6 +189,37 @@ for method in spawn forkserver; do
     ok "hooks transparent, $method workers trained 12 steps"
   else bad "hooks under $method" "exit $rc ($(tail -3 "$OUT/hooks-$method.log" | tr '\n' ' '))"; fi
 done
+# The DataLoader from inside on this torch (2.x: prefetch_factor=None,
+# in_order, __getitems__, the optimizer post hook, torch.amp's GradScaler),
+# held against what the trainer did (tests/attach/check_loader_trace.py),
+# and a setting through --set applied.
+for flags in "fork" "spawn --persistent --zip --sanity --scaler-skips" "forkserver --iterable" \
+             "fork --getitems --workers 0 --epochs 1"; do
+  set -- $flags
+  method=$1; shift
+  tag=$(echo "$flags" | tr -c 'a-z0-9' '-')
+  rm -rf "$OUT/run-loader-$tag"
+  timeout 120 "$B/bin/stallscope" run --out "$OUT/run-loader-$tag" -- \
+    python3 tests/attach/torch_loader.py "$method" "$OUT/loader-$tag.json" "$@" \
+    >"$OUT/loader-$tag.log" 2>&1
+  rc=$?
+  "$B/bin/stallscope" export --chrome "$OUT/loader-$tag.chrome.json" "$OUT/run-loader-$tag" \
+    >/dev/null 2>&1
+  if [ $rc -eq 0 ] && python3 tests/attach/check_loader_trace.py "$OUT/loader-$tag.chrome.json" \
+       "$OUT/loader-$tag.json" >"$OUT/loader-$tag.check" 2>&1; then
+    ok "DataLoader recorded from inside ($flags)"
+  else bad "DataLoader from inside ($flags)" "exit $rc; $(tail -4 "$OUT/loader-$tag.check" "$OUT/loader-$tag.log" 2>/dev/null | tr '\n' ' ')"; fi
+done
+rm -rf "$OUT/run-loader-set"
+STALLSCOPE_SET="dataloader[0].num_workers=1;dataloader[0].pin_memory=true" \
+  timeout 120 "$B/bin/stallscope" run --out "$OUT/run-loader-set" -- \
+  python3 tests/attach/torch_loader.py fork "$OUT/loader-set.json" --print-config --epochs 1 \
+  >"$OUT/loader-set.log" 2>&1
+if grep -q "config num_workers=1 prefetch_factor=2 persistent_workers=False pin_memory=True" \
+     "$OUT/loader-set.log" && grep -q "set applied dataloader\[0\].num_workers=1" "$OUT/loader-set.log"
+then ok "a setting applied through STALLSCOPE_SET"
+else bad "STALLSCOPE_SET" "$(grep -E 'config|set ' "$OUT/loader-set.log" | tr '\n' ' ')"; fi
+
 timeout 60 "$B/bin/stallscope" run --out "$OUT/run-signals" -- python3 -c '
 import os, signal, sys, time
 if signal.getsignal(signal.SIGINT) is not signal.default_int_handler: sys.exit(5)

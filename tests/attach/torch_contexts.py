@@ -15,7 +15,10 @@ import sys
 import torch
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data import dataloader as dl_module
+from torch.utils.data._utils import fetch as fetch_module
+from torch.utils.data._utils import pin_memory as pin_module
 from torch.utils.data._utils import worker as worker_module
+from torch.cuda.amp import grad_scaler as scaler_module
 from torch.optim import optimizer as optim_module
 
 BATCH = 4
@@ -55,6 +58,19 @@ def check_hooks(model):
     if pickle.loads(pickle.dumps(worker_module._worker_loop)) is not worker_module._worker_loop:
         fail("_worker_loop does not pickle by reference to itself")
     check_transparent("_BaseDataLoaderIter.__next__", dl_module._BaseDataLoaderIter.__next__)
+    check_transparent("DataLoader.__init__", DataLoader.__init__)
+    check_transparent("DataLoader.__iter__", DataLoader.__iter__)
+    multi = dl_module._MultiProcessingDataLoaderIter
+    for name in ("_try_put_index", "_get_data", "_next_data"):
+        check_transparent("_MultiProcessingDataLoaderIter." + name, multi.__dict__[name])
+    check_transparent("_MapDatasetFetcher.fetch", fetch_module._MapDatasetFetcher.fetch)
+    check_transparent("_IterableDatasetFetcher.fetch",
+                      fetch_module._IterableDatasetFetcher.fetch)
+    check_transparent("pin_memory", pin_module.pin_memory)
+    scaler = scaler_module.GradScaler
+    while "step" not in scaler.__dict__:  # torch >= 2.3: defined by torch.amp's GradScaler
+        scaler = scaler.__mro__[1]
+    check_transparent("GradScaler.step", scaler.__dict__["step"])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     if not hasattr(optim_module, "register_optimizer_step_post_hook"):  # torch < 2.0
         check_transparent("Optimizer.__init__", optim_module.Optimizer.__init__)

@@ -159,29 +159,36 @@ def _bind(lib):
 def _load():
     """The C API: the copy already in the process first, so that a preloaded
     recorder and this module never write two traces for one process."""
-    global _lib, _loaded, _warned
+    if _loaded:  # the fast path: no lock once the library is known
+        return _lib
     with _lock:
-        if _loaded:
-            return _lib
-        _loaded = True
+        if not _loaded:
+            _find()
+        return _lib
+
+
+def _find():
+    global _lib, _loaded, _warned
+    try:
+        here = ctypes.CDLL(None)
+        if hasattr(here, "stallscope_init"):
+            _lib = _bind(here)
+            _loaded = True
+            return
+    except (OSError, AttributeError):
+        pass
+    for path in _candidates():
         try:
-            here = ctypes.CDLL(None)
-            if hasattr(here, "stallscope_init"):
-                _lib = _bind(here)
-                return _lib
+            _lib = _bind(ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))
+            _loaded = True
+            return
         except (OSError, AttributeError):
-            pass
-        for path in _candidates():
-            try:
-                _lib = _bind(ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))
-                return _lib
-            except (OSError, AttributeError):
-                continue
-        if not _warned:
-            _warned = True
-            sys.stderr.write("stallscope: libstallscope_trace not found (set STALLSCOPE_LIB or run "
-                             "under 'stallscope run'); stallscope marks are no-ops\n")
-        return None
+            continue
+    _loaded = True
+    if not _warned:
+        _warned = True
+        sys.stderr.write("stallscope: libstallscope_trace not found (set STALLSCOPE_LIB or run "
+                         "under 'stallscope run'); stallscope marks are no-ops\n")
 
 
 def library():
