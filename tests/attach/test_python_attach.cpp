@@ -238,3 +238,81 @@ BOOST_AUTO_TEST_CASE(no_python_hooks_leaves_pythonpath_alone) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// The stack samples of a run's Chrome export: (pid, frames, interval s).
+struct StackSample {
+  int64_t pid;
+  std::vector<std::string> frames;
+  double interval_s;
+};
+
+std::vector<StackSample> stack_samples(const std::string& run_dir, const std::string& tmp) {
+  const std::string chrome = tmp + "/trace.json", log = tmp + "/export.log";
+  std::vector<StackSample> out;
+  if (run({kRun, "export", "--chrome", chrome, run_dir}, log, 60) != 0) return out;
+  const auto doc = nlohmann::json::parse(slurp(chrome), nullptr, false);
+  for (const auto& e : doc.is_object() ? doc["traceEvents"] : doc) {
+    if (e.value("cat", "") != "stack_sample") continue;
+    out.push_back({e["pid"].get<int64_t>(), e["args"]["frames"].get<std::vector<std::string>>(),
+                   e["args"]["interval_ns"].get<double>() * 1e-9});
+  }
+  return out;
+}
+
+}  // namespace
+
+// The main thread spins 1.5 s (called through a frame of "torch/_dynamo"),
+// then a forked child spins 0.75 s: their samples name the function, weigh
+// about the time spent (each sample carries its real interval), skip the
+// torch.compile frame, and the child samples too.
+BOOST_AUTO_TEST_CASE(the_python_stack_sampler_weighs_what_each_thread_ran) {
+  TempDir t;
+  const std::string log = t.path() + "/log", run_dir = t.path() + "/run",
+                    facts = t.path() + "/facts.json";
+  BOOST_TEST_REQUIRE(run({kRun, "run", "--out", run_dir, "--", kPython,
+                          kSrc + "/stack_sampler.py", facts, "1.5"},
+                         log, 90, {"STALLSCOPE_PY_STACKS_HZ=50"}) == 0,
+                     slurp(log));
+  const auto f = nlohmann::json::parse(slurp(facts));
+  double parent = 0, child = 0;
+  int parent_n = 0, child_n = 0;
+  for (const auto& s : stack_samples(run_dir, t.path())) {
+    for (const auto& fr : s.frames) BOOST_TEST(fr.find("_dynamo") == std::string::npos, fr);
+    if (s.frames.empty()) continue;
+    if (s.pid == f["pid"] && s.frames[0].rfind("busy_in_here ", 0) == 0) {
+      parent += s.interval_s, ++parent_n;
+      BOOST_TEST_REQUIRE(s.frames.size() >= 2u);
+      BOOST_TEST(s.frames[1].rfind("main ", 0) == 0, s.frames[1]);  // folded
+    }
+    if (s.pid == f["child"] && s.frames.size() >= 2 && s.frames[1].rfind("child_spins ", 0) == 0)
+      child += s.interval_s, ++child_n;
+  }
+  const double busy = f["busy_s"].get<double>();
+  BOOST_TEST(parent_n >= 5);
+  BOOST_TEST(parent >= 0.6 * busy);
+  BOOST_TEST(parent <= 1.4 * busy);
+  BOOST_TEST(child_n >= 2);
+  BOOST_TEST(child >= 0.3 * busy / 2);
+  BOOST_TEST(child <= 1.7 * busy / 2);
+}
+
+BOOST_AUTO_TEST_CASE(the_stack_sampler_is_off_at_zero_and_names_a_bad_rate) {
+  TempDir t;
+  const std::string log = t.path() + "/log", facts = t.path() + "/facts.json";
+  BOOST_TEST_REQUIRE(run({kRun, "run", "--out", t.path() + "/off", "--", kPython,
+                          kSrc + "/stack_sampler.py", facts, "0.3"},
+                         log, 90, {"STALLSCOPE_PY_STACKS_HZ=0"}) == 0,
+                     slurp(log));
+  BOOST_TEST(stack_samples(t.path() + "/off", t.path()).empty());
+  const std::string log2 = t.path() + "/log2";
+  BOOST_TEST_REQUIRE(run({kRun, "run", "--out", t.path() + "/bad", "--", kPython,
+                          kSrc + "/stack_sampler.py", facts, "0.3"},
+                         log2, 90, {"STALLSCOPE_PY_STACKS_HZ=fast"}) == 0,
+                     slurp(log2));
+  BOOST_TEST(slurp(log2).find("STALLSCOPE_PY_STACKS_HZ='fast' is not a rate in [0, 250]; "
+                              "using 25") != std::string::npos,
+             slurp(log2));
+  BOOST_TEST(!stack_samples(t.path() + "/bad", t.path()).empty());
+}

@@ -302,6 +302,28 @@ def _fn(name):
     return _optional.get(name)
 
 
+_held = {}
+
+
+def _fn_holding_gil(name):
+    """``name`` (an entry point of _SIGNATURES or _OPTIONAL_SIGNATURES) bound
+    so that a call keeps the GIL (ctypes.PyDLL): cheaper for the recorder's
+    short calls, and no hand-over of the GIL to another thread mid-work.
+    None when the library lacks it."""
+    got = _held.get(name)
+    if got is not None or _load() is None:
+        return got
+    try:
+        lib = ctypes.PyDLL(_lib._name, handle=_lib._handle)  # pylint: disable=protected-access
+        fn = getattr(lib, name)
+    except (OSError, AttributeError):
+        return None
+    res, args = _SIGNATURES.get(name) or _OPTIONAL_SIGNATURES[name]
+    fn.restype, fn.argtypes = res, args
+    _held[name] = fn
+    return fn
+
+
 _names = {}  # interned ids by name: the C call takes a lock
 
 

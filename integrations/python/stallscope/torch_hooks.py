@@ -23,6 +23,8 @@ loaded:
 * ``torch.utils.data._utils.fetch``: sample and collate spans.
 * ``torch.utils.data._utils.pin_memory``: the pin-memory thread's copies.
 
+Once torch is imported the Python stack sampler (``_sampler``) starts.
+
 Every hook is transparent: a wrapper carries the name, qualified name,
 module, docstring and signature of what it wraps (``functools.wraps``), and
 stands where the original stood, so pickle finds it by reference there — a
@@ -37,7 +39,7 @@ import sys
 import threading
 
 import stallscope
-from stallscope import _dataloader
+from stallscope import _dataloader, _sampler
 
 _tls = threading.local()
 _state = {"loader_seen": False, "optimizer_steps": 0, "eval": None, "pending": 0}
@@ -272,3 +274,4 @@ def patch(name, module):
     fn = _PATCHES.get(name)
     if fn is not None:
         fn(module)
+        _sampler.start()  # once per process: the program imported torch
