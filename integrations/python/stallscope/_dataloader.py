@@ -25,7 +25,6 @@ Every hook swallows its own errors, records nothing when the recorder is
 absent, and leaves torch's behaviour as it was.
 """
 
-import os
 import sys
 import threading
 import weakref
@@ -33,9 +32,9 @@ import weakref
 import stallscope
 from stallscope import _settings
 
-# Frames that are not where the user built a loader.
-_SKIP_PATHS = tuple(os.sep + p + os.sep for p in (
-    "torch", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "stallscope"))
+# Packages whose frames are not where the user built a loader.
+_SKIP_PACKAGES = frozenset(("torch", "lightning", "pytorch_lightning", "lightning_fabric",
+                            "accelerate", "stallscope"))
 
 _tls = threading.local()
 _loaders = weakref.WeakKeyDictionary()    # DataLoader -> _LoaderInfo
@@ -98,8 +97,9 @@ def _site(loader):
         return ""
     while f is not None:
         path = f.f_code.co_filename
-        if (not any(p in path for p in _SKIP_PATHS) and f.f_locals.get("self") is not loader
-                and not path.startswith("<frozen")):
+        package = str(f.f_globals.get("__name__", "")).partition(".")[0]
+        if (package not in _SKIP_PACKAGES and not path.startswith("<frozen")
+                and f.f_locals.get("self") is not loader):
             return "%s:%d" % (path, f.f_lineno)
         f = f.f_back
     return ""
