@@ -9,8 +9,10 @@
  *                              socket made by socket() and a pipe (GOT)
  *   socket_reads eagain N K    N receives of a non-blocking socket that get
  *                              EAGAIN, then K bytes (PEER, EAGAIN, READS, GOT)
- *   socket_reads latency       two 1000-byte messages 30 ms apart: a
- *                              blocking recv, then poll + recv (PEER)
+ *   socket_reads latency       two 1000-byte messages 100 ms apart: a
+ *                              blocking recv, then poll + recv (PEER; WAIT1_US,
+ *                              WAIT2_US: how long each took as the program saw
+ *                              it; GAP_US: from the poll's return to the recv's end)
  *   socket_reads tiny BYTES    BYTES read one byte per recv (PEER, GOT, CALLS)
  *   socket_reads bench N       least ns per call (batches of 16, N calls):
  *                              a 4 KiB pread of a cached file, a 4 KiB recv
@@ -281,32 +283,41 @@ static void serve_late(struct Server* s, int fd) {
   unsigned char buf[1000];
   for (size_t i = 0; i < sizeof buf; ++i) buf[i] = pattern(i);
   for (int k = 0; k < 2; ++k) {
-    sleep_ms(30);
+    sleep_ms(100);
     if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) die("write");
   }
 }
 
-/* Reads one whole 1000-byte message. */
-static void message(int fd, int poll_first) {
+/* Reads one whole 1000-byte message; prints how long its first receive
+ * (and the poll before it) took, and the gap between them. */
+static void message(int fd, int poll_first, const char* key) {
   unsigned char buf[1000];
   size_t got = 0;
-  while (got < sizeof buf) {
+  for (int first = 1; got < sizeof buf; first = 0) {
+    const double t0 = now_ns();
+    double t1 = t0;
     if (poll_first) {
       struct pollfd p = {fd, POLLIN, 0};
       if (poll(&p, 1, 5000) != 1) die("poll");
+      t1 = now_ns();
     }
     ssize_t n = recv(fd, buf + got, sizeof buf - got, 0);
+    const double t2 = now_ns();
     if (n <= 0) die("recv");
     got += (size_t)n;
+    if (first) {
+      printf("%s %.0f\n", key, (t2 - t0) / 1e3);
+      if (poll_first) printf("GAP_US %.0f\n", (t2 - t1) / 1e3);
+    }
   }
 }
 
 static int mode_latency(void) {
   struct Server s = {.serve = serve_late};
   int c = start_server(&s);
-  message(c, 0);
+  message(c, 0, "WAIT1_US");
   if (fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK) != 0) die("fcntl");
-  message(c, 1);
+  message(c, 1, "WAIT2_US");
   stop_server(&s, c);
   return 0;
 }

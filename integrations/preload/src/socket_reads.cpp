@@ -21,8 +21,9 @@ namespace {
 
 // A read this soon after the thread's poll for its socket returned is that
 // poll's read (CPython, urllib3 and botocore poll a socket with a timeout,
-// then recv; the GIL is taken back in between).
-constexpr double kPollGapNs = 1e6;
+// then recv; the GIL is taken back in between, and a busy core may run
+// another thread for a time slice of a few ms).
+constexpr double kPollGapNs = 10e6;
 
 // Short reads of one socket, summed until their time reaches the minimum.
 struct Pending {
