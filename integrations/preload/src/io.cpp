@@ -6,7 +6,6 @@
 #include <cerrno>
 
 #include "channels.hpp"
-#include "socket_reads.hpp"
 
 namespace stallscope::preload {
 
@@ -97,11 +96,6 @@ void ReadScope::done_slow(ssize_t result) noexcept {
     return;
   }
   if (result >= 0) end_file(static_cast<uint64_t>(result));
-}
-
-void ReadScope::end_socket(uint64_t bytes) noexcept {
-  const ErrnoKeeper keep_errno;
-  record_socket_read(fd_, info_, t0_, bytes);
 }
 
 void record_channel_wait(uint32_t channel, uint64_t t0) noexcept {

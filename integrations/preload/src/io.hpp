@@ -25,6 +25,7 @@
 #include "fd_table.hpp"
 #include "recorder/inline_events.hpp"
 #include "shim.hpp"
+#include "socket_reads.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
 
@@ -67,7 +68,7 @@ class ReadScope {
       end_file(static_cast<uint64_t>(result));
     } else if (info_.kind == FdKind::kSocket) {
       // EAGAIN, an error, the end of the stream: no event.
-      if (result > 0) end_socket(static_cast<uint64_t>(result));
+      if (result > 0) record_socket_read(fd_, info_, t0_, static_cast<uint64_t>(result));
     } else {
       done_slow(result);
     }
@@ -116,14 +117,12 @@ class ReadScope {
   }
   // Out of line (io.cpp): a descriptor not seen yet or a channel; the end
   // of the classification countdown; the page-cache state before and after
-  // a classified read; a socket read that returned bytes; every other
-  // ending.
+  // a classified read; every other ending.
   void begin_other(uint64_t offset, uint64_t len, bool nowait) noexcept;
   static bool classify_due(uint64_t len) noexcept;
   void begin_classified(uint64_t len) noexcept;
   void classified_verdict(uint64_t bytes) noexcept;
   void done_slow(ssize_t result) noexcept;
-  void end_socket(uint64_t bytes) noexcept;
 
   Guard guard_;
   int fd_;

@@ -91,6 +91,7 @@ __attribute__((constructor)) void shim_constructor() {
   resolve_recorder_exit();
   ::pthread_atfork(nullptr, nullptr, after_fork_child_handler);
   (void)ns_per_tick();  // calibrated now, not inside a traced call
+  socket_reads_init();
   claim_injection();
   direct_reads_init();
   {

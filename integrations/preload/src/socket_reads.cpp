@@ -40,7 +40,9 @@ struct PollSeen {
 };
 thread_local constinit PollSeen t_poll __attribute__((tls_model("initial-exec")));
 
-double ns_of(uint64_t ticks) { return static_cast<double>(ticks) * ns_per_tick(); }
+// In ticks, set once the clock is calibrated (no conversion per read).
+uint64_t g_min_ticks = 0;
+uint64_t g_gap_ticks = 0;
 
 void emit(uint32_t file, uint64_t t0, uint64_t t1, uint64_t bytes, uint64_t offset) {
   StorageRead r;
@@ -103,9 +105,12 @@ uint32_t peer_name(int fd) {
   return stallscope_name_intern(name);
 }
 
-// Once per descriptor: the peer's name goes into its slot.
+// Once per descriptor: the peer's name goes into its slot. Its system
+// calls keep errno (nothing else on a socket read's path sets it).
 void name_slot(int fd, FdInfo& info) {
+  const int saved = errno;
   info.path = peer_name(fd);
+  errno = saved;
   if (info.path == 0) return;
   const uint64_t pos = fd_table().position(fd);
   if (fd_table().write(fd, info, info.gen)) {
@@ -142,18 +147,25 @@ FdInfo classify_socket(int fd, uint8_t flags) noexcept {
   return info;
 }
 
+void socket_reads_init() noexcept {
+  const double ns_per = ns_per_tick();
+  if (!(ns_per > 0)) return;
+  g_min_ticks = static_cast<uint64_t>(config().socket_min_ns / ns_per);
+  g_gap_ticks = static_cast<uint64_t>(kPollGapNs / ns_per);
+}
+
 void record_socket_read(int fd, FdInfo& info, uint64_t t0, uint64_t bytes) noexcept {
   const uint64_t t1 = ticks_now();
   if (t_poll.fd == fd) {
-    if (t_poll.t1 <= t0 && ns_of(t0 - t_poll.t1) <= kPollGapNs) t0 = t_poll.t0;
+    if (t_poll.t1 <= t0 && t0 - t_poll.t1 <= g_gap_ticks) t0 = t_poll.t0;
     t_poll.fd = -1;
   }
-  if (info.path == 0) name_slot(fd, info);
+  if (__builtin_expect(info.path == 0, 0)) name_slot(fd, info);
+  // One reader per socket as a rule: a plain store, not a locked add.
   const uint64_t offset = fd_table().position(fd);
-  fd_table().advance(fd, bytes);
-  const double min_ns = config().socket_min_ns;
+  fd_table().set_position(fd, offset + bytes);
   Pending& p = t_pending;
-  if (ns_of(t1 - t0) >= min_ns) {
+  if (t1 - t0 >= g_min_ticks) {
     if (p.fd >= 0) flush();
     emit(info.path, t0, t1, bytes, offset);
     return;
@@ -167,7 +179,7 @@ void record_socket_read(int fd, FdInfo& info, uint64_t t0, uint64_t bytes) noexc
   p.bytes += bytes;
   p.ticks += t1 - t0;
   p.end = t1;
-  if (ns_of(p.ticks) >= min_ns) flush();
+  if (p.ticks >= g_min_ticks) flush();
 }
 
 void socket_poll_ended(int fd, uint64_t t0) noexcept {
@@ -178,13 +190,12 @@ void socket_reads_closing(int fd) noexcept {
   if (__builtin_expect(fd < 0 || (t_pending.fd != fd && t_poll.fd != fd), 1)) return;
   if (t_poll.fd == fd) t_poll.fd = -1;
   if (t_pending.fd != fd) return;
+  // Inside another wrapper the sum waits for the thread's next socket read
+  // (it keeps the peer's name, so a reused number does not mix them up).
+  Guard guard;
+  if (!guard.entered()) return;
   const int saved = errno;
-  Guard guard;  // the recorder's own calls, should the event need any
-  if (guard.entered()) {
-    flush();
-  } else {
-    t_pending = Pending{};
-  }
+  flush();
   errno = saved;
 }
 

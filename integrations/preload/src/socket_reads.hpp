@@ -28,8 +28,11 @@ FdInfo network_socket_info(int type) noexcept;
 // it is, from getsockopt. kForeign unless a network socket.
 FdInfo classify_socket(int fd, uint8_t flags) noexcept;
 
+// Once, by the constructor, after the clock is calibrated and before any
+// read is traced.
+void socket_reads_init() noexcept;
 // After a read of socket `fd` (slot `info`) that began at `t0` (ticks) and
-// returned `bytes` > 0. The caller keeps errno.
+// returned `bytes` > 0. Leaves errno alone.
 void record_socket_read(int fd, FdInfo& info, uint64_t t0, uint64_t bytes) noexcept;
 // A blocking poll/select of this thread for input on socket `fd`, from `t0`
 // until now, returned with events.
