@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "socket_reads.hpp"
 #include "stallscope/format.hpp"
 #include "stallscope/trace.hpp"
 
@@ -79,7 +80,10 @@ FdInfo classify_fd(int fd, const char* path) noexcept {
   if (::syscall(SYS_fstat, fd, &st) != 0) return info;
   const long fl = ::syscall(SYS_fcntl, fd, F_GETFL);
   if (fl >= 0 && (fl & O_NONBLOCK)) info.flags |= kNonBlocking;
-  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+  // A network socket made elsewhere (accept, inherited) is storage like
+  // one made by socket(); a pipe or unix socket from elsewhere is foreign.
+  if (S_ISSOCK(st.st_mode)) return classify_socket(fd, info.flags);
+  if (S_ISFIFO(st.st_mode)) {
     info.kind = FdKind::kForeign;
     return info;
   }

@@ -19,6 +19,9 @@ enum class FdKind : uint8_t {
   kChannel = 3,  // a pipe, socketpair or eventfd made in this process tree
   kForeign = 4,  // a pipe or socket from elsewhere (launcher, network)
   kEpoll = 5,    // an epoll instance (flag kWatchesChannel when it does)
+  kSocket = 6,   // an AF_INET/AF_INET6 stream or datagram socket: reads are
+                 // network storage (socket_reads.hpp); path = peer name, 0
+                 // until its first recorded read
 };
 
 enum FdFlags : uint8_t {
@@ -32,7 +35,7 @@ struct FdInfo {
   FdKind kind = FdKind::kUnseen;
   uint8_t tier = 0;     // format::Tier
   uint8_t flags = 0;    // FdFlags
-  uint32_t path = 0;    // interned path (kFile)
+  uint32_t path = 0;    // interned path (kFile), peer name (kSocket)
   uint32_t channel = 0; // channel board slot (kChannel)
 };
 

@@ -43,12 +43,15 @@ bool lookup_fd(int fd, FdInfo* info) noexcept {
   return true;
 }
 
-void ReadScope::begin_other(uint64_t offset, uint64_t len) noexcept {
+void ReadScope::begin_other(uint64_t offset, uint64_t len, bool nowait) noexcept {
   const ErrnoKeeper keep_errno;
   if (info_.kind == FdKind::kUnseen) info_ = classify_unseen(fd_, info_);
   if (info_.kind == FdKind::kFile) {
     begin_file(offset, len);
-  } else if (info_.kind == FdKind::kChannel && !(info_.flags & kNonBlocking)) {
+  } else if (info_.kind == FdKind::kChannel && !(info_.flags & kNonBlocking) && !nowait) {
+    active_ = true;
+    t0_ = ticks_now();
+  } else if (info_.kind == FdKind::kSocket) {
     active_ = true;
     t0_ = ticks_now();
   }
@@ -112,15 +115,24 @@ WaitScope::WaitScope() noexcept {
   if (guard_.entered() && enabled()) t0_ = ticks_now();
 }
 
-void WaitScope::consider(int fd) noexcept {
+void WaitScope::consider(int fd, bool input) noexcept {
   if (t0_ == 0 || channel_ != 0) return;
   FdInfo info;
   if (!fd_table().read(fd, &info)) return;
   if (info.kind == FdKind::kChannel || info.kind == FdKind::kEpoll) channel_ = info.channel;
+  if (info.kind == FdKind::kSocket && input) {
+    sockets_ |= socket_ >= 0 && socket_ != fd;
+    socket_ = fd;
+  }
 }
 
 void WaitScope::done() noexcept {
-  if (t0_ != 0 && channel_ != 0) record_channel_wait(channel_, t0_);
+  if (t0_ == 0) return;
+  if (channel_ != 0) {
+    record_channel_wait(channel_, t0_);
+  } else if (socket_ >= 0 && !sockets_) {
+    socket_poll_ended(socket_, t0_);
+  }
 }
 
 }  // namespace stallscope::preload

@@ -1,6 +1,7 @@
 // The recording side of every read wrapper: look the descriptor up, time
-// the call, and record a storage read (regular files) or a data wait (a
-// blocking read of a producer's channel).
+// the call, and record a storage read (regular files, network sockets:
+// socket_reads.hpp) or a data wait (a blocking read of a producer's
+// channel).
 //
 // The common case — an unclassified read of a known regular file — is
 // inline in the wrapper, with no call besides the real function's: the
@@ -24,6 +25,7 @@
 #include "fd_table.hpp"
 #include "recorder/inline_events.hpp"
 #include "shim.hpp"
+#include "socket_reads.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
 
@@ -41,14 +43,19 @@ class ReadScope {
  public:
   // `offset` is the file offset, or kTablePosition for calls that use and
   // advance the descriptor's position. `len` is the bytes asked for.
-  ReadScope(int fd, uint64_t offset, uint64_t len) noexcept : fd_(fd) {
+  // `nowait`: the call cannot block (MSG_DONTWAIT), so it is no data wait.
+  ReadScope(int fd, uint64_t offset, uint64_t len, bool nowait = false) noexcept : fd_(fd) {
     if (__builtin_expect(!guard_.entered() || !enabled() || !fd_table().read(fd, &info_), 0)) {
       return;
     }
     if (__builtin_expect(info_.kind == FdKind::kFile, 1)) {
       begin_file(offset, len);
+    } else if (info_.kind == FdKind::kSocket) {
+      // Inline too: a polling loop's EAGAIN costs the lookup and one TSC read.
+      active_ = true;
+      t0_ = ticks_now();
     } else {
-      begin_other(offset, len);
+      begin_other(offset, len, nowait);
     }
   }
   // Records the call that returned `result` (bytes, or -1). Leaves errno
@@ -59,6 +66,9 @@ class ReadScope {
     // round trip on FUSE or NFS): recorded too.
     if (__builtin_expect(info_.kind == FdKind::kFile && !classify_ && result >= 0, 1)) {
       end_file(static_cast<uint64_t>(result));
+    } else if (info_.kind == FdKind::kSocket) {
+      // EAGAIN, an error, the end of the stream: no event.
+      if (result > 0) record_socket_read(fd_, info_, t0_, static_cast<uint64_t>(result));
     } else {
       done_slow(result);
     }
@@ -108,7 +118,7 @@ class ReadScope {
   // Out of line (io.cpp): a descriptor not seen yet or a channel; the end
   // of the classification countdown; the page-cache state before and after
   // a classified read; every other ending.
-  void begin_other(uint64_t offset, uint64_t len) noexcept;
+  void begin_other(uint64_t offset, uint64_t len, bool nowait) noexcept;
   static bool classify_due(uint64_t len) noexcept;
   void begin_classified(uint64_t len) noexcept;
   void classified_verdict(uint64_t bytes) noexcept;
@@ -135,13 +145,16 @@ bool lookup_fd(int fd, FdInfo* info) noexcept;
 class WaitScope {
  public:
   WaitScope() noexcept;
-  // Call for each descriptor waited on before the call.
-  void consider(int fd) noexcept;
+  // Call for each descriptor waited on before the call; `input`: waited on
+  // for reading.
+  void consider(int fd, bool input = true) noexcept;
   void done() noexcept;
 
  private:
   Guard guard_;
   uint32_t channel_ = 0;
+  int socket_ = -1;          // the one network socket waited on for input
+  bool sockets_ = false;     // more than one: the wait is no single read's
   uint64_t t0_ = 0;
 };
 

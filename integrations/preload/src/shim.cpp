@@ -49,6 +49,18 @@ uint32_t env_u32(const char* var, uint32_t dflt, uint32_t lo, uint32_t hi) noexc
   return static_cast<uint32_t>(v);
 }
 
+bool env_on_off(const char* var, bool dflt) noexcept {
+  const char* s = std::getenv(var);
+  if (s == nullptr || *s == '\0') return dflt;
+  if (std::strcmp(s, "on") == 0) return true;
+  if (std::strcmp(s, "off") == 0) return false;
+  char note[384];
+  std::snprintf(note, sizeof note, "%s='%.200s' must be 'on' or 'off'; using '%s'", var, s,
+                dflt ? "on" : "off");
+  shim_note(note);
+  return dflt;
+}
+
 }  // namespace
 
 pid_t recorded_pid() noexcept { return g_pid.load(std::memory_order_relaxed); }
@@ -80,6 +92,8 @@ void load_shim_config() noexcept {
   }
   g_config.classify_every = env_u32("STALLSCOPE_PRELOAD_CLASSIFY_EVERY", 256, 1, 1u << 20);
   g_config.wait_min_ns = env_u32("STALLSCOPE_PRELOAD_WAIT_MIN_US", 20, 0, 1000000) * 1000u;
+  g_config.socket_min_ns = env_u32("STALLSCOPE_PRELOAD_SOCKET_MIN_US", 20, 0, 1000000) * 1000u;
+  g_config.socket_reads = env_on_off("STALLSCOPE_PRELOAD_SOCKETS", true);
   const char* direct = std::getenv("STALLSCOPE_PRELOAD_DIRECT");
   if (direct != nullptr && std::strcmp(direct, "off") == 0) {
     g_config.direct_reads = false;

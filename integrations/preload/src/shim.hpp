@@ -18,6 +18,8 @@ struct ShimConfig {
   uint32_t classify_every = 256; // STALLSCOPE_PRELOAD_CLASSIFY_EVERY: 1 read in N
   uint32_t wait_min_ns = 20000; // blocking channel reads shorter are not waits
   bool direct_reads = true;     // STALLSCOPE_PRELOAD_DIRECT=on|off (direct_read.hpp)
+  bool socket_reads = true;     // STALLSCOPE_PRELOAD_SOCKETS=on|off (socket_reads.hpp)
+  uint32_t socket_min_ns = 20000; // STALLSCOPE_PRELOAD_SOCKET_MIN_US: shorter reads are summed
 };
 
 // False until the constructor ran, and for good in an excluded program;

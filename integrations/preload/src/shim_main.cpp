@@ -19,6 +19,7 @@
 #include "env_policy.hpp"
 #include "fault_sampler.hpp"
 #include "shim.hpp"
+#include "socket_reads.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.h"
 
@@ -74,6 +75,7 @@ void after_fork_child_handler() {
   set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));
   channels_reset_tid_after_fork();
   io_reset_tid_after_fork();
+  socket_reads_after_fork();
   fault_sampler_forget_after_fork();
 }
 
@@ -89,6 +91,7 @@ __attribute__((constructor)) void shim_constructor() {
   resolve_recorder_exit();
   ::pthread_atfork(nullptr, nullptr, after_fork_child_handler);
   (void)ns_per_tick();  // calibrated now, not inside a traced call
+  socket_reads_init();
   claim_injection();
   direct_reads_init();
   {

@@ -14,6 +14,7 @@
 #include "fd_table.hpp"
 #include "real.hpp"
 #include "shim.hpp"
+#include "socket_reads.hpp"
 
 extern "C" {
 int __open(const char*, int, ...);
@@ -116,7 +117,10 @@ int do_close(Real& real, int fd) {
   auto fn = real.get();
   // Forget before closing: once closed, another thread may reopen the
   // number, and its entry must not be wiped after the fact.
-  if (owns_table()) pl::fd_table().forget(fd);
+  if (owns_table()) {
+    pl::socket_reads_closing(fd);
+    pl::fd_table().forget(fd);
+  }
   return fn(fd);
 }
 
@@ -236,8 +240,11 @@ EXPORT int socketpair(int domain, int type, int proto, int fds[2]) {
 EXPORT int socket(int domain, int type, int proto) {
   const int fd = real_socket.get()(domain, type, proto);
   if (fd >= 0 && owns_table()) {
+    // Network peers are not our producers, but their bytes are storage
+    // (socket_reads.hpp); any other family (unix sockets above all) is foreign.
     pl::FdInfo info;
-    info.kind = pl::FdKind::kForeign;  // network peers are not our producers
+    info.kind = pl::FdKind::kForeign;
+    if (pl::is_network_socket(domain, type)) info = pl::network_socket_info(type);
     pl::fd_table().write(fd, info);
   }
   return fd;

@@ -1,6 +1,8 @@
 // Channel traffic: writes mark who feeds a channel (a producer thread or a
 // forked worker); blocking receives and polls on such a channel become
-// data waits. Reads of channels go through the read wrappers.
+// data waits. Reads of channels go through the read wrappers. Receives
+// from network sockets are storage reads (socket_reads.hpp), and a poll
+// for one socket's input is the wait of the read that follows it.
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -14,7 +16,11 @@
 
 namespace pl = stallscope::preload;
 
-extern "C" ssize_t __write(int, const void*, size_t);
+extern "C" {
+ssize_t __write(int, const void*, size_t);
+ssize_t __recv_chk(int, void*, size_t, size_t, int);
+ssize_t __recvfrom_chk(int, void*, size_t, size_t, int, sockaddr*, socklen_t*);
+}
 
 namespace {
 
@@ -27,6 +33,8 @@ STALLSCOPE_REAL(sendmsg, nullptr);
 STALLSCOPE_REAL(recv, nullptr);
 STALLSCOPE_REAL(recvfrom, nullptr);
 STALLSCOPE_REAL(recvmsg, nullptr);
+STALLSCOPE_REAL(__recv_chk, nullptr);
+STALLSCOPE_REAL(__recvfrom_chk, nullptr);
 STALLSCOPE_REAL(poll, nullptr);
 STALLSCOPE_REAL(ppoll, nullptr);
 STALLSCOPE_REAL(select, nullptr);
@@ -43,20 +51,24 @@ void writing(int fd) {
   }
 }
 
+// A receive: a data wait on a channel (unless MSG_DONTWAIT), a storage read
+// of a network socket. MSG_PEEK leaves the bytes for the next receive, which
+// records them: not traced.
 template <typename R, typename Fn>
-R waited(int fd, uint64_t len, Fn call) {
-  pl::ReadScope scope(fd, pl::kTablePosition, len);
+R received(int fd, uint64_t len, int flags, Fn call) {
+  if (flags & MSG_PEEK) return call();
+  pl::ReadScope scope(fd, pl::kTablePosition, len, (flags & MSG_DONTWAIT) != 0);
   const R r = call();
-  const int saved = errno;
-  scope.done(r);
-  errno = saved;
+  scope.done(r);  // keeps the errno the call set (io.hpp)
   return r;
 }
 
 template <typename R, typename Fn>
 R polled(const pollfd* fds, nfds_t n, bool blocking, Fn call) {
   pl::WaitScope scope;
-  if (blocking) for (nfds_t i = 0; i < n; ++i) scope.consider(fds[i].fd);
+  if (blocking) {
+    for (nfds_t i = 0; i < n; ++i) scope.consider(fds[i].fd, (fds[i].events & POLLIN) != 0);
+  }
   const R r = call();
   const int saved = errno;
   if (blocking && r > 0) scope.done();
@@ -121,17 +133,31 @@ EXPORT ssize_t sendmsg(int fd, const msghdr* m, int flags) {
   return real_sendmsg.get()(fd, m, flags);
 }
 
-EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  if (flags & MSG_DONTWAIT) return real_recv.get()(fd, buf, n, flags);
-  return waited<ssize_t>(fd, n, [&] { return real_recv.get()(fd, buf, n, flags); });
+// hot: with the read wrappers (wrap_read.cpp), few code pages per receive.
+#define HOT_EXPORT STALLSCOPE_SHIM_EXPORT __attribute__((hot))
+
+HOT_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  return received<ssize_t>(fd, n, flags, [&] { return real_recv.get()(fd, buf, n, flags); });
 }
-EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* a, socklen_t* al) {
-  if (flags & MSG_DONTWAIT) return real_recvfrom.get()(fd, buf, n, flags, a, al);
-  return waited<ssize_t>(fd, n, [&] { return real_recvfrom.get()(fd, buf, n, flags, a, al); });
+HOT_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+  return received<ssize_t>(fd, n, flags,
+                           [&] { return real___recv_chk.get()(fd, buf, n, buflen, flags); });
 }
-EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) {
-  if (flags & MSG_DONTWAIT) return real_recvmsg.get()(fd, m, flags);
-  return waited<ssize_t>(fd, 0, [&] { return real_recvmsg.get()(fd, m, flags); });
+HOT_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* a, socklen_t* al) {
+  return received<ssize_t>(fd, n, flags,
+                           [&] { return real_recvfrom.get()(fd, buf, n, flags, a, al); });
+}
+HOT_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* a,
+                              socklen_t* al) {
+  return received<ssize_t>(
+      fd, n, flags, [&] { return real___recvfrom_chk.get()(fd, buf, n, buflen, flags, a, al); });
+}
+HOT_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) {
+  uint64_t len = 0;
+  for (size_t i = 0; m != nullptr && m->msg_iov != nullptr && i < m->msg_iovlen; ++i) {
+    len += m->msg_iov[i].iov_len;
+  }
+  return received<ssize_t>(fd, len, flags, [&] { return real_recvmsg.get()(fd, m, flags); });
 }
 
 EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
