@@ -419,11 +419,12 @@ void check_the_family_is_ended(const std::vector<std::string>& flags, const std:
   args.insert(args.end(), flags.begin(), flags.end());
   const int code = run(run_argv(run_dir, args, {kChild, "family", "20", pid_file}), log, 100);
   const std::vector<pid_t> pids = read_pids(pid_file);
-  for (pid_t p : pids)
-    if (!gone(p)) ::kill(p, SIGKILL);  // never leave them to the next test
+  for (pid_t p : pids) {
+    BOOST_TEST(gone(p), "pid " + std::to_string(p) + " is still there");
+    if (!gone(p)) ::kill(p, SIGKILL);  // never left to the next test
+  }
   BOOST_TEST_REQUIRE(pids.size() == 3u, slurp(log));
   BOOST_TEST(code == 0, slurp(log));
-  for (pid_t p : pids) BOOST_TEST(gone(p), "pid " + std::to_string(p) + " is still there");
   const std::string text = slurp(log);
   BOOST_TEST(text.find("the step window is complete") != std::string::npos, text);
   BOOST_TEST(text.find(said) != std::string::npos, text);
