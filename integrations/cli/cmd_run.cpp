@@ -30,6 +30,8 @@ constexpr double kRankWaitS = 60;    // rank 0 waiting for the other ranks
 constexpr int kExitNotFound = 127;   // as a shell says "command not found"
 // A rank that does not report, ending its job: waiting for rank 0's report.
 constexpr double kReportWaitS = 2 * kRankWaitS;
+// Ending the job: for every recorder to complete its file after "end".
+constexpr double kEndWaitS = 10;
 
 double now_s() {
   using namespace std::chrono;
@@ -154,8 +156,32 @@ struct Supervisor {
            now_s() - report_started_at > kReportWaitS;
   }
 
+  // Asks every recorder of the run to complete its file (End chunk) before
+  // the processes are killed, and waits for them; a file not completed in
+  // time stays readable up to its last flush (cut).
+  void complete_files() {
+    if (const std::string err = write_control_word(run_dir, "end"); !err.empty()) {
+      std::cerr << "stallscope run: cannot ask the recorders to complete their files: " << err
+                << "\n";
+      return;
+    }
+    const double until = now_s() + kEndWaitS;
+    while (!files_ended(read_progress(run_dir)) && now_s() < until) {
+      reap_children(child, &status, &child_done);
+      ::usleep(kPollMs * 1000 / 5);
+    }
+    size_t open = 0;
+    for (const auto& p : read_progress(run_dir)) open += p.ended ? 0 : 1;
+    if (open > 0)
+      std::cerr << "stallscope run: " << open << " trace file(s) not completed in " << kEndWaitS
+                << " s; readable up to their last flush (cut)\n";
+  }
+
   int end_the_job() {
     if (report_thread.joinable()) report_thread.join();
+    // Asked before any signal: SIGKILL leaves a recorder no chance, and the
+    // program's own handler may ignore SIGTERM.
+    complete_files();
     const bool term = opt.exit_after == "term";
     const EndResult r = end_job(child, term, opt.exit_grace_s, &status, &child_done);
     std::cerr << "stallscope run: --exit-after-window" << (term ? "=term" : "")

@@ -94,6 +94,11 @@ struct ProcessProgress {
 std::vector<ProcessProgress> read_progress(const std::string& run_dir);
 // Writes "on" or "off" into RUN/control. Returns "" or an error text.
 std::string write_control(const std::string& run_dir, bool on);
+// Writes a control word: "on", "off", or "end" (every recorder completes
+// its file and stops tracing, as at exit). Returns "" or an error text.
+std::string write_control_word(const std::string& run_dir, const std::string& word);
+// True when every process's file is complete (final flush) or it is gone.
+bool files_ended(const std::vector<ProcessProgress>& p);
 
 class Window {
  public:

@@ -434,6 +434,10 @@ void check_the_family_is_ended(const std::vector<std::string>& flags, const std:
   const std::string info = t.path() + "/info";
   BOOST_TEST(run({kRun, "info", run_dir}, info, 60) == 0, slurp(info));
   BOOST_TEST(slurp(info).find("lost") == std::string::npos, slurp(info));
+  // Each recorder completed its file (End chunk) before the kill.
+  BOOST_TEST(slurp(info).find("run: 4 files (4 complete, 0 cut, 0 unreadable)") !=
+                 std::string::npos,
+             slurp(info));
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(run_dir))
     files += e.path().extension() == ".sst";
