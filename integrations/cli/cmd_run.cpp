@@ -170,11 +170,12 @@ struct Supervisor {
       reap_children(child, &status, &child_done);
       ::usleep(kPollMs * 1000 / 5);
     }
-    size_t open = 0;
-    for (const auto& p : read_progress(run_dir)) open += p.ended ? 0 : 1;
-    if (open > 0)
-      std::cerr << "stallscope run: " << open << " trace file(s) not completed in " << kEndWaitS
-                << " s; readable up to their last flush (cut)\n";
+    std::string open;
+    for (const auto& p : read_progress(run_dir))
+      if (!p.ended) open += " " + p.base + ".sst";
+    if (!open.empty())
+      std::cerr << "stallscope run: not completed in " << kEndWaitS << " s, readable up to their "
+                << "last flush (cut):" << open << "\n";
   }
 
   int end_the_job() {
@@ -339,10 +340,11 @@ Command add_run_command(CLI::App& parent) {
   // After "--" every word is positional: the command's own options are
   // never taken for ours.
   sub->add_option("CMD", o->command, "The command to run, after --")->required();
+  const std::string set_keys = "--set keys: " + run::known_setting_keys() + ";\n";
   sub->footer(
       "Example: stallscope run -- python train.py --epochs 1\n"
-      "SIGUSR2 to stallscope run, or 'stallscope ctl RUN on|off', toggles capture.\n"
-      "--set keys: " + run::known_setting_keys() + ";\n"
+      "SIGUSR2 to stallscope run, or 'stallscope ctl RUN on|off', toggles capture.\n" +
+      set_keys +
       "  SELECTOR: [N] the N-th DataLoader constructed, [file:line] its construction site,\n"
       "  [DatasetClass]; none: every DataLoader. Booleans true/false, 1/0, yes/no, on/off.\n"
       "  Example: --set dataloader[train.py:42].num_workers=4 --set loader.workers=4\n"

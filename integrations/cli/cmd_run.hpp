@@ -151,8 +151,8 @@ std::vector<pid_t> job_processes(bool with_zombies);
 // Reaps every child that exited; `child`'s status goes to *status.
 void reap_children(pid_t child, int* status, bool* child_done);
 struct EndResult {
-  size_t terminated = 0;   // sent SIGTERM
-  size_t killed = 0;       // sent SIGKILL
+  size_t terminated = 0;    // sent SIGTERM
+  size_t killed = 0;        // sent SIGKILL
   std::vector<pid_t> left;  // still there after the last wait (uninterruptible sleep)
 };
 // Ends the job: with `term` SIGTERM to each process and up to grace_s for

@@ -152,8 +152,9 @@ std::string check_setting_arg(const std::string& arg, TriedSetting* out) {
   std::string ns, sel, field;
   bool has_sel = false;
   if (std::string why = split_key(key, &ns, &sel, &has_sel, &field); !why.empty()) return why;
-  std::string norm_sel, picks = ns == "loader" ? "stallscope's loader (the sample trainer)"
-                                               : "every DataLoader";
+  std::string norm_sel;
+  std::string picks =
+      ns == "loader" ? "stallscope's loader (the sample trainer)" : "every DataLoader";
   if (has_sel && ns == "loader") return "the loader namespace takes no selector";
   if (has_sel && !selector(sel, &norm_sel, &picks))
     return "bad selector '[" + sel + "]' (expected [N], [file:line] or [DatasetClass])";

@@ -119,13 +119,15 @@ int check_setting(std::string_view field, std::string_view value, std::string* n
   try {
     const Field* f = find_field(field);
     if (f == nullptr) {
-      if (error) *error = "unknown field '" + printable(field) + "' (known: " + known_fields() + ")";
+      if (error)
+        *error = "unknown field '" + printable(field) + "' (known: " + known_fields() + ")";
       return -ENOENT;
     }
     Config scratch;
     std::string why;
     if (set_knob(scratch, field, lower(trim(value)), &why) != 0) {
-      if (error) *error = "bad value '" + printable(value) + "' for loader." + f->name + " (" + why + ")";
+      if (error)
+        *error = "bad value '" + printable(value) + "' for loader." + f->name + " (" + why + ")";
       return -EINVAL;
     }
     if (normalized) *normalized = f->get(scratch);

@@ -86,8 +86,8 @@ int parse_options(int argc, char** argv, Options* o, std::string* error) {
     if (const int rc = parse_one(rest, i, o, error); rc != 0) return rc;
   // A setting that cannot be applied is refused and reported, never fatal:
   // the run goes on with the program's own value.
-  if (stallscope::loader::apply_settings(o->loader, std::getenv("STALLSCOPE_SET"), &o->settings) < 0)
-    o->settings.clear();
+  const char* set = std::getenv("STALLSCOPE_SET");
+  if (stallscope::loader::apply_settings(o->loader, set, &o->settings) < 0) o->settings.clear();
   if (o->data.empty()) return *error = "--data DIR is required", 2;
   if (o->steps == 0) return *error = "--steps must be at least 1", 2;
   return stallscope::loader::validate(o->loader, error) != 0 ? 2 : 0;

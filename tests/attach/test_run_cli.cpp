@@ -274,25 +274,27 @@ std::string set_line(const std::string& log) {
 BOOST_AUTO_TEST_CASE(set_normalizes_each_setting_into_stallscope_set) {
   TempDir t;
   const std::string log = t.path() + "/log";
-  const std::vector<std::string> sets = {
-      "--set", "dataloader.num_workers=04",
-      "--set", "dataloader[train.py:0042].pin_memory=YES",
-      "--set", "dataloader[3].prefetch_factor=None",
-      "--set", " dataloader[MyDataset].persistent_workers = off",
-      "--set", "loader.workers=4",
-      "--set", "loader.read_size=256k"};
+  const std::vector<std::string> sets = {"--set", "dataloader.num_workers=04",
+                                         "--set", "dataloader[train.py:0042].pin_memory=YES",
+                                         "--set", "dataloader[3].prefetch_factor=None",
+                                         "--set", " dataloader[MyDataset].persistent_workers = off",
+                                         "--set", "loader.workers=4",
+                                         "--set", "loader.read_size=256k"};
   BOOST_TEST_REQUIRE(run(run_argv(t.path() + "/run", sets, {"/usr/bin/env"}), log, 30) == 0,
                      slurp(log));
-  BOOST_TEST(set_line(log) ==
-                 "STALLSCOPE_SET=dataloader.num_workers=4;dataloader[train.py:42].pin_memory=true;"
-                 "dataloader[3].prefetch_factor=none;dataloader[MyDataset].persistent_workers=false;"
-                 "loader.workers=4;loader.read_size=262144",
-             slurp(log));
+  BOOST_TEST(
+      set_line(log) ==
+          "STALLSCOPE_SET=dataloader.num_workers=4;dataloader[train.py:42].pin_memory=true;"
+          "dataloader[3].prefetch_factor=none;dataloader[MyDataset].persistent_workers=false;"
+          "loader.workers=4;loader.read_size=262144",
+      slurp(log));
   const std::string text = slurp(log);
   BOOST_TEST(text.find("stallscope run: will try dataloader.num_workers=4 on every DataLoader\n") !=
-             std::string::npos, text);
+                 std::string::npos,
+             text);
   BOOST_TEST(text.find("will try dataloader[train.py:42].pin_memory=true on the DataLoader "
-                       "constructed at train.py:42\n") != std::string::npos, text);
+                       "constructed at train.py:42\n") != std::string::npos,
+             text);
   BOOST_TEST(text.find("will try loader.workers=4 on stallscope's loader") != std::string::npos);
   // Said before the command ran: ahead of its output.
   BOOST_TEST(text.find("will try") < text.find("\nSTALLSCOPE_SET="));
@@ -357,18 +359,19 @@ BOOST_AUTO_TEST_CASE(the_sample_trainer_applies_loader_settings_and_marks_them) 
   BOOST_TEST_REQUIRE(run({GEN_DATASET_BIN, "--out", ds, "--samples", "64", "--size-kb", "4"},
                          t.path() + "/gen.log", 60) == 0,
                      slurp(t.path() + "/gen.log"));
-  const std::vector<std::string> trainer = {TRAINER_BIN,       "--data",        ds,
-                                            "--steps",         "6",             "--compute-ms",
-                                            "1",               "--device",      "emulated",
-                                            "--loader-workers=1", "--loader-prefetch=2"};
+  const std::vector<std::string> trainer = {
+      TRAINER_BIN,          "--data", ds,         "--steps",  "6",
+      "--compute-ms",       "1",      "--device", "emulated", "--loader-workers=1",
+      "--loader-prefetch=2"};
   BOOST_TEST_REQUIRE(
       run(run_argv(run_dir, {"--set", "loader.workers=3", "--set", "dataloader.num_workers=4"},
                    trainer),
           log, 90, {"STALLSCOPE_SET=loader.prefetch=0"}) == 0,
       slurp(log));
   std::string text = slurp(log);
-  BOOST_TEST(text.find("stallscope: set applied loader.workers=3 at - (was 1)\n") !=
-             std::string::npos, text);
+  BOOST_TEST(
+      text.find("stallscope: set applied loader.workers=3 at - (was 1)\n") != std::string::npos,
+      text);
   // --set replaced the inherited variable: its bad item never reached the trainer.
   BOOST_TEST(text.find("loader.prefetch") == std::string::npos, text);
   BOOST_TEST(text.find("num_workers") != std::string::npos);  // "will try", not the trainer
@@ -379,22 +382,24 @@ BOOST_AUTO_TEST_CASE(the_sample_trainer_applies_loader_settings_and_marks_them) 
 
   // By hand, without stallscope run --set: the trainer checks each item.
   const std::string log2 = t.path() + "/log2", run2 = t.path() + "/run2";
-  BOOST_TEST_REQUIRE(
-      run(trainer, log2, 90,
-          {"STALLSCOPE_OUT=" + run2, "STALLSCOPE_SET=loader.prefetch=0;loader.pinned=off;"
-                                     "dataloader[0].num_workers=2;loader.wrokers=2"}) == 0,
-      slurp(log2));
+  BOOST_TEST_REQUIRE(run(trainer, log2, 90,
+                         {"STALLSCOPE_OUT=" + run2,
+                          "STALLSCOPE_SET=loader.prefetch=0;loader.pinned=off;"
+                          "dataloader[0].num_workers=2;loader.wrokers=2"}) == 0,
+                     slurp(log2));
   text = slurp(log2);
   BOOST_TEST(text.find("stallscope: set refused loader.prefetch=0 at -: not an integer in [1, "
-                       "1024]\n") != std::string::npos, text);
+                       "1024]\n") != std::string::npos,
+             text);
   BOOST_TEST(text.find("stallscope: set applied loader.pinned=false at - (was true)\n") !=
-             std::string::npos, text);
-  BOOST_TEST(text.find("set refused loader.wrokers=2 at -: unknown field 'wrokers'") !=
-             std::string::npos, text);
+                 std::string::npos,
+             text);
+  BOOST_TEST(
+      text.find("set refused loader.wrokers=2 at -: unknown field 'wrokers'") != std::string::npos,
+      text);
   BOOST_TEST(text.find("num_workers") == std::string::npos, text);  // not the loader's
   const std::string chrome2 = t.path() + "/trace2.json";
-  BOOST_TEST_REQUIRE(run({kRun, "export", run2, "--chrome", chrome2}, log2, 60) == 0,
-                     slurp(log2));
+  BOOST_TEST_REQUIRE(run({kRun, "export", run2, "--chrome", chrome2}, log2, 60) == 0, slurp(log2));
   BOOST_TEST(slurp(chrome2).find("set refused loader.prefetch=0 at -") != std::string::npos);
 }
 
@@ -435,9 +440,9 @@ void check_the_family_is_ended(const std::vector<std::string>& flags, const std:
   BOOST_TEST(run({kRun, "info", run_dir}, info, 60) == 0, slurp(info));
   BOOST_TEST(slurp(info).find("lost") == std::string::npos, slurp(info));
   // Each recorder completed its file (End chunk) before the kill.
-  BOOST_TEST(slurp(info).find("run: 4 files (4 complete, 0 cut, 0 unreadable)") !=
-                 std::string::npos,
-             slurp(info));
+  BOOST_TEST(
+      slurp(info).find("run: 4 files (4 complete, 0 cut, 0 unreadable)") != std::string::npos,
+      slurp(info));
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(run_dir))
     files += e.path().extension() == ".sst";
@@ -462,13 +467,14 @@ BOOST_AUTO_TEST_CASE(exit_after_window_keeps_the_commands_status_when_it_ends_fi
                           {kChild, "steps", "4", "5", t.path() + "/done"}),
                  log, 30) == 0,
              slurp(log));
-  BOOST_TEST(run(run_argv(t.path() + "/b", {"--exit-after-window"}, {kChild, "exit", "3"}), log,
-                 30) == 3);
+  BOOST_TEST(
+      run(run_argv(t.path() + "/b", {"--exit-after-window"}, {kChild, "exit", "3"}), log, 30) == 3);
   BOOST_TEST(slurp(log).find("ended the job") == std::string::npos, slurp(log));
   BOOST_TEST(run(run_argv(t.path() + "/c", {"--exit-after-window=soon"}, {kChild, "exit", "0"}),
                  log, 30) == 2);
   BOOST_TEST(slurp(log).find("--exit-after-window=soon: expected kill (the default) or term") !=
-             std::string::npos, slurp(log));
+                 std::string::npos,
+             slurp(log));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

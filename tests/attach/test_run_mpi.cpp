@@ -42,11 +42,11 @@ BOOST_AUTO_TEST_CASE(under_mpirun_rank_0_reports_every_rank) {
 BOOST_AUTO_TEST_CASE(exit_after_window_under_mpirun_ends_every_rank) {
   TempDir t;
   const std::string log = t.path() + "/log";
-  const int code = run({"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-                        STALLSCOPE_BIN, "run", "--start-step", "2", "--steps", "5",
-                        "--exit-after-window", "--", ATTACH_CHILD, "steps", "100000", "20",
-                        t.path() + "/done"},
-                       log, 200, {"STALLSCOPE_DIR=" + t.path() + "/runs"});
+  const int code =
+      run({"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", STALLSCOPE_BIN,
+           "run", "--start-step", "2", "--steps", "5", "--exit-after-window", "--", ATTACH_CHILD,
+           "steps", "100000", "20", t.path() + "/done"},
+          log, 200, {"STALLSCOPE_DIR=" + t.path() + "/runs"});
   BOOST_TEST_REQUIRE(code == 0, slurp(log));
   std::vector<std::string> dirs;
   for (const auto& e : std::filesystem::directory_iterator(t.path() + "/runs"))
@@ -69,9 +69,25 @@ BOOST_AUTO_TEST_CASE(exit_after_window_under_mpirun_ends_every_rank) {
 BOOST_AUTO_TEST_CASE(exit_after_window_over_mpirun_ends_the_launcher_and_its_ranks) {
   TempDir t;
   const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
-  const int code = run({STALLSCOPE_BIN, "run", "--out", run_dir, "--start-step", "2", "--steps",
-                        "5", "--exit-after-window", "--", "/usr/bin/mpirun", "--allow-run-as-root",
-                        "--oversubscribe", "-np", "2", ATTACH_CHILD, "steps", "100000", "20",
+  const int code = run({STALLSCOPE_BIN,
+                        "run",
+                        "--out",
+                        run_dir,
+                        "--start-step",
+                        "2",
+                        "--steps",
+                        "5",
+                        "--exit-after-window",
+                        "--",
+                        "/usr/bin/mpirun",
+                        "--allow-run-as-root",
+                        "--oversubscribe",
+                        "-np",
+                        "2",
+                        ATTACH_CHILD,
+                        "steps",
+                        "100000",
+                        "20",
                         t.path() + "/done"},
                        log, 200);
   BOOST_TEST_REQUIRE(code == 0, slurp(log));

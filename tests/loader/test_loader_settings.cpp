@@ -1,7 +1,6 @@
 // Unit: the loader.* items of STALLSCOPE_SET (stallscope run --set), applied
 // over a configuration with one outcome and one mark text per item.
 #include <boost/test/unit_test.hpp>
-
 #include <stallscope/loader/settings.hpp>
 
 namespace sl = stallscope::loader;
@@ -13,8 +12,9 @@ BOOST_AUTO_TEST_CASE(applies_loader_items_in_order_and_says_what_was_there) {
   c.workers = 1;
   std::vector<sl::SettingOutcome> out;
   const int n = sl::apply_settings(
-      c, "dataloader.num_workers=4; loader.workers=4 ;loader.pinned=OFF;loader.read_size=256K;"
-         "loader.workers=3",
+      c,
+      "dataloader.num_workers=4; loader.workers=4 ;loader.pinned=OFF;loader.read_size=256K;"
+      "loader.workers=3",
       &out);
   BOOST_TEST(n == 4);
   BOOST_TEST(c.workers == 3u);  // the last item wins
@@ -32,7 +32,8 @@ BOOST_AUTO_TEST_CASE(refuses_bad_items_and_keeps_the_programs_value) {
   c.workers = 5;
   std::vector<sl::SettingOutcome> out;
   const int n = sl::apply_settings(
-      c, "loader.workers=0;loader.wrokers=4;loader[0].workers=2;loader.read_size=5000;loader.pinned",
+      c,
+      "loader.workers=0;loader.wrokers=4;loader[0].workers=2;loader.read_size=5000;loader.pinned",
       &out);
   BOOST_TEST(n == 0);
   BOOST_TEST(c.workers == 5u);
@@ -40,8 +41,9 @@ BOOST_AUTO_TEST_CASE(refuses_bad_items_and_keeps_the_programs_value) {
   BOOST_REQUIRE(out.size() == 5u);
   for (const auto& o : out) BOOST_TEST(!o.applied);
   BOOST_TEST(out[0].mark() == "set refused loader.workers=0 at -: not an integer in [1, 256]");
-  BOOST_TEST(out[1].mark().find("unknown field 'wrokers' (known: workers, prefetch,") !=
-             std::string::npos, out[1].mark());
+  BOOST_TEST(
+      out[1].mark().find("unknown field 'wrokers' (known: workers, prefetch,") != std::string::npos,
+      out[1].mark());
   BOOST_TEST(out[2].reason == "the loader namespace takes no selector");
   BOOST_TEST(out[3].reason.find("a multiple of 4096") != std::string::npos, out[3].reason);
   BOOST_TEST(out[4].reason == "no '=' (expected KEY=VALUE)");
@@ -52,7 +54,8 @@ BOOST_AUTO_TEST_CASE(null_empty_and_foreign_sets_change_nothing) {
   std::vector<sl::SettingOutcome> out;
   BOOST_TEST(sl::apply_settings(c, nullptr, &out) == 0);
   BOOST_TEST(sl::apply_settings(c, "", &out) == 0);
-  BOOST_TEST(sl::apply_settings(c, ";;  ;dataloader[train.py:4].pin_memory=true;other=1", &out) == 0);
+  BOOST_TEST(sl::apply_settings(c, ";;  ;dataloader[train.py:4].pin_memory=true;other=1", &out) ==
+             0);
   BOOST_TEST(out.empty());
   BOOST_TEST(c.workers == sl::Config{}.workers);
 }
