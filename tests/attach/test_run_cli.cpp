@@ -376,6 +376,14 @@ BOOST_AUTO_TEST_CASE(the_sample_trainer_applies_loader_settings_and_marks_them) 
   BOOST_TEST(text.find("loader.prefetch") == std::string::npos, text);
   BOOST_TEST(text.find("num_workers") != std::string::npos);  // "will try", not the trainer
   BOOST_TEST(text.find("set refused") == std::string::npos, text);
+  // In effect: the loader's recorded configuration gives the preprocessing
+  // stage 3 workers, not the flag's 1.
+  const auto rep = report_json(run_dir);
+  BOOST_TEST_REQUIRE(rep.is_object(), text);
+  int with_3 = 0;
+  for (const auto& st : rep["ranks"][0]["stages"])
+    with_3 += st.contains("workers") && st["workers"].get<double>() == 3.0;
+  BOOST_TEST(with_3 == 1, rep["ranks"][0]["stages"].dump());
   const std::string chrome = t.path() + "/trace.json";
   BOOST_TEST_REQUIRE(run({kRun, "export", run_dir, "--chrome", chrome}, log, 60) == 0, slurp(log));
   BOOST_TEST(slurp(chrome).find("set applied loader.workers=3 at - (was 1)") != std::string::npos);
