@@ -485,4 +485,16 @@ BOOST_AUTO_TEST_CASE(exit_after_window_keeps_the_commands_status_when_it_ends_fi
              slurp(log));
 }
 
+BOOST_AUTO_TEST_CASE(exit_after_window_still_forwards_signals_before_the_window_closes) {
+  TempDir t;
+  const std::string log = t.path() + "/log", file = t.path() + "/got-signal";
+  const pid_t pid = start(
+      run_argv(t.path() + "/run", {"--exit-after-window"}, {kChild, "wait-signal", file}), log);
+  BOOST_TEST_REQUIRE(eventually([&] { return exists(file + ".ready"); }, 15), slurp(log));
+  ::kill(pid, SIGINT);
+  BOOST_TEST(exit_code(wait_for_exit(pid, 30)) == 0, slurp(log));  // the command's status
+  BOOST_TEST(slurp(file) == "signal 2\n");
+  BOOST_TEST(slurp(log).find("ended the job") == std::string::npos, slurp(log));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
