@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!o.trace) setenv("STALLSCOPE_ENABLE", "off", 1);
+  stallscope::loader::report_settings(o.settings);
   std::string note;
   auto comm = trainer::make_comm(&note);
   const int rank = comm->rank();

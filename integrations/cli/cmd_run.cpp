@@ -2,13 +2,16 @@
 // changed. Starts CMD with the preload shim, records from the start, closes
 // the capture window after step M+N (or a time window when no step source
 // appears), prints the report while the job goes on untraced, and exits with
-// the job's exit status (docs/attach.md, docs/cli.md).
+// the job's exit status — or, with --exit-after-window, ends the job once the
+// window is on disk and the report written, and exits 0 (docs/attach.md,
+// docs/cli.md).
 #include "cmd_run.hpp"
 
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -25,6 +28,10 @@ constexpr int kPollMs = 100;
 constexpr double kWindowWaitS = 10;  // for window-end records after "off"
 constexpr double kRankWaitS = 60;    // rank 0 waiting for the other ranks
 constexpr int kExitNotFound = 127;   // as a shell says "command not found"
+// A rank that does not report, ending its job: waiting for rank 0's report.
+constexpr double kReportWaitS = 2 * kRankWaitS;
+// Ending the job: for every recorder to complete its file after "end".
+constexpr double kEndWaitS = 10;
 
 double now_s() {
   using namespace std::chrono;
@@ -51,6 +58,8 @@ struct Supervisor {
   Window window;
   std::thread report_thread;
   bool report_started = false;
+  double report_started_at = 0;
+  std::atomic<bool> report_done{false};
 
   Supervisor(const RunOptions& o, std::string dir)
       : opt(o), run_dir(std::move(dir)), lr(launcher_rank()), window(o, now_s()) {
@@ -74,13 +83,19 @@ struct Supervisor {
 
   void start_report(const std::string& note) {
     report_started = true;
+    report_started_at = now_s();
     if (!reports()) return;
     // On a thread: signals are still forwarded while the analyzer reads.
-    report_thread = std::thread([this, note] { write_run_report(run_dir, opt.report, note); });
+    report_thread = std::thread([this, note] {
+      write_run_report(run_dir, opt.report, note);
+      report_done = true;
+    });
   }
 
   void reap() {
     if (child_done) return;
+    // A subreaper also reaps the job's orphans as they exit.
+    if (!opt.exit_after.empty()) return reap_children(child, &status, &child_done);
     int st = 0;
     if (::waitpid(child, &st, WNOHANG) == child) {
       status = st;
@@ -107,7 +122,10 @@ struct Supervisor {
       const double wait = world > 1 ? kRankWaitS : kWindowWaitS;
       if (windows_on_disk(read_progress(run_dir), world) || t - closed_at > wait) {
         if (reports())
-          std::cerr << "stallscope run: writing the report; the job goes on untraced\n";
+          std::cerr << (opt.exit_after.empty()
+                            ? "stallscope run: writing the report; the job goes on untraced\n"
+                            : "stallscope run: writing the report; then the job is ended "
+                              "(--exit-after-window)\n");
         start_report(window.describe());
       }
     }
@@ -129,6 +147,61 @@ struct Supervisor {
                        "the report covers the whole run");
   }
 
+  // --exit-after-window: every window on disk (the report waited for them)
+  // and the report written; a rank that does not report waits for rank 0's.
+  bool may_end() const {
+    if (opt.exit_after.empty() || !report_started) return false;
+    if (reports()) return report_done;
+    return ::access((run_dir + "/report.json").c_str(), F_OK) == 0 ||
+           now_s() - report_started_at > kReportWaitS;
+  }
+
+  // Asks every recorder of the run to complete its file (End chunk) before
+  // the processes are killed, and waits for them; a file not completed in
+  // time stays readable up to its last flush (cut).
+  void complete_files() {
+    if (const std::string err = write_control_word(run_dir, "end"); !err.empty()) {
+      std::cerr << "stallscope run: cannot ask the recorders to complete their files: " << err
+                << "\n";
+      return;
+    }
+    const double until = now_s() + kEndWaitS;
+    while (!files_ended(read_progress(run_dir)) && now_s() < until) {
+      reap_children(child, &status, &child_done);
+      ::usleep(kPollMs * 1000 / 5);
+    }
+    std::string open;
+    for (const auto& p : read_progress(run_dir))
+      if (!p.ended) open += " " + p.base + ".sst";
+    if (!open.empty())
+      std::cerr << "stallscope run: not completed in " << kEndWaitS << " s, readable up to their "
+                << "last flush (cut):" << open << "\n";
+  }
+
+  int end_the_job() {
+    if (report_thread.joinable()) report_thread.join();
+    // Asked before any signal: SIGKILL leaves a recorder no chance, and the
+    // program's own handler may ignore SIGTERM.
+    complete_files();
+    const bool term = opt.exit_after == "term";
+    const EndResult r = end_job(child, term, opt.exit_grace_s, &status, &child_done);
+    std::cerr << "stallscope run: --exit-after-window" << (term ? "=term" : "")
+              << ": the capture window is on disk and the report written; ended the job (";
+    if (term)
+      std::cerr << "SIGTERM to " << r.terminated << " process(es), then SIGKILL to " << r.killed
+                << " still running after " << opt.exit_grace_s << " s";
+    else
+      std::cerr << "SIGKILL to " << r.killed << " process(es)";
+    if (r.left.empty()) {
+      std::cerr << "); exit status 0\n";
+      return kExitOk;
+    }
+    std::cerr << "); " << r.left.size() << " process(es) would not end (pid";
+    for (pid_t p : r.left) std::cerr << " " << p;
+    std::cerr << ")\n";
+    return kExitInput;
+  }
+
   void loop(int sfd) {
     while (!child_done) {
       pollfd p{sfd, POLLIN, 0};
@@ -143,6 +216,7 @@ struct Supervisor {
       }
       reap();
       if (!child_done) tick();
+      if (!child_done && may_end()) return;
     }
   }
 };
@@ -155,6 +229,15 @@ int supervise(const RunOptions& o, const std::string& path, const ChildEnv& env)
     return kExitInput;
   }
   Supervisor s(o, env.run_dir);
+  if (!o.exit_after.empty())
+    if (const std::string err = become_subreaper(); !err.empty())
+      std::cerr << "stallscope run: cannot become a child subreaper (" << err
+                << "): --exit-after-window ends only the processes still linked to the command\n";
+  for (const auto& item : o.settings) {
+    TriedSetting t;
+    check_setting_arg(item, &t);
+    std::cerr << "stallscope run: will try " << item << " on " << t.picks << "\n";
+  }
   s.child = spawn_child(path, o.command, env.vars, child_mask);
   if (s.child < 0) {
     std::cerr << "stallscope run: cannot start " << path << ": " << std::strerror(-s.child) << "\n";
@@ -164,6 +247,11 @@ int supervise(const RunOptions& o, const std::string& path, const ChildEnv& env)
   std::cerr << "stallscope run: recording " << o.command.front() << " (pid " << s.child << ") into "
             << env.run_dir << (env.python_hooks ? " with the Python hooks" : "") << "\n";
   s.loop(sfd);
+  if (!s.child_done) {  // --exit-after-window
+    const int rc = s.end_the_job();
+    ::close(sfd);
+    return rc;
+  }
   s.final_report();
   if (s.report_thread.joinable()) s.report_thread.join();
   ::close(sfd);
@@ -181,6 +269,12 @@ int run_command(RunOptions o) {
               << "'\n";
     return kExitUsage;
   }
+  if (!o.exit_after.empty() && o.exit_after != "kill" && o.exit_after != "term") {
+    std::cerr << "stallscope run: --exit-after-window=" << o.exit_after
+              << ": expected kill (the default) or term\n";
+    return kExitUsage;
+  }
+  for (const auto& t : check_setting_args(o.sets)) o.settings.push_back(t.item);
   const std::string path = resolve_command(o.command.front());
   if (path.empty()) {
     std::cerr << "stallscope run: " << o.command.front() << ": command not found\n";
@@ -228,14 +322,35 @@ Command add_run_command(CLI::App& parent) {
       ->capture_default_str();
   sub->add_flag("--no-python-hooks", o->no_python_hooks,
                 "Do not add the DataLoader and optimizer hooks to a Python command");
+  sub->add_option("--set", o->sets,
+                  "Try a setting without editing the program (repeatable): "
+                  "dataloader[SELECTOR].FIELD=V for the PyTorch DataLoaders, loader.KNOB=V for "
+                  "stallscope's loader; passed in STALLSCOPE_SET")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  sub->add_flag("--exit-after-window{kill}", o->exit_after,
+                "End the job once the capture window is on disk and the report written: SIGKILL "
+                "to every process of the job (=term: SIGTERM first, SIGKILL after --exit-grace); "
+                "exit 0");
+  sub->add_option("--exit-grace", o->exit_grace_s,
+                  "--exit-after-window=term: seconds from SIGTERM to SIGKILL")
+      ->type_name("S")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   // After "--" every word is positional: the command's own options are
   // never taken for ours.
   sub->add_option("CMD", o->command, "The command to run, after --")->required();
+  const std::string set_keys = "--set keys: " + run::known_setting_keys() + ";\n";
   sub->footer(
       "Example: stallscope run -- python train.py --epochs 1\n"
-      "SIGUSR2 to stallscope run, or 'stallscope ctl RUN on|off', toggles capture.\n"
-      "Exit status: the command's (128+N when killed by signal N); 2 usage error or a program "
-      "that cannot be attached (static, setuid); 127 command not found.");
+      "SIGUSR2 to stallscope run, or 'stallscope ctl RUN on|off', toggles capture.\n" +
+      set_keys +
+      "  SELECTOR: [N] the N-th DataLoader constructed, [file:line] its construction site,\n"
+      "  [DatasetClass]; none: every DataLoader. Booleans true/false, 1/0, yes/no, on/off.\n"
+      "  Example: --set dataloader[train.py:42].num_workers=4 --set loader.workers=4\n"
+      "Exit status: the command's (128+N when killed by signal N); 0 when --exit-after-window "
+      "ended it; 2 usage error or a program that cannot be attached (static, setuid); 127 "
+      "command not found.");
   return {sub, [o] { return run::run_command(*o); }};
 }
 

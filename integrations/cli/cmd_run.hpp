@@ -5,6 +5,8 @@
 //   cmd_run_signals.cpp signals of `stallscope run` itself (forwarding, SIGUSR2)
 //   cmd_run_window.cpp  step progress files and the capture window
 //   cmd_run_report.cpp  the report, written and printed while the job goes on
+//   cmd_run_set.cpp     --set: settings tried, checked and put in STALLSCOPE_SET
+//   cmd_run_end.cpp     --exit-after-window: the job's processes, ended
 #pragma once
 
 #include <signal.h>
@@ -25,6 +27,12 @@ struct RunOptions {
   double duration_s = 90;        // --duration
   std::string report = "text";   // --report text|json|html
   bool no_python_hooks = false;  // --no-python-hooks
+  std::vector<std::string> sets;  // --set KEY=VALUE, as given
+  std::string exit_after;         // --exit-after-window[=kill|term]; "" when not given
+  double exit_grace_s = 10;       // --exit-grace: SIGTERM to SIGKILL with =term
+  // The --set items that passed the checks, normalized (cmd_run_set.cpp):
+  // STALLSCOPE_SET when any --set was given, else it passes on as inherited.
+  std::vector<std::string> settings;
   std::vector<std::string> command;
 };
 
@@ -86,6 +94,11 @@ struct ProcessProgress {
 std::vector<ProcessProgress> read_progress(const std::string& run_dir);
 // Writes "on" or "off" into RUN/control. Returns "" or an error text.
 std::string write_control(const std::string& run_dir, bool on);
+// Writes a control word: "on", "off", or "end" (every recorder completes
+// its file and stops tracing, as at exit). Returns "" or an error text.
+std::string write_control_word(const std::string& run_dir, const std::string& word);
+// True when every process's file is complete (final flush) or it is gone.
+bool files_ended(const std::vector<ProcessProgress>& p);
 
 class Window {
  public:
@@ -115,6 +128,36 @@ bool windows_on_disk(const std::vector<ProcessProgress>& p, int world);
 // the report's warnings. Returns 0 or a CLI exit code.
 int write_run_report(const std::string& run_dir, const std::string& format,
                      const std::string& note);
+
+// ---- settings tried (cmd_run_set.cpp)
+struct TriedSetting {
+  std::string item;   // normalized "dataloader[train.py:42].num_workers=4"
+  std::string picks;  // which loaders it is for, for people
+};
+// Checks one --set argument: "" with *out filled, or what is wrong with it.
+std::string check_setting_arg(const std::string& arg, TriedSetting* out);
+// Checks each argument; each bad one is named on stderr in one line
+// ("stallscope: --set 'K=V': <why>; not applied") and left out.
+std::vector<TriedSetting> check_setting_args(const std::vector<std::string>& args);
+// Every key --set knows, for --help and errors.
+std::string known_setting_keys();
+
+// ---- ending the job (cmd_run_end.cpp)
+// Makes this process a child subreaper: orphans of the job are reparented
+// to it. "" or the error text.
+std::string become_subreaper();
+// The processes descending from this one, by /proc parent links.
+std::vector<pid_t> job_processes(bool with_zombies);
+// Reaps every child that exited; `child`'s status goes to *status.
+void reap_children(pid_t child, int* status, bool* child_done);
+struct EndResult {
+  size_t terminated = 0;    // sent SIGTERM
+  size_t killed = 0;        // sent SIGKILL
+  std::vector<pid_t> left;  // still there after the last wait (uninterruptible sleep)
+};
+// Ends the job: with `term` SIGTERM to each process and up to grace_s for
+// them to exit, then SIGKILL until no process is left; reaps them all.
+EndResult end_job(pid_t child, bool term, double grace_s, int* status, bool* child_done);
 
 // ---- launcher (cmd_run_env.cpp)
 struct LauncherRank {

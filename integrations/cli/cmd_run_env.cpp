@@ -123,6 +123,16 @@ bool build_child_env(const RunOptions& o, const std::string& preload, ChildEnv* 
   env["STALLSCOPE_PROGRESS"] = "on";
   // --start-after: nothing is captured until the window opens.
   if (o.start_after_s > 0) env["STALLSCOPE_CAPTURE"] = "off";
+  // --set replaces a STALLSCOPE_SET of the environment; without --set an
+  // inherited one passes on (its readers check it again).
+  if (!o.sets.empty()) {
+    std::string set;
+    for (const auto& s : o.settings) set += (set.empty() ? "" : ";") + s;
+    if (set.empty())
+      env.erase("STALLSCOPE_SET");
+    else
+      env["STALLSCOPE_SET"] = set;
+  }
   // `python train.py`, or `./train.py` starting with #!/usr/bin/env python3.
   out->python_hooks =
       !o.no_python_hooks &&

@@ -101,10 +101,20 @@ std::vector<ProcessProgress> read_progress(const std::string& run_dir) {
 }
 
 std::string write_control(const std::string& run_dir, bool on) {
+  return write_control_word(run_dir, on ? "on" : "off");
+}
+
+std::string write_control_word(const std::string& run_dir, const std::string& word) {
   // Written to a temporary and renamed: the recorder never reads a
   // half-written file.
   return write_output(run_dir + "/control", OutputOwner::kStallscope,
-                      [on](std::ostream& out) { out << (on ? "on\n" : "off\n"); });
+                      [&word](std::ostream& out) { out << word << "\n"; });
+}
+
+bool files_ended(const std::vector<ProcessProgress>& p) {
+  for (const auto& x : p)
+    if (!x.ended) return false;
+  return true;
 }
 
 bool Window::want_open(double now_s) const {

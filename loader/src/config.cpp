@@ -185,6 +185,23 @@ int apply_flags(Config& cfg, const std::vector<std::string>& args, std::string* 
   return 0;
 }
 
+int set_knob(Config& cfg, std::string_view name, std::string_view value,
+             std::string* error) noexcept {
+  try {
+    for (const Knob& k : kKnobs) {
+      if (name != k.name) continue;
+      Config next = cfg;  // a setter may write before it refuses (read_size)
+      if (k.set(next, value)) return cfg = next, 0;
+      if (error) *error = std::string("not ") + k.accepts;
+      return -EINVAL;
+    }
+    if (error) *error = "no such knob";
+  } catch (...) {
+    return -ENOMEM;
+  }
+  return -ENOENT;
+}
+
 int validate(const Config& cfg, std::string* error) noexcept {
   auto bad = [&](const char* what) {
     if (error) *error = what;

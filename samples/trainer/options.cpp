@@ -84,6 +84,10 @@ int parse_options(int argc, char** argv, Options* o, std::string* error) {
     return 2;
   for (size_t i = 0; i < rest.size(); ++i)
     if (const int rc = parse_one(rest, i, o, error); rc != 0) return rc;
+  // A setting that cannot be applied is refused and reported, never fatal:
+  // the run goes on with the program's own value.
+  const char* set = std::getenv("STALLSCOPE_SET");
+  if (stallscope::loader::apply_settings(o->loader, set, &o->settings) < 0) o->settings.clear();
   if (o->data.empty()) return *error = "--data DIR is required", 2;
   if (o->steps == 0) return *error = "--steps must be at least 1", 2;
   return stallscope::loader::validate(o->loader, error) != 0 ? 2 : 0;
@@ -116,7 +120,10 @@ std::string usage() {
          "  --summary-json FILE  write step time and throughput as JSON\n"
          "  loader knobs: --loader-workers, --loader-queue-depth, --loader-prefetch-batches,\n"
          "  --loader-batch-size, --loader-read-size, --loader-pinned=on|off,\n"
-         "  --loader-pinned-gbps, --loader-pageable-gbps … (docs/loader.md)\n";
+         "  --loader-pinned-gbps, --loader-pageable-gbps … (docs/loader.md)\n"
+         "  STALLSCOPE_SET=\"loader.workers=4;loader.prefetch=8\" (stallscope run --set) applies\n"
+         "  loader.<knob> settings over these flags; each applied or refused one is said on\n"
+         "  stderr and marked in the trace (docs/cli.md)\n";
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <stallscope/loader/config.hpp>
+#include <stallscope/loader/settings.hpp>
 
 namespace trainer {
 
@@ -33,9 +34,11 @@ struct Options {
   bool quiet = false;
   std::string summary_json;      // write per-run numbers here
   stallscope::loader::Config loader;
+  // The loader.* items of STALLSCOPE_SET, applied over the flags (stallscope run --set).
+  std::vector<stallscope::loader::SettingOutcome> settings;
 };
 
-// Parses argv; 0, 1 for --help (usage printed), or 2 with *error set.
+// Parses argv, then applies STALLSCOPE_SET over the loader flags; 0, 1 for --help (usage printed), or 2 with *error set.
 int parse_options(int argc, char** argv, Options* o, std::string* error);
 std::string usage();
 // Slowdown factor of `rank` (1 when none given).

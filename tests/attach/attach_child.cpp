@@ -10,8 +10,15 @@
 //                                       then write DONE_FILE and exit 0
 //   attach_child ranges N MS DONE_FILE  the same, each step a range named
 //                                       "train_step <i>" instead of step marks
+//   attach_child family MS PID_FILE     forks a worker and a setsid()
+//                                       grandchild (double fork), all three
+//                                       ignoring SIGTERM; writes "main worker
+//                                       grandchild" pids to PID_FILE, then
+//                                       steps of MS ms forever (the worker
+//                                       and grandchild record ranges)
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -85,6 +92,49 @@ int ranges(int n, int ms, const char* done) {
   return 0;
 }
 
+// A process of the family: records a range every 20 ms, forever.
+[[noreturn]] void busy_forever(const char* name) {
+  auto push = reinterpret_cast<PushFn>(dlsym(RTLD_DEFAULT, "stallscope_range_push"));
+  auto pop = reinterpret_cast<PopFn>(dlsym(RTLD_DEFAULT, "stallscope_range_pop"));
+  for (;;) {
+    if (push) push(name);
+    burn_ms(2);
+    if (pop) pop();
+    usleep(20000);
+  }
+}
+
+int family(int ms, const char* pid_file) {
+  signal(SIGTERM, SIG_IGN);  // inherited by both children
+  const pid_t worker = fork();
+  if (worker == 0) busy_forever("worker fetch");
+  int pipe_fd[2];
+  if (worker < 0 || pipe(pipe_fd) != 0) return 3;
+  const pid_t middle = fork();
+  if (middle == 0) {
+    setsid();
+    const pid_t grandchild = fork();
+    if (grandchild == 0) busy_forever("daemon poll");
+    const std::string text = std::to_string(grandchild);
+    (void)!write(pipe_fd[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(pipe_fd[1]);
+  char buf[32] = {};
+  const ssize_t n = read(pipe_fd[0], buf, sizeof buf - 1);
+  waitpid(middle, nullptr, 0);
+  if (n <= 0) return 4;
+  write_file(pid_file, std::to_string(getpid()) + " " + std::to_string(worker) + " " +
+                           std::string(buf, static_cast<size_t>(n)) + "\n");
+  auto begin = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "stallscope_step_begin"));
+  auto end = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "stallscope_step_end"));
+  for (uint64_t i = 0;; ++i) {
+    if (begin) begin(i);
+    burn_ms(ms);
+    if (end) end(i);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,8 +148,9 @@ int main(int argc, char** argv) {
   if (mode == "wait-signal" && argc == 3) return wait_signal(argv[2]);
   if (mode == "steps" && argc == 5) return steps(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
   if (mode == "ranges" && argc == 5) return ranges(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
+  if (mode == "family" && argc == 4) return family(std::atoi(argv[2]), argv[3]);
   std::fprintf(stderr,
                "usage: attach_child exit N | raise SIG | wait-signal FILE | "
-               "steps|ranges N MS DONE_FILE\n");
+               "steps|ranges N MS DONE_FILE | family MS PID_FILE\n");
   return 2;
 }

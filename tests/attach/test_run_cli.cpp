@@ -4,6 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <sstream>
+
 #include <boost/test/unit_test.hpp>
 
 #include "attach/attach_util.hpp"
@@ -256,6 +259,242 @@ BOOST_AUTO_TEST_CASE(toggles_capture_with_sigusr2_and_ctl) {
   BOOST_TEST(eventually([&] { return progress_sum(run_dir, "windows_closed") == 2u; }, 15));
   BOOST_TEST(run({kRun, "ctl", t.path() + "/not-a-run", "on"}, log, 10) == 1);
   BOOST_TEST(exit_code(wait_for_exit(pid, 30)) == 0, slurp(log));  // SIGUSR2 did not kill it
+}
+
+// ---- --set: settings tried without editing the program
+
+// The STALLSCOPE_SET line the command printed with `env` ("" when none).
+std::string set_line(const std::string& log) {
+  const std::string text = slurp(log);
+  const size_t at = text.find("\nSTALLSCOPE_SET=");
+  if (at == std::string::npos) return "";
+  return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+BOOST_AUTO_TEST_CASE(set_normalizes_each_setting_into_stallscope_set) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  const std::vector<std::string> sets = {"--set", "dataloader.num_workers=04",
+                                         "--set", "dataloader[train.py:0042].pin_memory=YES",
+                                         "--set", "dataloader[3].prefetch_factor=None",
+                                         "--set", " dataloader[MyDataset].persistent_workers = off",
+                                         "--set", "loader.workers=4",
+                                         "--set", "loader.read_size=256k"};
+  BOOST_TEST_REQUIRE(run(run_argv(t.path() + "/run", sets, {"/usr/bin/env"}), log, 30) == 0,
+                     slurp(log));
+  BOOST_TEST(
+      set_line(log) ==
+          "STALLSCOPE_SET=dataloader.num_workers=4;dataloader[train.py:42].pin_memory=true;"
+          "dataloader[3].prefetch_factor=none;dataloader[MyDataset].persistent_workers=false;"
+          "loader.workers=4;loader.read_size=262144",
+      slurp(log));
+  const std::string text = slurp(log);
+  BOOST_TEST(text.find("stallscope run: will try dataloader.num_workers=4 on every DataLoader\n") !=
+                 std::string::npos,
+             text);
+  BOOST_TEST(text.find("will try dataloader[train.py:42].pin_memory=true on the DataLoader "
+                       "constructed at train.py:42\n") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("will try loader.workers=4 on stallscope's loader") != std::string::npos);
+  // Said before the command ran: ahead of its output.
+  BOOST_TEST(text.find("will try") < text.find("\nSTALLSCOPE_SET="));
+  BOOST_TEST(text.find("not applied") == std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(set_names_a_bad_key_value_or_selector_and_runs_the_program_untouched) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"dataloader.num_wrokers=4",
+       "unknown field 'num_wrokers' (known: num_workers, prefetch_factor, persistent_workers, "
+       "pin_memory)"},
+      {"dataloader.num_workers=lots",
+       "bad value 'lots' for dataloader.num_workers (not an integer in [0, 1024])"},
+      {"dataloader.prefetch_factor=0", "bad value '0' for dataloader.prefetch_factor"},
+      {"dataloader.pin_memory=maybe", "bad value 'maybe' for dataloader.pin_memory"},
+      {"dataloader[a b].num_workers=2",
+       "bad selector '[a b]' (expected [N], [file:line] or [DatasetClass])"},
+      {"dataloader[train.py:42.num_workers=2", "has no closing ']'"},
+      {"loader.workers=0", "bad value '0' for loader.workers (not an integer in [1, 256])"},
+      {"loader.wrokers=2", "unknown field 'wrokers' (known: workers, prefetch, queue_depth,"},
+      {"loader[0].workers=2", "the loader namespace takes no selector"},
+      {"torch.num_threads=2", "unknown namespace 'torch' (known: dataloader, loader)"},
+      {"dataloader.num_workers", "no '=' (expected KEY=VALUE)"},
+      {"dataloader.num_workers=2;loader.workers=2", "';' separates settings"}};
+  std::vector<std::string> args;
+  for (const auto& [arg, why] : bad) args.insert(args.end(), {"--set", arg});
+  // Bad ones only: the command sees no STALLSCOPE_SET at all.
+  BOOST_TEST_REQUIRE(run(run_argv(t.path() + "/a", args, {"/usr/bin/env"}), log, 30) == 0,
+                     slurp(log));
+  const std::string text = slurp(log);
+  for (const auto& [arg, why] : bad) {
+    BOOST_TEST_CONTEXT(arg) {
+      const std::string head = "stallscope: --set '" + arg + "': ";
+      const size_t at = text.find(head);
+      BOOST_TEST_REQUIRE(at != std::string::npos, text);
+      const std::string line = text.substr(at, text.find('\n', at) - at);
+      BOOST_TEST(line.find(why) != std::string::npos, line);
+      BOOST_TEST(line.substr(line.size() - 13) == "; not applied", line);
+    }
+  }
+  BOOST_TEST(set_line(log).empty(), set_line(log));
+  BOOST_TEST(text.find("will try") == std::string::npos, text);
+  // With a good one among them, only the good one is passed.
+  const std::string log2 = t.path() + "/log2";
+  BOOST_TEST_REQUIRE(run(run_argv(t.path() + "/b",
+                                  {"--set", "loader.wrokers=2", "--set", "dataloader.num_workers=2",
+                                   "--set", "dataloader[x y].pin_memory=1"},
+                                  {"/usr/bin/env"}),
+                         log2, 30) == 0,
+                     slurp(log2));
+  BOOST_TEST(set_line(log2) == "STALLSCOPE_SET=dataloader.num_workers=2", slurp(log2));
+}
+
+// The sample trainer applies loader.* over its flags, refuses what it
+// cannot apply (STALLSCOPE_SET set by hand is checked again), and marks both
+// in its trace.
+BOOST_AUTO_TEST_CASE(the_sample_trainer_applies_loader_settings_and_marks_them) {
+  TempDir t;
+  const std::string ds = t.path() + "/ds", log = t.path() + "/log", run_dir = t.path() + "/run";
+  BOOST_TEST_REQUIRE(run({GEN_DATASET_BIN, "--out", ds, "--samples", "64", "--size-kb", "4"},
+                         t.path() + "/gen.log", 60) == 0,
+                     slurp(t.path() + "/gen.log"));
+  const std::vector<std::string> trainer = {
+      TRAINER_BIN,          "--data", ds,         "--steps",  "6",
+      "--compute-ms",       "1",      "--device", "emulated", "--loader-workers=1",
+      "--loader-prefetch=2"};
+  BOOST_TEST_REQUIRE(
+      run(run_argv(run_dir, {"--set", "loader.workers=3", "--set", "dataloader.num_workers=4"},
+                   trainer),
+          log, 90, {"STALLSCOPE_SET=loader.prefetch=0"}) == 0,
+      slurp(log));
+  std::string text = slurp(log);
+  BOOST_TEST(
+      text.find("stallscope: set applied loader.workers=3 at - (was 1)\n") != std::string::npos,
+      text);
+  // --set replaced the inherited variable: its bad item never reached the trainer.
+  BOOST_TEST(text.find("loader.prefetch") == std::string::npos, text);
+  BOOST_TEST(text.find("num_workers") != std::string::npos);  // "will try", not the trainer
+  BOOST_TEST(text.find("set refused") == std::string::npos, text);
+  // In effect: the loader's recorded configuration gives the preprocessing
+  // stage 3 workers, not the flag's 1.
+  const auto rep = report_json(run_dir);
+  BOOST_TEST_REQUIRE(rep.is_object(), text);
+  int with_3 = 0;
+  for (const auto& st : rep["ranks"][0]["stages"])
+    with_3 += st.contains("workers") && st["workers"].get<double>() == 3.0;
+  BOOST_TEST(with_3 == 1, rep["ranks"][0]["stages"].dump());
+  const std::string chrome = t.path() + "/trace.json";
+  BOOST_TEST_REQUIRE(run({kRun, "export", run_dir, "--chrome", chrome}, log, 60) == 0, slurp(log));
+  BOOST_TEST(slurp(chrome).find("set applied loader.workers=3 at - (was 1)") != std::string::npos);
+
+  // By hand, without stallscope run --set: the trainer checks each item.
+  const std::string log2 = t.path() + "/log2", run2 = t.path() + "/run2";
+  BOOST_TEST_REQUIRE(run(trainer, log2, 90,
+                         {"STALLSCOPE_OUT=" + run2,
+                          "STALLSCOPE_SET=loader.prefetch=0;loader.pinned=off;"
+                          "dataloader[0].num_workers=2;loader.wrokers=2"}) == 0,
+                     slurp(log2));
+  text = slurp(log2);
+  BOOST_TEST(text.find("stallscope: set refused loader.prefetch=0 at -: not an integer in [1, "
+                       "1024]\n") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("stallscope: set applied loader.pinned=false at - (was true)\n") !=
+                 std::string::npos,
+             text);
+  BOOST_TEST(
+      text.find("set refused loader.wrokers=2 at -: unknown field 'wrokers'") != std::string::npos,
+      text);
+  BOOST_TEST(text.find("num_workers") == std::string::npos, text);  // not the loader's
+  const std::string chrome2 = t.path() + "/trace2.json";
+  BOOST_TEST_REQUIRE(run({kRun, "export", run2, "--chrome", chrome2}, log2, 60) == 0, slurp(log2));
+  BOOST_TEST(slurp(chrome2).find("set refused loader.prefetch=0 at -") != std::string::npos);
+}
+
+// ---- --exit-after-window
+
+std::vector<pid_t> read_pids(const std::string& file) {
+  std::istringstream in(slurp(file));
+  std::vector<pid_t> pids;
+  for (pid_t p; in >> p;) pids.push_back(p);
+  return pids;
+}
+
+bool gone(pid_t pid) { return !exists("/proc/" + std::to_string(pid)); }
+
+// A job that forks a worker and a setsid() daemon, ignores SIGTERM and
+// never ends by itself.
+void check_the_family_is_ended(const std::vector<std::string>& flags, const std::string& said) {
+  TempDir t;
+  const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
+  const std::string pid_file = t.path() + "/pids";
+  std::vector<std::string> args = {"--start-step", "2", "--steps", "5"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const int code = run(run_argv(run_dir, args, {kChild, "family", "20", pid_file}), log, 100);
+  const std::vector<pid_t> pids = read_pids(pid_file);
+  for (pid_t p : pids) {
+    BOOST_TEST(gone(p), "pid " + std::to_string(p) + " is still there");
+    if (!gone(p)) ::kill(p, SIGKILL);  // never left to the next test
+  }
+  BOOST_TEST_REQUIRE(pids.size() == 3u, slurp(log));
+  BOOST_TEST(code == 0, slurp(log));
+  const std::string text = slurp(log);
+  BOOST_TEST(text.find("the step window is complete") != std::string::npos, text);
+  BOOST_TEST(text.find(said) != std::string::npos, text);
+  BOOST_TEST(text.find("exit status 0\n") != std::string::npos, text);
+  // The report was written before the end, and every file reads to its end.
+  BOOST_TEST(exists(run_dir + "/report.json"), text);
+  const std::string info = t.path() + "/info";
+  BOOST_TEST(run({kRun, "info", run_dir}, info, 60) == 0, slurp(info));
+  BOOST_TEST(slurp(info).find("lost") == std::string::npos, slurp(info));
+  // Each recorder completed its file (End chunk) before the kill.
+  BOOST_TEST(
+      slurp(info).find("run: 4 files (4 complete, 0 cut, 0 unreadable)") != std::string::npos,
+      slurp(info));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir))
+    files += e.path().extension() == ".sst";
+  // main, worker, daemon, and the setsid() process between them (it exits)
+  BOOST_TEST(files == 4u, slurp(info));
+}
+
+BOOST_AUTO_TEST_CASE(exit_after_window_kills_workers_and_setsid_children_and_exits_0) {
+  check_the_family_is_ended({"--exit-after-window"}, "ended the job (SIGKILL to 3 process(es))");
+}
+
+BOOST_AUTO_TEST_CASE(exit_after_window_term_sends_sigterm_then_sigkill_after_the_grace) {
+  check_the_family_is_ended({"--exit-after-window=term", "--exit-grace", "1"},
+                            "ended the job (SIGTERM to 3 process(es), then SIGKILL to 3 still "
+                            "running after 1 s");
+}
+
+BOOST_AUTO_TEST_CASE(exit_after_window_keeps_the_commands_status_when_it_ends_first) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  BOOST_TEST(run(run_argv(t.path() + "/a", {"--exit-after-window"},
+                          {kChild, "steps", "4", "5", t.path() + "/done"}),
+                 log, 30) == 0,
+             slurp(log));
+  BOOST_TEST(
+      run(run_argv(t.path() + "/b", {"--exit-after-window"}, {kChild, "exit", "3"}), log, 30) == 3);
+  BOOST_TEST(slurp(log).find("ended the job") == std::string::npos, slurp(log));
+  BOOST_TEST(run(run_argv(t.path() + "/c", {"--exit-after-window=soon"}, {kChild, "exit", "0"}),
+                 log, 30) == 2);
+  BOOST_TEST(slurp(log).find("--exit-after-window=soon: expected kill (the default) or term") !=
+                 std::string::npos,
+             slurp(log));
+}
+
+BOOST_AUTO_TEST_CASE(exit_after_window_still_forwards_signals_before_the_window_closes) {
+  TempDir t;
+  const std::string log = t.path() + "/log", file = t.path() + "/got-signal";
+  const pid_t pid = start(
+      run_argv(t.path() + "/run", {"--exit-after-window"}, {kChild, "wait-signal", file}), log);
+  BOOST_TEST_REQUIRE(eventually([&] { return exists(file + ".ready"); }, 15), slurp(log));
+  ::kill(pid, SIGINT);
+  BOOST_TEST(exit_code(wait_for_exit(pid, 30)) == 0, slurp(log));  // the command's status
+  BOOST_TEST(slurp(file) == "signal 2\n");
+  BOOST_TEST(slurp(log).find("ended the job") == std::string::npos, slurp(log));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

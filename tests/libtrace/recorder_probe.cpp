@@ -293,6 +293,22 @@ int mode_control(const char* control, long count) {
   return 0;
 }
 
+// "end" in the control file (stallscope run --exit-after-window): the file
+// is completed and tracing stops; then the process is killed.
+int mode_control_end(const char* control, long count) {
+  spans(name("before_end"), count);
+  if (FILE* f = std::fopen(control, "w")) {
+    std::fputs("end\n", f);
+    std::fclose(f);
+  }
+  for (int i = 0; i < 2000 && stallscope_capture_enabled(); ++i) sleep_ms(5);
+  spans(name("after_end"), count);
+  say("ended", !stallscope_capture_enabled());
+  std::fflush(stdout);
+  ::kill(::getpid(), SIGKILL);
+  return 9;
+}
+
 int mode_all_kinds() {
   // One of everything the API offers, for the round trip test.
   using namespace stallscope;
@@ -478,6 +494,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return mode_fork(arg(2, 1000));
   if (mode == "fork-worker") return mode_fork_worker(arg(2, 400));
   if (mode == "control") return mode_control(argv[2], arg(3, 100));
+  if (mode == "control-end") return mode_control_end(argv[2], arg(3, 100));
   if (mode == "all-kinds") return mode_all_kinds();
   if (mode == "pipeline-kinds") return mode_pipeline_kinds();
   return 2;

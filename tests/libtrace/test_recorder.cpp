@@ -516,6 +516,17 @@ BOOST_AUTO_TEST_CASE(control_file_switches_capture_and_marks_the_window_end) {
   BOOST_TEST(begins == 2u);  // at start, and when switched on again
 }
 
+BOOST_AUTO_TEST_CASE(control_end_completes_the_file_before_a_sigkill) {
+  TempDir d;
+  auto r = run_probe({"control-end", d / "control", "300"}, env_for(d));
+  BOOST_TEST(r.term_signal == SIGKILL);
+  BOOST_TEST(r.value("ended") == 1);
+  Loaded l = load_single(d);
+  BOOST_TEST((l.status == reader::Status::kComplete), l.error);
+  BOOST_TEST(l.by_name["before_end"] == 300u);
+  BOOST_TEST(l.by_name["after_end"] == 0u);  // tracing stopped with the file
+}
+
 BOOST_AUTO_TEST_CASE(names_files_and_run_directory_from_the_job) {
   TempDir d;
   auto r = run_probe({"threads", "1", "10"},

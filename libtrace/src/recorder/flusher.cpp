@@ -212,6 +212,12 @@ void poll_control(Recorder& r) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
   if (s == "on" || s == "off") {
     stallscope_capture_set(s == "on" ? 1 : 0);
+  } else if (s == "end") {
+    // `stallscope run --exit-after-window` ends the process next (SIGKILL):
+    // the file is completed now, as at exit, and tracing stops.
+    if (r.sampler) r.sampler->stop();
+    r.final_requested.store(true);
+    r.flush_requested.fetch_add(1);
   } else {
     warn(r.control_path + ": expected 'on' or 'off', found '" + std::string(s) + "'; ignored");
   }
@@ -257,7 +263,8 @@ void flusher_main(Recorder* r) {
       next_control = now + std::chrono::milliseconds(kControlPollMs);
       polled = true;
     }
-    if (r->sample_in_flusher && !r->stop.load()) {  // never a new thread while closing
+    // Never a new thread while closing or ending.
+    if (r->sample_in_flusher && !r->stop.load() && !r->final_requested.load()) {
       if (r->steps_seen.load(std::memory_order_relaxed)) {
         // A worker that runs steps (a trainer forked without exec): a sampler
         // thread at the full period, with every counter.

@@ -60,6 +60,12 @@ STALLSCOPE_LOADER_API int apply_env(Config& cfg, const char* (*get)(const char*)
 STALLSCOPE_LOADER_API int apply_flags(Config& cfg, const std::vector<std::string>& args,
                                       std::string* error,
                                       std::vector<std::string>* rest = nullptr) noexcept;
+// Sets one knob by its name ("workers", "queue_depth", "prefetch", … as in
+// --loader-<name>, with '_' for '-'). Returns 0; -EINVAL with *error saying
+// what the knob accepts ("not an integer in [1, 256]"); -ENOENT for no such
+// knob. cfg is unchanged on failure.
+STALLSCOPE_LOADER_API int set_knob(Config& cfg, std::string_view name, std::string_view value,
+                                   std::string* error) noexcept;
 // Checks ranges and combinations. Returns 0 or -EINVAL naming the knob.
 STALLSCOPE_LOADER_API int validate(const Config& cfg, std::string* error) noexcept;
 
