@@ -31,9 +31,13 @@ struct LoaderRun {
   int code = -1;
 
   LoaderRun(const std::string& method, const std::vector<std::string>& flags,
-            const std::vector<std::string>& env = {}) {
-    std::vector<std::string> argv = {kRun,    "run", "--out", run_dir, "--", kPython,
-                                     kSrc + "/torch_loader.py", method, expected};
+            const std::vector<std::string>& env = {},
+            const std::vector<std::string>& run_flags = {}) {
+    std::vector<std::string> argv = {kRun, "run", "--out", run_dir};
+    argv.insert(argv.end(), run_flags.begin(), run_flags.end());
+    for (const std::string a : {std::string("--"), kPython, kSrc + "/torch_loader.py", method,
+                                expected})
+      argv.push_back(a);
     argv.insert(argv.end(), flags.begin(), flags.end());
     code = run(argv, log, 110, env);
   }
@@ -162,5 +166,21 @@ BOOST_AUTO_TEST_CASE(dependent_arguments_are_fixed_so_the_constructor_never_rais
   BOOST_TEST(contains(out, "set adjusted dataloader.prefetch_factor=2 at "), out);
   BOOST_TEST(contains(out, "set adjusted dataloader.persistent_workers=false at "), out);
   BOOST_TEST(contains(out, "set adjusted dataloader.multiprocessing_context=none at "), out);
+  BOOST_TEST(r.mismatches() == "");
+}
+
+// The same through `stallscope run --set`: the CLI names a bad key and
+// leaves it out; the hooks apply the rest; the report lists what was tried.
+BOOST_AUTO_TEST_CASE(stallscope_run_set_reaches_the_dataloader) {
+  const std::string site = "torch_loader.py:" + std::to_string(train_line());
+  LoaderRun r("fork", {"--print-config", "--epochs", "1"}, {},
+              {"--set", "dataloader[" + site + "].num_workers=1", "--set",
+               "dataloader.num_wrokers=3", "--set", "dataloader[0].persistent_workers=on"});
+  BOOST_TEST_REQUIRE(r.code == 0, r.output());
+  const std::string out = r.output();
+  BOOST_TEST(contains(out, "config num_workers=1 prefetch_factor=2 persistent_workers=True"), out);
+  BOOST_TEST(contains(out, "unknown field 'num_wrokers'"), out);
+  BOOST_TEST(contains(out, "set applied dataloader[" + site + "].num_workers=1 at "), out);
+  BOOST_TEST(contains(out, "set applied dataloader[0].persistent_workers=true at "), out);
   BOOST_TEST(r.mismatches() == "");
 }
