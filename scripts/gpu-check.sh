@@ -219,6 +219,19 @@ if grep -q "config num_workers=1 prefetch_factor=2 persistent_workers=False pin_
      "$OUT/loader-set.log" && grep -q "set applied dataloader\[0\].num_workers=1" "$OUT/loader-set.log"
 then ok "a setting applied through STALLSCOPE_SET"
 else bad "STALLSCOPE_SET" "$(grep -E 'config|set ' "$OUT/loader-set.log" | tr '\n' ' ')"; fi
+# With CUDA the pin-memory thread runs: its copies are ranges on its own track.
+"$B/bin/stallscope" export --chrome "$OUT/loader-set.chrome.json" "$OUT/run-loader-set" >/dev/null 2>&1
+if python3 - "$OUT/loader-set.chrome.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); ev = d["traceEvents"] if isinstance(d, dict) else d
+pins = [e for e in ev if e.get("name") == "DataLoader pin_memory" and e.get("cat") == "range"]
+configs = [e["args"]["pin_memory"] for e in ev if e.get("cat") == "loader_config"
+           and e["args"]["num_workers"] == 1]
+print("pin ranges", len(pins), "configs", configs)
+sys.exit(0 if pins and configs == ["on"] else 1)
+PY
+then ok "pin-memory thread's copies recorded, pin_memory on"
+else bad "pin_memory" "no pin-memory ranges, or pin_memory not 'on' in the recorded configuration"; fi
 
 timeout 60 "$B/bin/stallscope" run --out "$OUT/run-signals" -- python3 -c '
 import os, signal, sys, time

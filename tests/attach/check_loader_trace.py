@@ -96,6 +96,21 @@ def main():
         check(len({e["args"]["worker_pid"] for e in handoffs}) ==
               train["num_workers"] * (1 if train["persistent"] else exp["epochs"]),
               "worker pids %s" % sorted({e["args"]["worker_pid"] for e in handoffs}))
+        # Hand-off waits and epoch start-ups, against the trainer's own clock.
+        waited = sum(e["ts"] - e["args"]["requested_ts"] for e in handoffs) * 1e-6
+        n = len(handoffs)
+        check(abs(waited - exp["waits_s"]) <= 0.15 * exp["waits_s"] + 1e-3 * n,
+              "hand-off waits %.4f s, the trainer's next() took %.4f s" % (waited,
+                                                                           exp["waits_s"]))
+        created = sorted((e["args"]["generation"], e["ts"]) for e in configs[train["site"]])
+        for gen, ts in created:
+            first = [e["ts"] for e in handoffs if e["args"]["generation"] == gen and
+                     e["args"]["batch_index"] == 0]
+            want = exp["startups_s"][gen]
+            if check(first, "no first batch of generation %d" % gen):
+                got = (first[0] - ts) * 1e-6
+                check(abs(got - want) <= 0.15 * want + 5e-3,
+                      "epoch %d start-up %.4f s, the trainer saw %.4f s" % (gen, got, want))
     else:
         check(not handoffs, "hand-offs without workers")
 

@@ -110,10 +110,24 @@ def main():
         print("config num_workers=%d prefetch_factor=%s persistent_workers=%s pin_memory=%s" % (
             train.num_workers, train.prefetch_factor, train.persistent_workers, train.pin_memory))
     steps = 0
+    startups, waits = [], 0.0  # the train loader's: iter() to its first batch, and next() times
     for _ in range(epochs):
         model.train()
-        for batches in (zip(train, second) if zipped else ((b,) for b in train)):
-            x, y = batches[0]
+        t_iter = time.perf_counter()
+        it = iter(train)
+        other = iter(second) if zipped else None
+        while True:
+            t = time.perf_counter()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                break
+            got = time.perf_counter()
+            waits += got - t
+            if len(startups) <= _:
+                startups.append(got - t_iter)
+            if other is not None:
+                next(other)
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
@@ -148,6 +162,8 @@ def main():
                       if zipped else None,
             "sanity": {"site": "%s:%d" % (here, sanity_line), "batches": 2} if sanity else None,
             "getitems": getitems,
+            "startups_s": startups,
+            "waits_s": waits,
         }, f)
     print("trained %d steps with %s" % (steps, method))
 

@@ -175,7 +175,7 @@ def _name(obj):
     return type(obj).__name__
 
 
-def _record_config(loader, it, info):
+def _record_config(loader, it, info, created):
     dataset = loader.dataset
     kind = getattr(loader, "_dataset_kind", None)
     workers = loader.num_workers or 0
@@ -202,7 +202,7 @@ def _record_config(loader, it, info):
         dataset_kind={0: "map", 1: "iterable"}.get(kind), dataset=_dataset_class(dataset),
         collate_fn=_name(loader.collate_fn), sampler=_name(type(loader.sampler)),
         batch_sampler=_name(type(batch_sampler)) if batch_sampler is not None else None,
-        site=info.site, flags=flags)
+        site=info.site, flags=flags, ts=created)
 
 
 def patch_iter(cls):
@@ -214,6 +214,7 @@ def patch_iter(cls):
         return
 
     def __iter__(self):
+        created = _now() if _bind() else 0  # before the workers start
         info = _loaders.get(self)
         if info is not None and info.applied:
             try:
@@ -226,8 +227,8 @@ def patch_iter(cls):
                 info = _loaders[self] = _LoaderInfo("", [])
             info.generation += 1
             _iterators[it] = _IterInfo(id(self), info.generation)
-            if _bind():
-                _record_config(self, it, info)
+            if created:
+                _record_config(self, it, info, created)
         except Exception:  # pylint: disable=broad-except
             pass
         return it
