@@ -68,17 +68,16 @@ class _Rec:
 
 
 def _bind():
+    """Binds the recorder's entry points, as calls that keep the GIL (short
+    calls: no hand-over of the GIL to another thread on every record)."""
     if _Rec.now is not None:
         return True
-    lib = stallscope.library()
-    if lib is None:
+    held = stallscope._fn_holding_gil  # pylint: disable=protected-access
+    now, sample = held("stallscope_clock_now"), held("stallscope_sample_record")
+    handoff = held("stallscope_batch_handoff_record")
+    if now is None or sample is None or handoff is None:
         return False
-    sample = stallscope._fn("stallscope_sample_record")  # pylint: disable=protected-access
-    handoff = stallscope._fn("stallscope_batch_handoff_record")  # pylint: disable=protected-access
-    if sample is None or handoff is None:
-        return False
-    _Rec.sample, _Rec.handoff = sample, handoff
-    _Rec.now = lib.stallscope_clock_now
+    _Rec.sample, _Rec.handoff, _Rec.now = sample, handoff, now
     return True
 
 
