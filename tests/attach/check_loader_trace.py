@@ -168,10 +168,10 @@ def main():
     check(len(phases) == want_phases, "%d phase:eval ranges, want %d" % (len(phases),
                                                                        want_phases))
     waits = [e for e in by_cat["data_wait"] if e.get("name") == "data_wait" and
-             e["pid"] == trainer]
+             e["pid"] == trainer and e.get("ph") in "Xb"]  # b: drawn as an async span
     n_waits = n_train + n_val + n_sanity + n_second
     check(len(waits) == n_waits, "%d data waits, want %d" % (len(waits), n_waits))
-    idx = collections.Counter(e["args"].get("corr", 0) for e in waits)
+    idx = collections.Counter(e.get("args", {}).get("corr", 0) for e in waits)
     n_gen = exp["epochs"] * (3 if n_second else 2) + (1 if n_sanity else 0)
     check(idx[0] == n_gen, "data waits with batch index 0: %d, want %d" % (idx[0], n_gen))
     # Steps: one per optimizer step, none for the ends of epochs or the
@@ -179,6 +179,15 @@ def main():
     steps = [e for e in events if e.get("cat") == "step" and e.get("ph") in "XBb" and
              e["pid"] == trainer]
     check(len(steps) == exp["steps"], "%d steps, want %d" % (len(steps), exp["steps"]))
+    # Steps tile the iterations: each from one ask for a batch to the next.
+    ends = {e["id"]: e["ts"] for e in events if e.get("cat") == "step" and e.get("ph") == "e"}
+    durs = sorted(e["dur"] if e["ph"] == "X" else ends.get(e.get("id"), e["ts"]) - e["ts"]
+                  for e in steps)
+    want = exp["iteration_p50_s"]
+    if durs and want:
+        got = durs[len(durs) // 2] * 1e-6
+        check(abs(got - want) <= 0.15 * want + 1e-3,
+              "step p50 %.4f s, the trainer's iteration p50 %.4f s" % (got, want))
 
     for f in failures:
         print("MISMATCH:", f)

@@ -111,6 +111,7 @@ def main():
             train.num_workers, train.prefetch_factor, train.persistent_workers, train.pin_memory))
     steps = 0
     startups, waits = [], 0.0  # the train loader's: iter() to its first batch, and next() times
+    asks = []  # when each training batch was asked for
     for _ in range(epochs):
         model.train()
         t_iter = time.perf_counter()
@@ -118,6 +119,7 @@ def main():
         other = iter(second) if zipped else None
         while True:
             t = time.perf_counter()
+            asks.append(t)
             try:
                 x, y = next(it)
             except StopIteration:
@@ -143,6 +145,11 @@ def main():
             for x, _ in val:
                 model(x)
     here = os.path.abspath(__file__)
+    # An iteration: from one ask for a batch to the next within an epoch.
+    per_epoch = len(asks) // epochs
+    iters = [b - a for e in range(epochs) for a, b in
+             zip(asks[e * per_epoch:(e + 1) * per_epoch - 2],
+                 asks[e * per_epoch + 1:(e + 1) * per_epoch - 1])]
     with open(expected_path, "w", encoding="utf-8") as f:
         json.dump({
             "pid": os.getpid(),
@@ -164,6 +171,7 @@ def main():
             "getitems": getitems,
             "startups_s": startups,
             "waits_s": waits,
+            "iteration_p50_s": sorted(iters)[len(iters) // 2] if iters else 0,
         }, f)
     print("trained %d steps with %s" % (steps, method))
 

@@ -11,7 +11,9 @@ loaded:
   ``phase:eval`` range until the next training batch or optimizer step.
   The loader's configuration, construction site, ``--set`` settings and
   hand-offs: ``_dataloader``.
-* ``torch.optim.optimizer``: a step ends at every optimizer step —
+* ``torch.optim.optimizer``: an optimizer step makes the step's end due —
+  it ends when the trainer next asks for a batch, begins an evaluation loop
+  or exits, so steps tile the iterations —
   ``register_optimizer_step_post_hook`` on torch >= 2.0, else the ``step`` of
   each Optimizer subclass is wrapped when it is first instantiated.
 * ``torch.cuda.amp.grad_scaler``, ``torch.amp.grad_scaler``: a
@@ -42,7 +44,8 @@ import stallscope
 from stallscope import _dataloader, _sampler
 
 _tls = threading.local()
-_state = {"loader_seen": False, "optimizer_steps": 0, "eval": None, "pending": 0}
+_state = {"loader_seen": False, "optimizer_steps": 0, "eval": None, "pending": 0,
+          "end_due": False, "atexit": False}
 _MARK = "_stallscope_hook"
 
 
@@ -87,11 +90,20 @@ def _optimizer_stepped(*_args, **_kwargs):
         _state["optimizer_steps"] += 1
         _eval_end()
         if _state["loader_seen"]:
-            stallscope.step_end()  # the next __next__ begins the next step
+            # The step ends when the trainer next asks for a batch: what it
+            # does after the optimizer step (logging, a scheduler) is its own.
+            _state["end_due"] = True
         else:
             stallscope.step()  # no DataLoader: steps tile optimizer steps
     except Exception:  # pylint: disable=broad-except
         pass
+
+
+def _end_due_step():
+    """Ends the step whose optimizer step came, if any (now)."""
+    if _state["end_due"]:
+        _state["end_due"] = False
+        stallscope.step_end()
 
 
 def _before_next(iterator):
@@ -99,6 +111,7 @@ def _before_next(iterator):
     try:
         _state["loader_seen"] = True
         start = stallscope.now()
+        _end_due_step()
         if not _grad_enabled():  # an evaluation loop: a phase, not steps
             if not stallscope.step_open():
                 _eval_begin()
@@ -275,3 +288,15 @@ def patch(name, module):
     if fn is not None:
         fn(module)
         _sampler.start()  # once per process: the program imported torch
+        if not _state["atexit"]:
+            _state["atexit"] = True
+            import atexit  # pylint: disable=import-outside-toplevel
+            atexit.register(_at_exit)
+
+
+def _at_exit():
+    try:
+        _end_due_step()  # the last step ends with the program
+        _eval_end()
+    except Exception:  # pylint: disable=broad-except
+        pass
