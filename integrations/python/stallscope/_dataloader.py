@@ -434,18 +434,18 @@ def _us_per_tick():
     return (n1 - n0) / 1000.0 / max(t1 - t0, 1)
 
 
-def _judge(b, inside, total, n):
-    """After a batch timed with spans: turns them off when they cost more
-    than the budget two batches in a row (the first calls of a process are
-    slow). Every time is in ticks; only their ratio counts."""
-    b.mean = inside / n
-    cost = max((total - inside) / n, 1)
+def _judge(b, mean, cost):
+    """After a batch timed with spans (its samples' mean time and a span's
+    cost, in ticks: only their ratio counts): turns the spans off when they
+    cost more than the budget three batches in a row (the first calls of a
+    process are slow, a busy machine preempts)."""
+    b.mean = mean
     b.cost = cost if b.cost == 0 else (b.cost + cost) / 2
-    if cost <= _BUDGET * b.mean:
+    if cost <= _BUDGET * mean:
         b.over = 0
         return
     b.over += 1
-    if b.over >= 2:
+    if b.over >= 3:
         b.spans = False
         if not b.said:
             b.said = True
@@ -488,6 +488,7 @@ def _load_items(ctx, items, one, part):
         times.append((s, e, i))
         inside += e - s
         data.append(d)
+    r0 = now()
     if part == stallscope.SAMPLE_NEXT:
         for s, e, _ in times:
             rec(s, e, loader_id, gen, batch, b.ordinal, worker, part, 1)
@@ -496,7 +497,11 @@ def _load_items(ctx, items, one, part):
         for k, (s, e, i) in enumerate(times):
             rec(s, e, loader_id, gen, batch, _index(i, k), worker, part, 1)
     if data:
-        _judge(b, inside, now() - t0, len(data))
+        # A span's cost: the typical gap between two timed samples (a thread
+        # descheduled there once is not the spans' doing) and its record.
+        gaps = sorted(times[k + 1][0] - times[k][1] for k in range(len(times) - 1))
+        gap = gaps[len(gaps) // 2] if gaps else times[0][0] - t0
+        _judge(b, inside / len(data), gap + (now() - r0) / len(data))
     return data, ended
 
 

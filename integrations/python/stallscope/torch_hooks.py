@@ -110,8 +110,8 @@ def _before_next(iterator):
     """Before a batch is asked for. Returns (when, batch index)."""
     try:
         _state["loader_seen"] = True
+        _end_due_step()  # before `start`: the next step begins after this one ended
         start = stallscope.now()
-        _end_due_step()
         if not _grad_enabled():  # an evaluation loop: a phase, not steps
             if not stallscope.step_open():
                 _eval_begin()
@@ -223,6 +223,15 @@ def _name_worker(position, args, kwargs):
         return None
 
 
+def _flush():
+    try:
+        lib = stallscope.library()
+        if lib is not None and hasattr(lib, "stallscope_flush"):
+            lib.stallscope_flush()
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
 def _patch_worker(module):
     loop = getattr(module, "_worker_loop", None)
     if loop is None or _is_ours(loop):
@@ -235,7 +244,10 @@ def _patch_worker(module):
             args, kwargs = _dataloader.wrap_worker_args(loop, args, kwargs, worker)
         except Exception:  # pylint: disable=broad-except
             pass
-        return loop(*args, **kwargs)
+        try:
+            return loop(*args, **kwargs)
+        finally:
+            _flush()  # the worker ends with os._exit: no exit handler writes its last records
 
     # Pickled by reference (module + qualified name), which now names the
     # wrapper: spawn and forkserver workers find it again after import.
