@@ -1,0 +1,243 @@
+// Records of the DataLoader hooks and their joins; the exact split of a
+// wait on one batch (DESIGN.md "Splitting a data stall", exact where the
+// hooks recorded the batch's fetch).
+#include "loader_model.hpp"
+
+#include <algorithm>
+
+namespace stallscope::analyzer {
+
+namespace {
+constexpr size_t kMaxChain = 64;  // previous fetches walked back on a worker
+constexpr size_t kStashed = 64;   // hand-offs looked back at for a batch received early
+}  // namespace
+
+uint32_t LoaderModel::pid_of(uint32_t track) const {
+  if (track >= trace_.tracks.size()) return 0;
+  const uint32_t p = trace_.tracks[track].proc;
+  return p < trace_.procs.size() ? trace_.procs[p].pid : 0;
+}
+
+LoaderModel::Acc& LoaderModel::acc(uint64_t loader) {
+  auto [it, fresh] = acc_.try_emplace(loader);
+  if (fresh) {
+    it->second.order = next_order_++;
+    it->second.rep.id = loader;
+  }
+  return it->second;
+}
+
+void LoaderModel::on_config(const Ev& e) {
+  any_ = true;
+  const LoaderConfig& c = e.loader();
+  configs_[c.loader] = c;
+  Acc& a = acc(c.loader);
+  DataLoaderReport& r = a.rep;
+  auto name = [&](uint32_t id) { return id < trace_.names.size() ? trace_.names[id] : ""; };
+  r.site = name(c.site);
+  r.dataset = name(e.name);
+  r.sampler = name(c.sampler);
+  r.batch_sampler = name(c.batch_sampler);
+  r.collate = name(c.collate);
+  r.num_workers = c.num_workers;
+  r.prefetch_factor = c.prefetch_factor;
+  r.batch_size = c.batch_size;
+  r.dataset_len = c.dataset_len;
+  r.pin_memory = c.pin_memory == format::PinMemory::kOn         ? "on"
+                 : c.pin_memory == format::PinMemory::kInactive ? "inactive"
+                                                                : "off";
+  r.mp_context = c.mp_context == format::MpContext::kFork         ? "fork"
+                 : c.mp_context == format::MpContext::kSpawn      ? "spawn"
+                 : c.mp_context == format::MpContext::kForkserver ? "forkserver"
+                                                                  : "unknown";
+  r.dataset_kind = c.dataset_kind == format::DatasetKind::kMapStyle   ? "map"
+                   : c.dataset_kind == format::DatasetKind::kIterable ? "iterable"
+                                                                      : "unknown";
+  r.persistent_workers = c.persistent_workers;
+  r.drop_last = c.drop_last;
+  r.in_order = c.in_order;
+  r.getitems = c.getitems;
+  r.overridden = r.overridden || c.overridden;
+  ++r.generations;
+  a.gen_start[c.generation] = e.start;
+  LoaderEpoch& ep = a.epochs[c.generation];
+  ep.generation = c.generation;
+  ep.workers_started = c.num_workers > 0 && (c.generation == 0 || !c.persistent_workers);
+}
+
+void LoaderModel::on_sample(const Ev& e) {
+  if (e.phase != format::kComplete) return;
+  any_ = true;
+  const SampleSpan& s = e.sample();
+  Lane& l = lanes_[e.track];
+  l.spans.push_back({e.start, e.end, s.loader, s.batch, s.generation, s.count, s.worker, s.part});
+  if (s.part == format::SamplePart::kFetch) fetches_[{pid_of(e.track), s.batch}].push_back({e.track, e.end});
+}
+
+void LoaderModel::on_read(const Ev& e) {
+  if (e.phase != format::kComplete || !any_) return;
+  // Only threads that load samples matter; a read arrives before the span
+  // holding it, so every thread's reads are kept for a while.
+  lanes_[e.track].reads.push_back({e.start - static_cast<int64_t>(e.io().queued_ns), e.end});
+}
+
+void LoaderModel::on_handoff(const Ev& e) {
+  any_ = true;
+  const BatchHandoff& h = e.handoff();
+  auto& q = handoffs_[e.track];
+  Handoff x{h.asked_ns, e.end, h.loader, h.batch, h.generation,
+            h.worker_pid, h.worker};
+  auto pos = q.end();
+  while (pos != q.begin() && (pos - 1)->received > x.received) --pos;
+  q.insert(pos, x);
+}
+
+void LoaderModel::on_wait(const Ev& e) {
+  if (e.phase != format::kComplete) return;
+  const uint64_t batch = e.work().batch != 0 ? e.work().batch : e.corr;
+  Wait w{e.start, e.end, batch, e.track, false};
+  auto pos = waits_.end();
+  while (pos != waits_.begin() && (pos - 1)->b > w.b) --pos;
+  waits_.insert(pos, w);
+}
+
+// The batch that ended the wait: received within it, the wait's own batch
+// index first, else the last received.
+const LoaderModel::Handoff* LoaderModel::handoff_for(uint32_t track, int64_t a, int64_t b,
+                                                     uint64_t batch) const {
+  auto it = handoffs_.find(track);
+  if (it == handoffs_.end()) return nullptr;
+  const auto& q = it->second;
+  auto lo = std::lower_bound(q.begin(), q.end(), a,
+                             [](const Handoff& h, int64_t t) { return h.received < t; });
+  const Handoff* last = nullptr;
+  for (auto it2 = lo; it2 != q.end() && it2->received <= b; ++it2) {
+    if (it2->batch == batch) return &*it2;
+    last = &*it2;
+  }
+  if (last != nullptr) return last;
+  // Received before its turn (kept by the iterator until asked for): asked within the wait.
+  for (size_t n = 0; lo != q.begin() && n < kStashed; ++n) {
+    --lo;
+    if (lo->batch == batch && lo->asked >= a && lo->asked <= b) return &*lo;
+  }
+  return nullptr;
+}
+
+bool LoaderModel::fetch_for(const Handoff& h, Fetch& out) const {
+  auto it = fetches_.find({h.pid, h.batch});
+  if (it == fetches_.end()) return false;
+  const Span* best = nullptr;
+  uint32_t best_track = 0;
+  for (const auto& [track, end] : it->second) {
+    if (end > h.received || (best != nullptr && end <= best->b)) continue;
+    auto lit = lanes_.find(track);
+    if (lit == lanes_.end()) continue;
+    for (auto s = lit->second.spans.rbegin(); s != lit->second.spans.rend(); ++s) {
+      if (s->b < end) break;
+      if (s->b == end && s->part == format::SamplePart::kFetch && s->batch == h.batch) {
+        best = &*s;
+        best_track = track;
+        break;
+      }
+    }
+  }
+  if (best == nullptr) return false;
+  out = {best_track, best};
+  return true;
+}
+
+// num_workers=0: a fetch of a known loader on the trainer thread inside the wait.
+const LoaderModel::Span* LoaderModel::trainer_fetch(uint32_t track, int64_t a, int64_t b) const {
+  auto it = lanes_.find(track);
+  if (it == lanes_.end()) return nullptr;
+  const auto& v = it->second.spans;
+  auto s = std::lower_bound(v.begin(), v.end(), a, [](const Span& x, int64_t t) { return x.b <= t; });
+  for (; s != v.end() && s->a < b; ++s)
+    if (s->part == format::SamplePart::kFetch && s->loader != 0) return &*s;
+  return nullptr;
+}
+
+// Inside a fetch: reads (not in a collate) are storage, collate spans
+// collate, the rest preprocessing.
+void LoaderModel::cut_fetch(const Ivs& q, uint32_t track, const Span& f, LoaderCut& out) const {
+  Ivs reads, coll, x, y;
+  if (auto it = lanes_.find(track); it != lanes_.end()) {
+    for (const Iv& r : it->second.reads)
+      if (r.b > f.a && r.a < f.b) reads.push_back({std::max(r.a, f.a), std::min(r.b, f.b)});
+    for (const Span& s : it->second.spans)
+      if (s.part == format::SamplePart::kCollate && s.b > f.a && s.a < f.b)
+        coll.push_back({std::max(s.a, f.a), std::min(s.b, f.b)});
+  }
+  normalize(reads);
+  normalize(coll);
+  intersect(q, coll, x);
+  const int64_t c = length(x);
+  subtract(reads, coll, y);
+  intersect(q, y, x);
+  const int64_t st = length(x);
+  out.collate += c;
+  out.storage += st;
+  out.preprocess += length(q) - c - st;
+}
+
+// Before the batch's fetch began, its worker was busy with its previous
+// fetches (split like them: the chain walk along the same worker) or not
+// yet running (start-up, waiting for its index).
+void LoaderModel::cut_before(const Ivs& q, uint32_t track, const Span& f, LoaderCut& out) const {
+  Ivs rest = q, part, tmp;
+  auto it = lanes_.find(track);
+  if (it != lanes_.end()) {
+    const auto& v = it->second.spans;
+    int64_t t = f.a;
+    size_t walked = 0;
+    for (auto s = v.rbegin(); s != v.rend() && walked < kMaxChain && !rest.empty(); ++s) {
+      if (s->part != format::SamplePart::kFetch || s->b > t || &*s == &f) continue;
+      if (s->b <= rest.front().a) break;
+      intersect(rest, Ivs{{s->a, s->b}}, part);
+      cut_fetch(part, track, *s, out);
+      subtract(rest, part, tmp);
+      rest.swap(tmp);
+      t = s->a;
+      ++walked;
+    }
+  }
+  out.worker_busy += length(rest);
+}
+
+bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, uint64_t batch,
+                        LoaderCut& out) {
+  if (!any_ || piece.empty()) return false;
+  if (const Handoff* h = handoff_for(track, a, b, batch)) {
+    Fetch f{};
+    if (!fetch_for(*h, f)) return false;
+    const int64_t put = f.span->b;
+    if (put <= std::max(h->asked, a)) {  // ready before it was asked for (asked 0: unknown)
+      out.head_of_line += length(piece);
+      return true;
+    }
+    intersect(piece, Ivs{{put, INT64_MAX}}, x_);
+    out.handoff += length(x_);
+    intersect(piece, Ivs{{f.span->a, put}}, x_);
+    cut_fetch(x_, f.track, *f.span, out);
+    intersect(piece, Ivs{{INT64_MIN, f.span->a}}, y_);
+    cut_before(y_, f.track, *f.span, out);
+    return true;
+  }
+  const Span* f = trainer_fetch(track, a, b);
+  if (f == nullptr) return false;
+  intersect(piece, Ivs{{f->a, f->b}}, x_);
+  cut_fetch(x_, track, *f, out);
+  out.preprocess += length(piece) - length(x_);  // the sampler, the iterator's own work
+  return true;
+}
+
+void LoaderModel::on_step(int64_t start, int64_t end) {
+  steps_ns_ += end - start;
+  auto it = std::lower_bound(waits_.begin(), waits_.end(), start,
+                             [](const Wait& w, int64_t t) { return w.b <= t; });
+  for (; it != waits_.end() && it->a < end; ++it)
+    if (it->a >= start && it->b <= end) it->in_step = true;
+}
+
+}  // namespace stallscope::analyzer
