@@ -4,10 +4,32 @@
 // per-batch work, as a DataLoader under the Python hooks). Which knob helps
 // is unknown, so the prediction is a bound, and the remedy says how to find
 // out.
+#include <cmath>
+
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
 namespace {
+
+// The hooks recorded the loader's configuration but not its batches'
+// fetches (the workers' trace files missing or cut): more workers within
+// the idle CPUs is the setting to try first — never prefetch without
+// workers, where it does not exist.
+void with_setting(const RemedyContext& c, const DataLoaderReport& l, Remedy& m) {
+  const double idle = c.r.cpu.idle_during_stalls;
+  const int extra = std::max(1, idle >= 0 ? static_cast<int>(std::floor(idle + 0.5)) : 1);
+  const std::string n = std::to_string(l.num_workers + static_cast<uint32_t>(extra));
+  m.title = "Feed the trainer faster: more DataLoader workers";
+  m.pytorch_knob = dataloader_knob(l, {{"num_workers", n}});
+  m.try_command = dataloader_try(c, l, {{"num_workers", n}});
+  m.loader_knob = "the DataLoader's workers recorded no fetches (their trace files missing or cut), "
+                  "so whether storage or preprocessing is slow is unknown: try the setting and "
+                  "compare the runs with `stallscope diff`";
+  m.evidence += strf("; the DataLoader%s%s has num_workers=%u", l.site.empty() ? "" : " at ",
+                     l.site.c_str(), l.num_workers);
+  m.inputs.push_back({"num_workers", double(l.num_workers), ""});
+  m.inputs.push_back({"suggested_workers", double(l.num_workers + extra), ""});
+}
 
 class TuneDataloader final : public RemedyRule {
  public:
@@ -37,6 +59,7 @@ class TuneDataloader final : public RemedyRule {
                    "record the trainer's waits, not the DataLoader workers' samples): try the "
                    "settings one at a time and compare the runs with `stallscope diff`, or "
                    "record reads and preprocessing per batch (docs/trace-format.md)";
+    if (const DataLoaderReport* l = fed_loader(c.r)) with_setting(c, *l, m);
     m.predicted_step_ms = std::max(0.0, c.step_ms - data);
     m.bound = true;
     m.inputs_from = "assumed";

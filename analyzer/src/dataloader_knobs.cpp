@@ -1,0 +1,79 @@
+// The exact DataLoader setting a remedy proposes, where it is written and
+// the `stallscope run --set` that tries it (issue #23; the capacity model
+// of #25 will choose values more carefully).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+// "path/to/train.py:42" -> "train.py:42" (the contract matches a path suffix).
+std::string short_site(const std::string& site) {
+  const size_t slash = site.find_last_of('/');
+  return slash == std::string::npos ? site : site.substr(slash + 1);
+}
+
+std::string shell_quote(const std::string& a) {
+  const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("_./:=@%+,-").find(ch) != std::string_view::npos;
+  });
+  if (plain) return a;
+  std::string out = "'";
+  for (char ch : a) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderSetting>& s) {
+  std::string args;
+  for (const auto& x : s) args += (args.empty() ? "" : ", ") + x.field + "=" + x.value;
+  std::string out = "DataLoader(" + args + ")";
+  if (!l.site.empty()) out += " at " + l.site;
+  return out;
+}
+
+std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
+                           const std::vector<LoaderSetting>& s) {
+  const std::string sel = !l.site.empty()      ? "[" + short_site(l.site) + "]"
+                          : !l.dataset.empty() ? "[" + l.dataset + "]"
+                                               : "";
+  std::string out = "stallscope run";
+  for (const auto& x : s) {
+    std::string v = x.value == "True" ? "true" : x.value == "False" ? "false" : x.value;
+    out += " --set " + shell_quote("dataloader" + sel + "." + x.field + "=" + v);
+  }
+  out += " --";
+  if (c.r.command.empty()) return out + " <your command>";
+  for (const auto& a : c.r.command) out += " " + shell_quote(a);
+  return out;
+}
+
+std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l) {
+  if (l.fetch_ms <= 0) return std::nullopt;
+  WorkersPlan p;
+  p.current = static_cast<int>(l.num_workers);
+  p.fetch_ms = l.fetch_ms;
+  p.consume_ms = l.consume_ms > 0 ? l.consume_ms : c.step_ms - c.data_ms();
+  if (p.consume_ms <= 0) return std::nullopt;
+  p.needed = std::max(1, static_cast<int>(std::ceil(p.fetch_ms / p.consume_ms - 1e-9)));
+  p.idle = c.r.cpu.idle_during_stalls;
+  // Half an idle CPU or more counts as one more worker's worth; with no
+  // workers, the trainer's own share of the fetch moves to the first one.
+  int extra = p.idle >= 0 ? static_cast<int>(std::floor(p.idle + 0.5)) : 1;
+  if (p.current == 0) extra = std::max(extra, 1);
+  p.proposed = std::min(p.needed, p.current + extra);
+  p.capped = p.proposed < p.needed;
+  if (p.proposed <= p.current) return std::nullopt;
+  const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
+  const double per_step = l.waits_in_steps > 0 ? double(l.waits_in_steps) / steps : 1.0;
+  p.predicted_step_ms = c.step_ms - c.data_ms() +
+                        per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
+  return p;
+}
+
+}  // namespace stallscope::analyzer
