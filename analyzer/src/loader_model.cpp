@@ -78,7 +78,10 @@ void LoaderModel::on_read(const Ev& e) {
   if (e.phase != format::kComplete || !any_) return;
   // Only threads that load samples matter; a read arrives before the span
   // holding it, so every thread's reads are kept for a while.
-  lanes_[e.track].reads.push_back({e.start - static_cast<int64_t>(e.io().queued_ns), e.end});
+  Lane& l = lanes_[e.track];
+  const int64_t a = e.start - static_cast<int64_t>(e.io().queued_ns);
+  l.reads.push_back({a, e.end});
+  l.max_read = std::max(l.max_read, e.end - a);
 }
 
 void LoaderModel::on_handoff(const Ev& e) {
@@ -133,10 +136,10 @@ bool LoaderModel::fetch_for(const Handoff& h, Fetch& out) const {
     if (end > h.received || (best != nullptr && end <= best->b)) continue;
     auto lit = lanes_.find(track);
     if (lit == lanes_.end()) continue;
-    for (auto s = lit->second.spans.rbegin(); s != lit->second.spans.rend(); ++s) {
-      if (s->b < end) break;
-      if (s->b == end && s->part == format::SamplePart::kFetch && s->batch == h.batch) {
-        best = &*s;
+    const auto& v = lit->second.spans;
+    for (size_t i = lit->second.span_from(end); i < v.size() && v[i].b == end; ++i) {
+      if (v[i].part == format::SamplePart::kFetch && v[i].batch == h.batch) {
+        best = &v[i];
         best_track = track;
         break;
       }
@@ -163,11 +166,19 @@ const LoaderModel::Span* LoaderModel::trainer_fetch(uint32_t track, int64_t a, i
 void LoaderModel::cut_fetch(const Ivs& q, uint32_t track, const Span& f, LoaderCut& out) const {
   Ivs reads, coll, x, y;
   if (auto it = lanes_.find(track); it != lanes_.end()) {
-    for (const Iv& r : it->second.reads)
-      if (r.b > f.a && r.a < f.b) reads.push_back({std::max(r.a, f.a), std::min(r.b, f.b)});
-    for (const Span& s : it->second.spans)
-      if (s.part == format::SamplePart::kCollate && s.b > f.a && s.a < f.b)
+    const Lane& l = it->second;
+    // Reads arrive as they end: from the first ending after f.a until none
+    // can begin before f.b.
+    auto r = std::lower_bound(l.reads.begin(), l.reads.end(), f.a,
+                              [](const Iv& x, int64_t t) { return x.b <= t; });
+    for (; r != l.reads.end() && r->b - l.max_read < f.b; ++r)
+      if (r->b > f.a && r->a < f.b) reads.push_back({std::max(r->a, f.a), std::min(r->b, f.b)});
+    // A collate ends inside its fetch.
+    for (size_t i = l.span_from(f.a); i < l.spans.size() && l.spans[i].b <= f.b; ++i) {
+      const Span& s = l.spans[i];
+      if (s.part == format::SamplePart::kCollate && s.a < f.b)
         coll.push_back({std::max(s.a, f.a), std::min(s.b, f.b)});
+    }
   }
   normalize(reads);
   normalize(coll);
@@ -191,7 +202,11 @@ void LoaderModel::cut_before(const Ivs& q, uint32_t track, const Span& f, Loader
     const auto& v = it->second.spans;
     int64_t t = f.a;
     size_t walked = 0;
-    for (auto s = v.rbegin(); s != v.rend() && walked < kMaxChain && !rest.empty(); ++s) {
+    // Back from the spans ending at f's start (a previous fetch ends before it).
+    size_t i = it->second.span_from(f.a);
+    while (i < v.size() && v[i].b <= f.a) ++i;
+    for (auto s = v.rbegin() + static_cast<long>(v.size() - i);
+         s != v.rend() && walked < kMaxChain && !rest.empty(); ++s) {
       if (s->part != format::SamplePart::kFetch || s->b > t || &*s == &f) continue;
       if (s->b <= rest.front().a) break;
       intersect(rest, Ivs{{s->a, s->b}}, part);

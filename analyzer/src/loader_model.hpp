@@ -19,6 +19,7 @@
 // With num_workers=0 the fetch spans are on the trainer thread itself.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -88,9 +89,16 @@ class LoaderModel {
     uint32_t track;
     bool in_step;
   };
-  struct Lane {  // one thread: its spans and reads, by end
+  struct Lane {  // one thread: its spans and reads, in arrival (≈ end) order
     std::deque<Span> spans;
     std::deque<Iv> reads;
+    int64_t max_read = 0;  // longest read (queue wait included)
+    // The first span ending at or after t (spans arrive as they end).
+    size_t span_from(int64_t t) const {
+      return static_cast<size_t>(std::lower_bound(spans.begin(), spans.end(), t,
+                                                  [](const Span& x, int64_t v) { return x.b < v; }) -
+                                 spans.begin());
+    }
   };
   struct Fetch {  // a fetch span found by a join
     uint32_t track;

@@ -21,9 +21,9 @@ void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pi
   auto it = lanes_.find(track);
   if (it == lanes_.end()) return;
   const auto& v = it->second.spans;
-  for (auto s = v.rbegin(); s != v.rend(); ++s) {
-    if (s->b < f.a) break;
-    if (s->a < f.a || s->b > f.b || &*s == &f) continue;
+  for (size_t i = it->second.span_from(f.a); i < v.size() && v[i].b <= f.b; ++i) {
+    const Span* s = &v[i];
+    if (s->a < f.a || s == &f) continue;
     if (is_item(s->part)) {
       w[2] += double(s->b - s->a);
       w[3] += std::max<uint32_t>(s->count, 1);
