@@ -227,8 +227,16 @@ bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, 
     Fetch f{};
     if (!fetch_for(*h, f)) return false;
     const int64_t put = f.span->b;
-    if (put <= std::max(h->asked, a)) {  // ready before it was asked for (asked 0: unknown)
-      out.head_of_line += length(piece);
+    if (put <= std::max(h->asked, a)) {
+      // Ready before it was asked for (asked 0: unknown): one batch's
+      // hand-off at the end of the wait (the loader's mean so far), and
+      // before it the trainer taking the batches queued ahead of this one
+      // — head-of-line. With no mean yet, all of it is the hand-off.
+      const int64_t typ = typical_handoff(h->loader);
+      const int64_t cut_at = typ < 0 || b - a <= typ ? a : b - typ;
+      intersect(piece, Ivs{{cut_at, INT64_MAX}}, x_);
+      out.handoff += length(x_);
+      out.head_of_line += length(piece) - length(x_);
       return true;
     }
     intersect(piece, Ivs{{put, INT64_MAX}}, x_);
@@ -245,6 +253,12 @@ bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, 
   cut_fetch(x_, track, *f, out);
   out.preprocess += length(piece) - length(x_);  // the sampler, the iterator's own work
   return true;
+}
+
+int64_t LoaderModel::typical_handoff(uint64_t loader) const {
+  auto it = acc_.find(loader);
+  if (it == acc_.end() || it->second.handoffs_timed == 0) return -1;
+  return static_cast<int64_t>(it->second.handoff_ns / double(it->second.handoffs_timed));
 }
 
 void LoaderModel::on_step(int64_t start, int64_t end) {

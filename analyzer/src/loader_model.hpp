@@ -34,7 +34,9 @@
 
 namespace stallscope::analyzer {
 
-// How one wait (or the stalled part of it) divides, ns.
+// How one wait (or the stalled part of it) divides, ns. head_of_line: the
+// batch was ready before it was asked for, and the wait was longer than one
+// batch's hand-off (the trainer took the batches queued ahead of it first).
 struct LoaderCut {
   int64_t storage = 0, preprocess = 0, collate = 0, worker_busy = 0, handoff = 0, head_of_line = 0;
   int64_t total() const noexcept {
@@ -124,6 +126,8 @@ class LoaderModel {
   void count_wait(const Wait& w);
   void count_fetch(Acc& acc, uint32_t track, const Span& f, uint32_t pid);
   void head_of_line(Acc& acc, const Wait& w, const Handoff& h);
+  // Mean put -> received of the loader's batches put while awaited, so far (-1 none).
+  int64_t typical_handoff(uint64_t loader) const;
   void evict(int64_t before);
   Acc& acc(uint64_t loader);
   uint32_t pid_of(uint32_t track) const;

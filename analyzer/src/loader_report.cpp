@@ -97,7 +97,7 @@ void LoaderModel::count_wait(const Wait& w) {
       ++a.handoffs_timed;
     }
     if (cut.head_of_line > 0) ++r.head_of_line_waits;
-    else head_of_line(a, w, *h);
+    else if (cut.handoff < w.b - w.a) head_of_line(a, w, *h);  // a late batch: others ready behind it?
     received = h->received;
     gen = h->generation;
   } else {

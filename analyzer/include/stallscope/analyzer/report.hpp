@@ -181,7 +181,7 @@ struct LoaderWaitSplit {
   double storage_ms = 0, preprocess_ms = 0, collate_ms = 0;
   double worker_busy_ms = 0;  // before the batch's fetch began (its worker busy or starting)
   double handoff_ms = 0;      // after the put until received (IPC, unpickling)
-  double head_of_line_ms = 0; // the batch was put before the trainer asked
+  double head_of_line_ms = 0; // ready before asked for, beyond one batch's hand-off (queued behind others)
   double unjoined_ms = 0;     // waits with no worker record to split them
 };
 struct DataLoaderReport {
@@ -200,8 +200,10 @@ struct DataLoaderReport {
   double wait_ms = 0;            // the trainer's data waits on it, all of them
   bool fed_optimizer = false;    // its waits fall inside steps (the training loader)
   LoaderWaitSplit split;
-  uint64_t head_of_line_waits = 0;  // waits during which a later batch was already put
-  double head_of_line_ready_ms = 0; // of those waits, the time a later batch sat ready
+  // Waits with head-of-line time, or on a late batch while a later one was
+  // already put; and how long later batches sat ready during the latter.
+  uint64_t head_of_line_waits = 0;
+  double head_of_line_ready_ms = 0;
   double fetch_ms = -1, getitem_ms = -1, collate_ms = -1;  // means over the workers
   double handoff_ms = -1;        // mean put -> received of batches put while awaited
   double consume_ms = -1;        // trainer's time per batch outside its waits (in steps)
