@@ -179,19 +179,25 @@ bool parse_setting_mark(const std::string& text, SettingMark& out) {
   out = {};
   out.text = text;
   out.status = tok[0];
-  std::string kv = tok[1];
-  bool reason_next = !kv.empty() && kv.back() == ':';
-  if (reason_next) kv.pop_back();
-  const size_t eq = kv.find('=');
-  out.key = kv.substr(0, eq);
-  out.value = eq == std::string::npos ? "" : kv.substr(eq + 1);
-  size_t rest = 2 + 4 + tok[0].size() + tok[1].size();  // past "set STATUS KV "
-  rest = std::min(rest, text.size());
-  if (!reason_next && tok.size() >= 4 && tok[2] == "at") {
-    std::string site = tok[3];
+  size_t rest = std::min(text.size(), 4 + tok[0].size() + 1);  // past "set STATUS "
+  // "set refused at SITE: REASON" names no setting (the hooks could not bind any).
+  const bool has_kv = tok[1] != "at";
+  bool reason_next = false;
+  if (has_kv) {
+    std::string kv = tok[1];
+    reason_next = !kv.empty() && kv.back() == ':';
+    if (reason_next) kv.pop_back();
+    const size_t eq = kv.find('=');
+    out.key = kv.substr(0, eq);
+    out.value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    rest = std::min(text.size(), rest + tok[1].size() + 1);
+  }
+  const size_t site_at = has_kv ? 2 : 1;  // where "at SITE" would be
+  if (!reason_next && tok.size() > site_at + 1 && tok[site_at] == "at") {
+    std::string site = tok[site_at + 1];
     if (!site.empty() && site.back() == ':') site.pop_back();
     out.site = site;
-    rest = std::min(text.size(), rest + 4 + tok[3].size());
+    rest = std::min(text.size(), rest + 3 + tok[site_at + 1].size() + 1);
   }
   std::string detail = text.substr(rest);
   if (detail.size() >= 2 && detail.front() == '(' && detail.back() == ')') detail = detail.substr(1, detail.size() - 2);

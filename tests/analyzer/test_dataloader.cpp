@@ -264,6 +264,14 @@ BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
   BOOST_TEST(m.value == "true");
   BOOST_TEST(m.site == "a/b.py:7");
   BOOST_TEST(m.detail == "num_workers=0");
+  BOOST_TEST(stallscope::analyzer::parse_setting_mark("set refused at train.py:3: TypeError('x')", m));
+  BOOST_TEST(m.key == "");
+  BOOST_TEST(m.site == "train.py:3");
+  BOOST_TEST(m.detail == "TypeError('x')");
+  BOOST_TEST(stallscope::analyzer::parse_setting_mark("set refused dataloader.num_workers=-1: out of range", m));
+  BOOST_TEST(m.value == "-1");
+  BOOST_TEST(m.site == "");
+  BOOST_TEST(m.detail == "out of range");
   BOOST_TEST(!stallscope::analyzer::parse_setting_mark("set sail for x=1", m));
   BOOST_TEST(!stallscope::analyzer::parse_setting_mark("sample spans off: items take 3 us", m));
 }
