@@ -176,10 +176,10 @@ class RankBuilder {
   // The trainer received `batch` of `loader` from worker `pid` at `received`,
   // having asked for it at `asked` (the hooks write put = received).
   RankBuilder& handoff(double asked, double received, uint64_t loader, uint64_t batch, uint32_t pid,
-                       int32_t worker = 0) {
+                       int32_t worker = 0, uint32_t generation = 0) {
     add(Kind::kBatchHandoff, trainer, received, received, batch);
     t.events.back().handoff() = {.loader = loader, .batch = batch, .asked_ns = ms(asked),
-                                 .generation = 0, .worker = worker, .worker_pid = pid};
+                                 .generation = generation, .worker = worker, .worker_pid = pid};
     return *this;
   }
   RankBuilder& mark(const std::string& text, double at) {

@@ -255,6 +255,39 @@ BOOST_AUTO_TEST_CASE(train_loader_inside_steps_fed_the_optimizer_not_the_validat
   BOOST_TEST(jr["phases"][0]["count"].get<int>() == 1);
 }
 
+// Without persistent_workers every epoch starts new worker processes: each
+// iterator's start-up runs from its creation to its first batch.
+BOOST_AUTO_TEST_CASE(each_epoch_start_up_and_workers_started_again_without_persistent_workers) {
+  RankBuilder b;
+  const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);
+  b.loader_config(0, kTrain, 1);
+  b.loader_config(100, kTrain, 1, "train.py:42", 1);
+  for (int e = 0; e < 2; ++e) {
+    const double t0 = 100.0 * e + 30;  // the new workers' first fetch ends 30 ms after the iterator
+    for (int i = 0; i < 3; ++i) {
+      const double s = t0 + 20.0 * i;
+      b.sample(e == 0 ? w0 : w1, s - 10, s, SamplePart::kFetch, i);
+      const double asked = i == 0 ? 100.0 * e + 1 : s - 10;
+      b.step(3 * e + i, asked, s + 10).wait(asked, s + 0.5, i).kernel(s + 0.5, s + 10);
+      b.handoff(asked, s + 0.5, kTrain, i, e == 0 ? 201 : 202, 0, uint32_t(e));
+    }
+  }
+  const auto r = b.analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.generations == 2u);
+  BOOST_REQUIRE_EQUAL(l.epochs.size(), 2u);
+  BOOST_TEST(l.epochs[0].startup_ms == 30.5, tt::tolerance(kTol));
+  BOOST_TEST(l.epochs[1].startup_ms == 30.5, tt::tolerance(kTol));
+  BOOST_TEST(l.epochs[1].workers_started);
+  BOOST_TEST(l.workers.size() == 2u);  // two worker processes, one per epoch
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(r);
+  std::ostringstream text;
+  stallscope::analyzer::write_text(text, rep, {});
+  BOOST_TEST(text.str().find("epochs 2: start-up 30.5 ms, 30.5 ms (workers started again every epoch: "
+                             "persistent_workers is off)") != std::string::npos, text.str());
+}
+
 BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
   stallscope::analyzer::SettingMark m;
   BOOST_TEST(stallscope::analyzer::parse_setting_mark(
