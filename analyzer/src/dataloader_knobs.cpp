@@ -30,26 +30,32 @@ std::string shell_quote(const std::string& a) {
 }  // namespace
 
 std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderSetting>& s) {
-  std::string args;
-  for (const auto& x : s) args += (args.empty() ? "" : ", ") + x.field + "=" + x.value;
-  std::string out = "DataLoader(" + args + ")";
-  if (!l.site.empty()) out += " at " + l.site;
+  std::string out = "DataLoader(";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0) out += ", ";
+    out.append(s[i].field).append("=").append(s[i].value);
+  }
+  out += ")";
+  if (!l.site.empty()) out.append(" at ").append(l.site);
   return out;
 }
 
 std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s) {
-  const std::string sel = !l.site.empty()      ? "[" + short_site(l.site) + "]"
-                          : !l.dataset.empty() ? "[" + l.dataset + "]"
-                                               : "";
+  std::string sel;
+  if (!l.site.empty()) sel.append("[").append(short_site(l.site)).append("]");
+  else if (!l.dataset.empty()) sel.append("[").append(l.dataset).append("]");
   std::string out = "stallscope run";
   for (const auto& x : s) {
-    std::string v = x.value == "True" ? "true" : x.value == "False" ? "false" : x.value;
-    out += " --set " + shell_quote("dataloader" + sel + "." + x.field + "=" + v);
+    // The contract's values: booleans lower-case.
+    const std::string v = x.value == "True" ? "true" : x.value == "False" ? "false" : x.value;
+    std::string item = "dataloader";
+    item.append(sel).append(".").append(x.field).append("=").append(v);
+    out.append(" --set ").append(shell_quote(item));
   }
   out += " --";
-  if (c.r.command.empty()) return out + " <your command>";
-  for (const auto& a : c.r.command) out += " " + shell_quote(a);
+  if (c.r.command.empty()) return out.append(" <your command>");
+  for (const auto& a : c.r.command) out.append(" ").append(shell_quote(a));
   return out;
 }
 

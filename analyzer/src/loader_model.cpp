@@ -170,7 +170,7 @@ void LoaderModel::cut_fetch(const Ivs& q, uint32_t track, const Span& f, LoaderC
     // Reads arrive as they end: from the first ending after f.a until none
     // can begin before f.b.
     auto r = std::lower_bound(l.reads.begin(), l.reads.end(), f.a,
-                              [](const Iv& x, int64_t t) { return x.b <= t; });
+                              [](const Iv& v, int64_t t) { return v.b <= t; });
     for (; r != l.reads.end() && r->b - l.max_read < f.b; ++r)
       if (r->b > f.a && r->a < f.b) reads.push_back({std::max(r->a, f.a), std::min(r->b, f.b)});
     // A collate ends inside its fetch.
