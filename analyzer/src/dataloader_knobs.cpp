@@ -19,7 +19,8 @@ std::string short_site(const std::string& site) {
 
 std::string shell_quote(const std::string& a) {
   const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("_./:=@%+,-").find(ch) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(ch)) ||
+           std::string_view("_./:=@%+,-").find(ch) != std::string_view::npos;
   });
   if (plain) return a;
   std::string out = "'";
@@ -43,8 +44,10 @@ std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderS
 std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s) {
   std::string sel;
-  if (!l.site.empty()) sel.append("[").append(short_site(l.site)).append("]");
-  else if (!l.dataset.empty()) sel.append("[").append(l.dataset).append("]");
+  if (!l.site.empty())
+    sel.append("[").append(short_site(l.site)).append("]");
+  else if (!l.dataset.empty())
+    sel.append("[").append(l.dataset).append("]");
   std::string out = "stallscope run";
   for (const auto& x : s) {
     // The contract's values: booleans lower-case.
@@ -77,8 +80,8 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   if (p.proposed <= p.current) return std::nullopt;
   const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
   const double per_step = l.waits_in_steps > 0 ? double(l.waits_in_steps) / steps : 1.0;
-  p.predicted_step_ms = c.step_ms - c.data_ms() +
-                        per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
+  p.predicted_step_ms =
+      c.step_ms - c.data_ms() + per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
   return p;
 }
 

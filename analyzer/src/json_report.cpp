@@ -146,6 +146,10 @@ json rank_json(const RankReport& r) {
   return j;
 }
 
+// Names from traces (paths, a DataLoader's site, marks) may hold invalid
+// UTF-8: replaced with U+FFFD, never an exception halfway through the file.
+std::string dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
+
 // `text` (a dump at indent 1) as it appears `depth` levels deep.
 void write_indented(std::ostream& out, const std::string& text, int depth) {
   const std::string pad(static_cast<size_t>(depth), ' ');
@@ -168,12 +172,12 @@ void write_json(std::ostream& out, const Report& r) {
             {"part_keys", std::move(part_keys)}, {"schema_minor", kSchemaMinor}};
   if (r.cross.present) j["cross_rank"] = cross_json(r.cross);
   j["ranks"] = nullptr;  // stands where the ranks are written
-  const std::string doc = j.dump(1);
+  const std::string doc = dump(j);
   const std::string key = "\n \"ranks\": null";
   const size_t at = doc.find(key);
   if (at == std::string::npos) {  // (cannot happen: keys sit at one space, strings hold no newline)
     for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
-    out << j.dump(1) << "\n";
+    out << dump(j) << "\n";
     return;
   }
   out << std::string_view(doc).substr(0, at + key.size() - 4);
@@ -183,7 +187,7 @@ void write_json(std::ostream& out, const Report& r) {
     out << "[\n  ";
     for (size_t i = 0; i < r.ranks.size(); ++i) {
       if (i > 0) out << ",\n  ";
-      write_indented(out, rank_json(r.ranks[i]).dump(1), 2);
+      write_indented(out, dump(rank_json(r.ranks[i])), 2);
     }
     out << "\n ]";
   }

@@ -18,20 +18,23 @@ uint32_t LoaderModel::pid_of(uint32_t track) const {
   return p < trace_.procs.size() ? trace_.procs[p].pid : 0;
 }
 
-LoaderModel::Acc& LoaderModel::acc(uint64_t loader) {
+LoaderModel::Acc* LoaderModel::acc(uint64_t loader) {
+  if (acc_.size() >= kMaxLoaders && !acc_.contains(loader)) return nullptr;
   auto [it, fresh] = acc_.try_emplace(loader);
   if (fresh) {
     it->second.order = next_order_++;
     it->second.rep.id = loader;
   }
-  return it->second;
+  return &it->second;
 }
 
 void LoaderModel::on_config(const Ev& e) {
   any_ = true;
   const LoaderConfig& c = e.loader();
+  Acc* ap = acc(c.loader);
+  if (ap == nullptr) return;
+  Acc& a = *ap;
   configs_[c.loader] = c;
-  Acc& a = acc(c.loader);
   DataLoaderReport& r = a.rep;
   auto name = [&](uint32_t id) { return id < trace_.names.size() ? trace_.names[id] : ""; };
   r.site = name(c.site);
@@ -59,6 +62,7 @@ void LoaderModel::on_config(const Ev& e) {
   r.getitems = c.getitems;
   r.overridden = r.overridden || c.overridden;
   ++r.generations;
+  if (a.epochs.size() >= kMaxGenerations && !a.epochs.contains(c.generation)) return;
   a.gen_start[c.generation] = e.start;
   LoaderEpoch& ep = a.epochs[c.generation];
   ep.generation = c.generation;
@@ -71,7 +75,8 @@ void LoaderModel::on_sample(const Ev& e) {
   const SampleSpan& s = e.sample();
   Lane& l = lanes_[e.track];
   l.spans.push_back({e.start, e.end, s.loader, s.batch, s.generation, s.count, s.worker, s.part});
-  if (s.part == format::SamplePart::kFetch) fetches_[{pid_of(e.track), s.batch}].push_back({e.track, e.end});
+  if (s.part == format::SamplePart::kFetch)
+    fetches_[{pid_of(e.track), s.batch}].push_back({e.track, e.end});
 }
 
 void LoaderModel::on_read(const Ev& e) {
@@ -88,8 +93,7 @@ void LoaderModel::on_handoff(const Ev& e) {
   any_ = true;
   const BatchHandoff& h = e.handoff();
   auto& q = handoffs_[e.track];
-  Handoff x{h.asked_ns, e.end, h.loader, h.batch, h.generation,
-            h.worker_pid, h.worker};
+  Handoff x{h.asked_ns, e.end, h.loader, h.batch, h.generation, h.worker_pid, h.worker};
   auto pos = q.end();
   while (pos != q.begin() && (pos - 1)->received > x.received) --pos;
   q.insert(pos, x);
@@ -155,7 +159,8 @@ const LoaderModel::Span* LoaderModel::trainer_fetch(uint32_t track, int64_t a, i
   auto it = lanes_.find(track);
   if (it == lanes_.end()) return nullptr;
   const auto& v = it->second.spans;
-  auto s = std::lower_bound(v.begin(), v.end(), a, [](const Span& x, int64_t t) { return x.b <= t; });
+  auto s =
+      std::lower_bound(v.begin(), v.end(), a, [](const Span& x, int64_t t) { return x.b <= t; });
   for (; s != v.end() && s->a < b; ++s)
     if (s->part == format::SamplePart::kFetch && s->loader != 0) return &*s;
   return nullptr;

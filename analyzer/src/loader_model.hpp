@@ -63,7 +63,8 @@ class LoaderModel {
   // Splits the stalled intervals `piece` of the trainer's wait [a, b) on
   // `track` for batch index `batch`; false (out untouched) when no hooks'
   // record covers that wait.
-  bool split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, uint64_t batch, LoaderCut& out);
+  bool split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, uint64_t batch,
+             LoaderCut& out);
   // A finalized step: the waits inside it fed the optimizer.
   void on_step(int64_t start, int64_t end);
   // Counts the waits that ended before `before` and forgets records that
@@ -97,19 +98,22 @@ class LoaderModel {
     int64_t max_read = 0;  // longest read (queue wait included)
     // The first span ending at or after t (spans arrive as they end).
     size_t span_from(int64_t t) const {
-      return static_cast<size_t>(std::lower_bound(spans.begin(), spans.end(), t,
-                                                  [](const Span& x, int64_t v) { return x.b < v; }) -
-                                 spans.begin());
+      return static_cast<size_t>(
+          std::lower_bound(spans.begin(), spans.end(), t,
+                           [](const Span& x, int64_t v) { return x.b < v; }) -
+          spans.begin());
     }
   };
   struct Fetch {  // a fetch span found by a join
     uint32_t track;
     const Span* span;
   };
+  struct WorkerAcc {  // one worker process's fetches
+    double batches = 0, fetch_ns = 0, item_ns = 0, samples = 0, collate_ns = 0, collates = 0;
+  };
   struct Acc {  // per loader, over the retired waits and batches
     DataLoaderReport rep;
-    std::map<std::pair<int32_t, uint32_t>, std::array<double, 6>> workers;  // (worker, pid) ->
-        // batches, fetch ns, getitem ns, samples, collate ns, collates
+    std::map<std::pair<int32_t, uint32_t>, WorkerAcc> workers;  // by (worker, pid)
     double handoff_ns = 0;
     uint64_t handoffs_timed = 0;
     double in_step_wait_ns = 0;
@@ -129,20 +133,22 @@ class LoaderModel {
   // Mean put -> received of the loader's batches put while awaited, so far (-1 none).
   int64_t typical_handoff(uint64_t loader) const;
   void evict(int64_t before);
-  Acc& acc(uint64_t loader);
+  Acc* acc(uint64_t loader);  // nullptr past kMaxLoaders
+  // Bounds on what a damaged trace can make the model hold.
+  static constexpr size_t kMaxLoaders = 256, kMaxGenerations = 4096;
   uint32_t pid_of(uint32_t track) const;
 
   const RankTrace& trace_;
   bool any_ = false, spans_off_ = false;
-  std::map<uint32_t, Lane> lanes_;                       // by track
-  std::map<uint32_t, std::deque<Handoff>> handoffs_;     // by trainer track, by receive
+  std::map<uint32_t, Lane> lanes_;                    // by track
+  std::map<uint32_t, std::deque<Handoff>> handoffs_;  // by trainer track, by receive
   std::map<std::pair<uint32_t, uint64_t>, std::vector<std::pair<uint32_t, int64_t>>> fetches_;
-      // (pid, batch) -> (track, end) of its fetch spans
-  std::deque<Wait> waits_;                               // by end
+  // (pid, batch) -> (track, end) of its fetch spans
+  std::deque<Wait> waits_;  // by end
   std::map<uint64_t, Acc> acc_;
-  std::map<uint64_t, LoaderConfig> configs_;             // latest per loader
+  std::map<uint64_t, LoaderConfig> configs_;  // latest per loader
   uint64_t next_order_ = 0;
-  Ivs q_, r_, c_, x_, y_;                                // scratch
+  Ivs q_, r_, c_, x_, y_;  // scratch
   int64_t steps_ns_ = 0;
 };
 

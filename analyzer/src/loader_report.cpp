@@ -11,13 +11,16 @@ namespace stallscope::analyzer {
 namespace {
 constexpr int64_t kKeepNs = 10'000'000'000;  // records kept behind the retired waits
 constexpr size_t kLookAround = 64;           // hand-offs looked at around one wait
+// Bounds on what a damaged trace can make the model hold.
+constexpr size_t kMaxWorkers = 4096;  // worker processes per loader
 double ms(double ns) { return ns / 1e6; }
 }  // namespace
 
 void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pid) {
-  auto& w = a.workers[{f.worker, pid}];  // batches, fetch, getitem, samples, collate, collates
-  w[0] += 1;
-  w[1] += double(f.b - f.a);
+  if (a.workers.size() >= kMaxWorkers && !a.workers.contains({f.worker, pid})) return;
+  WorkerAcc& w = a.workers[{f.worker, pid}];
+  w.batches += 1;
+  w.fetch_ns += double(f.b - f.a);
   auto it = lanes_.find(track);
   if (it == lanes_.end()) return;
   const auto& v = it->second.spans;
@@ -25,11 +28,11 @@ void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pi
     const Span* s = &v[i];
     if (s->a < f.a || s == &f) continue;
     if (is_item(s->part)) {
-      w[2] += double(s->b - s->a);
-      w[3] += std::max<uint32_t>(s->count, 1);
+      w.item_ns += double(s->b - s->a);
+      w.samples += std::max<uint32_t>(s->count, 1);
     } else if (s->part == format::SamplePart::kCollate) {
-      w[4] += double(s->b - s->a);
-      w[5] += 1;
+      w.collate_ns += double(s->b - s->a);
+      w.collates += 1;
     }
   }
 }
@@ -46,7 +49,8 @@ void LoaderModel::head_of_line(Acc& a, const Wait& w, const Handoff& h) {
   for (size_t n = 0; s != q.end() && n < kLookAround; ++s, ++n) {
     if (s->loader != h.loader || s->generation != h.generation || s->batch <= h.batch) continue;
     Fetch f{};
-    if (fetch_for(*s, f) && f.span->b < w.b) earliest = std::min(earliest, std::max(f.span->b, w.a));
+    if (fetch_for(*s, f) && f.span->b < w.b)
+      earliest = std::min(earliest, std::max(f.span->b, w.a));
   }
   if (earliest < w.b) {
     ++a.rep.head_of_line_waits;
@@ -63,7 +67,9 @@ void LoaderModel::count_wait(const Wait& w) {
     if (configs_.size() != 1 || handoffs_.count(w.track) + lanes_.count(w.track) == 0) return;
     loader = configs_.begin()->first;
   }
-  Acc& a = acc(loader);
+  Acc* ap = acc(loader);
+  if (ap == nullptr) return;
+  Acc& a = *ap;
   DataLoaderReport& r = a.rep;
   const double len = double(w.b - w.a);
   ++r.waits;
@@ -73,7 +79,8 @@ void LoaderModel::count_wait(const Wait& w) {
     a.in_step_wait_ns += len;
   }
   LoaderCut cut;
-  const bool split_ok = (h != nullptr || tf != nullptr) && split(Ivs{{w.a, w.b}}, w.track, w.a, w.b, w.batch, cut);
+  const bool split_ok =
+      (h != nullptr || tf != nullptr) && split(Ivs{{w.a, w.b}}, w.track, w.a, w.b, w.batch, cut);
   if (!split_ok) {
     r.split.unjoined_ms += ms(len);
     if (h != nullptr) ++r.unjoined_batches;
@@ -96,8 +103,10 @@ void LoaderModel::count_wait(const Wait& w) {
       a.handoff_ns += double(h->received - f.span->b);
       ++a.handoffs_timed;
     }
-    if (cut.head_of_line > 0) ++r.head_of_line_waits;
-    else if (cut.handoff < w.b - w.a) head_of_line(a, w, *h);  // a late batch: others ready behind it?
+    if (cut.head_of_line > 0)
+      ++r.head_of_line_waits;
+    else if (cut.handoff < w.b - w.a)
+      head_of_line(a, w, *h);  // a late batch: others ready behind it?
     received = h->received;
     gen = h->generation;
   } else {
@@ -105,9 +114,10 @@ void LoaderModel::count_wait(const Wait& w) {
     gen = tf->generation;
   }
   auto st = a.gen_start.find(gen);
-  LoaderEpoch& ep = a.epochs[gen];
-  if (st != a.gen_start.end() && ep.startup_ms < 0 && received >= st->second)
-    ep.startup_ms = ms(double(received - st->second));
+  auto ep = a.epochs.find(gen);  // (made by its loader_config)
+  if (st != a.gen_start.end() && ep != a.epochs.end() && ep->second.startup_ms < 0 &&
+      received >= st->second)
+    ep->second.startup_ms = ms(double(received - st->second));
 }
 
 void LoaderModel::retire(int64_t before) {
@@ -139,23 +149,27 @@ std::vector<DataLoaderReport> LoaderModel::finish() {
     order.push_back(&a);
     in_step_wait += a.in_step_wait_ns;
   }
-  std::sort(order.begin(), order.end(), [](const Acc* x, const Acc* y) { return x->order < y->order; });
+  std::sort(order.begin(), order.end(),
+            [](const Acc* x, const Acc* y) { return x->order < y->order; });
   std::vector<DataLoaderReport> out;
   for (const Acc* a : order) {
     DataLoaderReport r = a->rep;
     r.fed_optimizer = r.waits_in_steps > 0;
-    if (r.fed_optimizer) r.consume_ms = ms(std::max(0.0, double(steps_ns_) - in_step_wait)) / double(r.waits_in_steps);
+    if (r.fed_optimizer)
+      r.consume_ms = ms(std::max(0.0, double(steps_ns_) - in_step_wait)) / double(r.waits_in_steps);
     if (a->handoffs_timed > 0) r.handoff_ms = ms(a->handoff_ns / double(a->handoffs_timed));
-    double batches = 0, fetch = 0, item = 0, samples = 0, coll = 0, colls = 0;
+    WorkerAcc all;
     for (const auto& [key, w] : a->workers) {
-      LoaderWorker lw{key.first, key.second, static_cast<uint64_t>(w[0]), ms(w[1] / w[0]),
-                      w[3] > 0 ? ms(w[2] / w[3]) : -1, w[5] > 0 ? ms(w[4] / w[5]) : -1};
-      r.workers.push_back(lw);
-      batches += w[0], fetch += w[1], item += w[2], samples += w[3], coll += w[4], colls += w[5];
+      r.workers.push_back({key.first, key.second, static_cast<uint64_t>(w.batches),
+                           ms(w.fetch_ns / w.batches),
+                           w.samples > 0 ? ms(w.item_ns / w.samples) : -1,
+                           w.collates > 0 ? ms(w.collate_ns / w.collates) : -1});
+      all.batches += w.batches, all.fetch_ns += w.fetch_ns, all.item_ns += w.item_ns;
+      all.samples += w.samples, all.collate_ns += w.collate_ns, all.collates += w.collates;
     }
-    if (batches > 0) r.fetch_ms = ms(fetch / batches);
-    if (samples > 0) r.getitem_ms = ms(item / samples);
-    if (colls > 0) r.collate_ms = ms(coll / colls);
+    if (all.batches > 0) r.fetch_ms = ms(all.fetch_ns / all.batches);
+    if (all.samples > 0) r.getitem_ms = ms(all.item_ns / all.samples);
+    if (all.collates > 0) r.collate_ms = ms(all.collate_ns / all.collates);
     r.sample_spans_off = spans_off_ && r.num_workers > 0;
     for (const auto& [gen, ep] : a->epochs) r.epochs.push_back(ep);
     out.push_back(std::move(r));
@@ -173,8 +187,10 @@ bool parse_setting_mark(const std::string& text, SettingMark& out) {
     at = sp == std::string::npos ? text.size() : sp + 1;
   }
   if (tok.size() < 2) return false;
-  static const char* const kStatus[] = {"applied", "adjusted", "refused", "unmatched", "reassigned"};
-  if (std::none_of(std::begin(kStatus), std::end(kStatus), [&](const char* k) { return tok[0] == k; }))
+  static const char* const kStatus[] = {"applied", "adjusted", "refused", "unmatched",
+                                        "reassigned"};
+  if (std::none_of(std::begin(kStatus), std::end(kStatus),
+                   [&](const char* k) { return tok[0] == k; }))
     return false;
   out = {};
   out.text = text;
@@ -200,7 +216,8 @@ bool parse_setting_mark(const std::string& text, SettingMark& out) {
     rest = std::min(text.size(), rest + 3 + tok[site_at + 1].size() + 1);
   }
   std::string detail = text.substr(rest);
-  if (detail.size() >= 2 && detail.front() == '(' && detail.back() == ')') detail = detail.substr(1, detail.size() - 2);
+  if (detail.size() >= 2 && detail.front() == '(' && detail.back() == ')')
+    detail = detail.substr(1, detail.size() - 2);
   out.detail = detail;
   return true;
 }

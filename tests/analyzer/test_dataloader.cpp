@@ -27,11 +27,14 @@ constexpr uint64_t kTrain = 7, kVal = 9;
 constexpr int kSteps = 12;
 
 double mean_ms(const RankReport& r, Part p) {
-  return r.steady_steps > 0 ? double(r.parts[stallscope::analyzer::idx(p)].total_ns) / 1e6 / double(r.steady_steps) : -1;
+  return r.steady_steps > 0
+             ? double(r.parts[stallscope::analyzer::idx(p)].total_ns) / 1e6 / double(r.steady_steps)
+             : -1;
 }
 
 const Remedy* remedy(const RankReport& r, const std::string& id) {
-  for (const auto& m : r.remedies) if (m.id == id) return &m;
+  for (const auto& m : r.remedies)
+    if (m.id == id) return &m;
   return nullptr;
 }
 
@@ -45,7 +48,8 @@ void idle_cpus(RankBuilder& b, double until, double idle) {
 // 3 ms collate, then 1 ms more. The trainer computes 10 ms per batch and
 // waits for the rest: step i = [20i + 10.1, 20i + 30.1) (step 0 from 0),
 // its wait until the batch arrives at 20i + 20.1 (0.1 ms hand-off).
-RankBuilder one_worker(double read_ms, stallscope::format::Tier tier = stallscope::format::Tier::kLocal) {
+RankBuilder one_worker(double read_ms,
+                       stallscope::format::Tier tier = stallscope::format::Tier::kLocal) {
   RankBuilder b;
   b.t.procs[0].cmdline = {"python3", "train.py", "--epochs", "1"};
   const uint32_t w = b.worker_thread(201);
@@ -70,7 +74,8 @@ RankBuilder one_worker(double read_ms, stallscope::format::Tier tier = stallscop
 
 BOOST_AUTO_TEST_SUITE(dataloader)
 
-BOOST_AUTO_TEST_CASE(preprocessing_heavy_worker_is_split_exactly_and_more_workers_named_with_value_and_site) {
+BOOST_AUTO_TEST_CASE(
+    preprocessing_heavy_worker_is_split_exactly_and_more_workers_named_with_value_and_site) {
   const auto r = one_worker(0.2).analyze();
   // Wait [10.1, 20.1) of the fetch [0, 20): reads 0.1 + 0.2 + 0.2, collate
   // 3, the rest of the fetch 6.4, the hand-off 0.1 (preprocessing's part).
@@ -97,10 +102,12 @@ BOOST_AUTO_TEST_CASE(preprocessing_heavy_worker_is_split_exactly_and_more_worker
   BOOST_TEST(l.split.collate_ms == 3.0 * 11 + 3.0, tt::tolerance(kTol));
   BOOST_TEST(l.split.handoff_ms == 0.1 * kSteps, tt::tolerance(kTol));
   // The stages carry the loader's figures.
-  const auto* pre = stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kPreprocess);
+  const auto* pre =
+      stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kPreprocess);
   BOOST_REQUIRE(pre != nullptr);
   BOOST_TEST(pre->figure(stallscope::analyzer::Fig::kWorkers).value_or(-1) == 1.0);
-  BOOST_TEST(pre->figure(stallscope::analyzer::Fig::kFetchPerBatch).value_or(-1) == 20.0, tt::tolerance(kTol));
+  BOOST_TEST(pre->figure(stallscope::analyzer::Fig::kFetchPerBatch).value_or(-1) == 20.0,
+             tt::tolerance(kTol));
   const auto* co = stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kCollate);
   BOOST_TEST(co->measured);
   // 20 ms of fetch per 10 ms of trainer: two workers, which 0.9 idle CPUs allow.
@@ -108,7 +115,8 @@ BOOST_AUTO_TEST_CASE(preprocessing_heavy_worker_is_split_exactly_and_more_worker
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
   BOOST_TEST(m->try_command ==
-             "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py --epochs 1");
+             "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py "
+             "--epochs 1");
   BOOST_TEST(m->predicted_step_ms == 10.0, tt::tolerance(1e-3));
   BOOST_TEST(r.remedies.front().id == "more_workers");
   BOOST_TEST(remedy(r, "tune_dataloader") == nullptr);
@@ -180,16 +188,19 @@ BOOST_AUTO_TEST_CASE(loading_on_the_trainer_thread_proposes_workers_never_prefet
   const auto r = b.analyze();
   BOOST_TEST((r.split & stallscope::analyzer::kSplitExact) != 0);
   BOOST_TEST(mean_ms(r, Part::kDataPreprocess) == 15.2, tt::tolerance(kTol));
-  const auto* tl = stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
+  const auto* tl =
+      stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
   BOOST_TEST(tl->measured);
   BOOST_TEST(tl->busy_per_item_ms == 15.0, tt::tolerance(kTol));
   BOOST_TEST(remedy(r, "raise_prefetch") == nullptr);
-  for (const auto& m : r.remedies) BOOST_TEST(m.pytorch_knob.find("prefetch") == std::string::npos, m.id);
+  for (const auto& m : r.remedies)
+    BOOST_TEST(m.pytorch_knob.find("prefetch") == std::string::npos, m.id);
   // 15 ms of fetch per 10 ms of trainer: two workers; 1.5 idle CPUs allow them.
   const Remedy* m = remedy(r, "more_workers");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
-  BOOST_TEST(m->try_command == "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py");
+  BOOST_TEST(m->try_command ==
+             "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py");
   BOOST_TEST(m->bound);
 }
 
@@ -198,19 +209,25 @@ BOOST_AUTO_TEST_CASE(train_loader_inside_steps_fed_the_optimizer_not_the_validat
   const uint32_t w = b.worker_thread(201);
   b.loader_config(0, kTrain, 1, "src/train.py:42");
   b.mark("set applied dataloader.num_workers=1 at src/train.py:42 (was 0)", 0.01);
-  b.mark("set unmatched dataloader[val.py:9].pin_memory=true: no DataLoader built at val.py:9", 0.02);
+  b.mark("set unmatched dataloader[val.py:9].pin_memory=true: no DataLoader built at val.py:9",
+         0.02);
   b.mark("settings are fine", 0.03);  // not a `set` mark
   for (int i = 0; i < 5; ++i) {
     const double s = 20.0 * i;
     b.sample(w, s, s + 8, SamplePart::kFetch, i);
-    b.step(i, s, s + 20).wait(s, s + 8.1, i).kernel(s + 8.1, s + 20).handoff(s, s + 8.1, kTrain, i, 201);
+    b.step(i, s, s + 20)
+        .wait(s, s + 8.1, i)
+        .kernel(s + 8.1, s + 20)
+        .handoff(s, s + 8.1, kTrain, i, 201);
   }
   // Validation after the steps, on the trainer thread (num_workers=0), in a phase:eval range.
   b.loader_config(100, kVal, 0, "val.py:9");
   b.range("phase:eval", b.trainer, 100, 150);
   for (int i = 0; i < 5; ++i) {
     const double s = 100 + 10.0 * i;
-    b.sample(b.trainer, s, s + 6, SamplePart::kFetch, i, kVal, -1).wait(s, s + 6, i).kernel(s + 6, s + 10);
+    b.sample(b.trainer, s, s + 6, SamplePart::kFetch, i, kVal, -1)
+        .wait(s, s + 6, i)
+        .kernel(s + 6, s + 10);
   }
   const auto r = b.analyze();
   BOOST_TEST(r.steps.size() == 5u);  // the evaluation loop is no step
@@ -243,9 +260,15 @@ BOOST_AUTO_TEST_CASE(train_loader_inside_steps_fed_the_optimizer_not_the_validat
   std::ostringstream text, json;
   stallscope::analyzer::write_text(text, rep, {});
   stallscope::analyzer::write_json(json, rep);
-  BOOST_TEST(text.str().find("DataLoader at src/train.py:42 (fed the optimizer)") != std::string::npos, text.str());
-  BOOST_TEST(text.str().find("settings tried:\n  applied dataloader.num_workers=1 at src/train.py:42 (was 0)") != std::string::npos);
-  BOOST_TEST(text.str().find("phases (outside steps): eval 1x, 50.0 ms in all") != std::string::npos);
+  BOOST_TEST(
+      text.str().find("DataLoader at src/train.py:42 (fed the optimizer)") != std::string::npos,
+      text.str());
+  BOOST_TEST(
+      text.str().find(
+          "settings tried:\n  applied dataloader.num_workers=1 at src/train.py:42 (was 0)") !=
+      std::string::npos);
+  BOOST_TEST(text.str().find("phases (outside steps): eval 1x, 50.0 ms in all") !=
+             std::string::npos);
   const auto j = nlohmann::json::parse(json.str());
   BOOST_TEST(j["schema_minor"].get<int>() == 3);
   const auto& jr = j["ranks"][0];
@@ -284,8 +307,23 @@ BOOST_AUTO_TEST_CASE(each_epoch_start_up_and_workers_started_again_without_persi
   rep.ranks.push_back(r);
   std::ostringstream text;
   stallscope::analyzer::write_text(text, rep, {});
-  BOOST_TEST(text.str().find("epochs 2: start-up 30.5 ms, 30.5 ms (workers started again every epoch: "
-                             "persistent_workers is off)") != std::string::npos, text.str());
+  BOOST_TEST(
+      text.str().find("epochs 2: start-up 30.5 ms, 30.5 ms (workers started again every epoch: "
+                      "persistent_workers is off)") != std::string::npos,
+      text.str());
+}
+
+// A site or dataset name from a trace is bytes, not always UTF-8: the JSON
+// report replaces what is invalid instead of failing.
+BOOST_AUTO_TEST_CASE(invalid_utf8_in_a_site_still_gives_valid_json) {
+  RankBuilder b = one_worker(0.2);
+  b.loader_config(0, kTrain, 1, "tr\xff\xfein.py:42");
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(b.analyze());
+  std::ostringstream json;
+  stallscope::analyzer::write_json(json, rep);
+  const auto j = nlohmann::json::parse(json.str());
+  BOOST_TEST(j["ranks"][0]["dataloaders"][0]["site"].get<std::string>() == "tr\uFFFD\uFFFDin.py:42");
 }
 
 BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
@@ -297,11 +335,13 @@ BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
   BOOST_TEST(m.value == "true");
   BOOST_TEST(m.site == "a/b.py:7");
   BOOST_TEST(m.detail == "num_workers=0");
-  BOOST_TEST(stallscope::analyzer::parse_setting_mark("set refused at train.py:3: TypeError('x')", m));
+  BOOST_TEST(
+      stallscope::analyzer::parse_setting_mark("set refused at train.py:3: TypeError('x')", m));
   BOOST_TEST(m.key == "");
   BOOST_TEST(m.site == "train.py:3");
   BOOST_TEST(m.detail == "TypeError('x')");
-  BOOST_TEST(stallscope::analyzer::parse_setting_mark("set refused dataloader.num_workers=-1: out of range", m));
+  BOOST_TEST(stallscope::analyzer::parse_setting_mark(
+      "set refused dataloader.num_workers=-1: out of range", m));
   BOOST_TEST(m.value == "-1");
   BOOST_TEST(m.site == "");
   BOOST_TEST(m.detail == "out of range");
