@@ -47,31 +47,43 @@ void RankEngine::on_mark(const Ev& e) {
   if (parse_setting_mark(text, m)) {
     if (settings_.size() < 1000) settings_.push_back(std::move(m));
   } else if (text.rfind("sample spans off", 0) == 0) {
-    loaders_.on_sample_spans_off();
+    loaders_.on_sample_spans_off(e.track);
   }
 }
 
 // `phase:eval` ranges (the hooks' evaluation loops): phases, not steps.
+void RankEngine::add_phase(uint32_t name, int64_t a, int64_t b) {
+  const std::string& n = trace_.names[name];
+  if (n.rfind("phase:", 0) != 0) return;
+  if (phases_.size() >= 64 && !phases_.contains(n.substr(6))) return;
+  PhaseStat& p = phases_[n.substr(6)];
+  p.name = n.substr(6);
+  ++p.count;
+  p.total_ms += double(b - a) / 1e6;
+}
+
 void RankEngine::on_phase(const Ev& e) {
-  auto add = [&](uint32_t name, int64_t a, int64_t b) {
-    const std::string& n = trace_.names[name];
-    if (n.rfind("phase:", 0) != 0 || phases_.size() >= 64) return;
-    PhaseStat& p = phases_[n.substr(6)];
-    p.name = n.substr(6);
-    ++p.count;
-    p.total_ms += double(b - a) / 1e6;
-  };
   if (e.name >= trace_.names.size()) return;
   if (e.phase == format::kComplete) {
-    add(e.name, e.start, e.end);
+    add_phase(e.name, e.start, e.end);
   } else if (e.phase == format::kBegin) {
     auto& st = open_phases_[e.track];
     if (st.size() < 64) st.push_back({e.name, e.start});
   } else if (e.phase == format::kEnd) {
     auto& st = open_phases_[e.track];
     if (st.empty()) return;
-    add(st.back().first, st.back().second, e.start);
+    add_phase(st.back().first, st.back().second, e.start);
     st.pop_back();
+  }
+}
+
+// The hooks close an evaluation phase when training resumes; the one after
+// the last epoch stays open to the end of the trace.
+void RankEngine::close_open_phases() {
+  for (auto& [track, st] : open_phases_) {
+    for (const auto& [name, start] : st)
+      if (stats_.last_ns > start) add_phase(name, start, stats_.last_ns);
+    st.clear();
   }
 }
 

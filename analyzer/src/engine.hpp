@@ -71,6 +71,8 @@ class RankEngine {
   void on_decided();
   void on_mark(const Ev& e);
   void on_phase(const Ev& e);
+  void add_phase(uint32_t name, int64_t a, int64_t b);
+  void close_open_phases();  // at the end of input: a phase training never closed
   void finalize(const StepCand& c);
   void trim(int64_t before);
   DataSplit split_stall(const Ivs& stall, int64_t s, int64_t e);

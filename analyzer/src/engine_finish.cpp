@@ -43,6 +43,7 @@ RankReport RankEngine::finish() {
   summarize_steps(r, opt_, step_walls_);
   r.dataloaders = loaders_.finish();
   r.settings = std::move(settings_);
+  close_open_phases();
   for (auto& [name, p] : phases_) r.phases.push_back(p);
   if (trainer_proc_ < trace_.procs.size()) r.command = trace_.procs[trainer_proc_].cmdline;
   stats_.nccl_joined = nccl_join_.matched();

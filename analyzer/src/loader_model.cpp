@@ -102,7 +102,7 @@ void LoaderModel::on_handoff(const Ev& e) {
 void LoaderModel::on_wait(const Ev& e) {
   if (e.phase != format::kComplete) return;
   const uint64_t batch = e.work().batch != 0 ? e.work().batch : e.corr;
-  Wait w{e.start, e.end, batch, e.track, false};
+  Wait w{e.start, e.end, batch, e.track, false, 0};
   auto pos = waits_.end();
   while (pos != waits_.begin() && (pos - 1)->b > w.b) --pos;
   waits_.insert(pos, w);
@@ -266,12 +266,26 @@ int64_t LoaderModel::typical_handoff(uint64_t loader) const {
   return static_cast<int64_t>(it->second.handoff_ns / double(it->second.handoffs_timed));
 }
 
+// The waits inside a step fed the optimizer; so did, for a step holding
+// none, the one that ended just before it (hooks that could not date a
+// step's begin back to its __next__ call begin it when __next__ returned).
 void LoaderModel::on_step(int64_t start, int64_t end) {
+  constexpr int64_t kJustBefore = 1'000'000;  // 1 ms
   steps_ns_ += end - start;
-  auto it = std::lower_bound(waits_.begin(), waits_.end(), start,
-                             [](const Wait& w, int64_t t) { return w.b <= t; });
-  for (; it != waits_.end() && it->a < end; ++it)
-    if (it->a >= start && it->b <= end) it->in_step = true;
+  auto it = std::lower_bound(waits_.begin(), waits_.end(), start - kJustBefore,
+                             [](const Wait& w, int64_t t) { return w.b < t; });
+  Wait* before = nullptr;
+  bool inside = false;
+  for (; it != waits_.end() && it->a < end; ++it) {
+    if (it->b <= start) {
+      before = &*it;  // the latest ending at or before the start
+      continue;
+    }
+    inside = true;
+    it->in_step = true;
+    it->in_step_ns += std::min(it->b, end) - std::max(it->a, start);
+  }
+  if (!inside && before != nullptr) before->in_step = true;
 }
 
 }  // namespace stallscope::analyzer

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,7 +59,10 @@ class LoaderModel {
   void on_read(const Ev& e);
   void on_handoff(const Ev& e);
   void on_wait(const Ev& e);
-  void on_sample_spans_off() { spans_off_ = true; }
+  // A process's "sample spans off" mark: its loaders time batches, not items.
+  void on_sample_spans_off(uint32_t track) {
+    if (spans_off_.size() < 4096) spans_off_.insert(pid_of(track));
+  }
   bool active() const noexcept { return any_; }
   // Splits the stalled intervals `piece` of the trainer's wait [a, b) on
   // `track` for batch index `batch`; false (out untouched) when no hooks'
@@ -90,7 +94,8 @@ class LoaderModel {
     int64_t a, b;
     uint64_t batch;
     uint32_t track;
-    bool in_step;
+    bool in_step;        // inside a step, or just before one (it fed the optimizer)
+    int64_t in_step_ns;  // of it, inside steps
   };
   struct Lane {  // one thread: its spans and reads, in arrival (≈ end) order
     std::deque<Span> spans;
@@ -139,7 +144,8 @@ class LoaderModel {
   uint32_t pid_of(uint32_t track) const;
 
   const RankTrace& trace_;
-  bool any_ = false, spans_off_ = false;
+  bool any_ = false;
+  std::set<uint32_t> spans_off_;                      // pids
   std::map<uint32_t, Lane> lanes_;                    // by track
   std::map<uint32_t, std::deque<Handoff>> handoffs_;  // by trainer track, by receive
   std::map<std::pair<uint32_t, uint64_t>, std::vector<std::pair<uint32_t, int64_t>>> fetches_;

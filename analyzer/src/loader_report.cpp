@@ -76,7 +76,7 @@ void LoaderModel::count_wait(const Wait& w) {
   r.wait_ms += ms(len);
   if (w.in_step) {
     ++r.waits_in_steps;
-    a.in_step_wait_ns += len;
+    a.in_step_wait_ns += double(w.in_step_ns);
   }
   LoaderCut cut;
   const bool split_ok =
@@ -170,7 +170,8 @@ std::vector<DataLoaderReport> LoaderModel::finish() {
     if (all.batches > 0) r.fetch_ms = ms(all.fetch_ns / all.batches);
     if (all.samples > 0) r.getitem_ms = ms(all.item_ns / all.samples);
     if (all.collates > 0) r.collate_ms = ms(all.collate_ns / all.collates);
-    r.sample_spans_off = spans_off_ && r.num_workers > 0;
+    for (const auto& w : r.workers)
+      r.sample_spans_off = r.sample_spans_off || spans_off_.contains(w.pid);
     for (const auto& [gen, ep] : a->epochs) r.epochs.push_back(ep);
     out.push_back(std::move(r));
   }

@@ -139,7 +139,9 @@ void loader_numbers(std::ostream& o, const DataLoaderReport& l) {
   if (l.num_workers > 0) o << ", hand-off " << ms_or(l.handoff_ms, "%.2f ms");
   if (l.consume_ms >= 0) o << f("; trainer %.2f ms per batch outside its waits", l.consume_ms);
   o << "\n";
-  if (l.sample_spans_off) o << "  per-sample spans off in a worker (items too cheap to time each)\n";
+  if (l.sample_spans_off)
+    o << "  per-sample spans turned off in a process of it (items too cheap to time each): "
+         "__getitem__ from the batches before\n";
   if (l.head_of_line_waits > 0)
     o << "  head-of-line: " << l.head_of_line_waits
       << f(" wait(s) while a later batch was ready (%.1f ms in all)", l.head_of_line_ready_ms) << "\n";

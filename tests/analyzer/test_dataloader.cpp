@@ -49,7 +49,8 @@ void idle_cpus(RankBuilder& b, double until, double idle) {
 // waits for the rest: step i = [20i + 10.1, 20i + 30.1) (step 0 from 0),
 // its wait until the batch arrives at 20i + 20.1 (0.1 ms hand-off).
 RankBuilder one_worker(double read_ms,
-                       stallscope::format::Tier tier = stallscope::format::Tier::kLocal) {
+                       stallscope::format::Tier tier = stallscope::format::Tier::kLocal,
+                       double idle = 0.9) {
   RankBuilder b;
   b.t.procs[0].cmdline = {"python3", "train.py", "--epochs", "1"};
   const uint32_t w = b.worker_thread(201);
@@ -66,7 +67,7 @@ RankBuilder one_worker(double read_ms,
     b.step(i, start, f + 30.1).wait(start, f + 20.1, i).kernel(f + 20.1, f + 30.1);
     b.handoff(start, f + 20.1, kTrain, i, 201);
   }
-  idle_cpus(b, 20.0 * kSteps + 40, 0.9);
+  idle_cpus(b, 20.0 * kSteps + 40, idle);
   return b;
 }
 
@@ -142,6 +143,22 @@ BOOST_AUTO_TEST_CASE(without_records_of_the_fetch_the_split_is_not_exact) {
   const Remedy* m = remedy(r, "tune_dataloader");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
+}
+
+// No CPU idle during the stalls: more workers would only share busy CPUs
+// (DESIGN.md), so no worker count is proposed, with records or without.
+BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
+  const auto r = one_worker(0.2, stallscope::format::Tier::kLocal, 0.2).analyze();
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+  RankBuilder full = one_worker(0.2, stallscope::format::Tier::kLocal, 0.2), b;
+  b.t = full.t;
+  std::erase_if(b.t.events, [](const auto& e) { return e.kind == Kind::kSample; });
+  const auto u = b.analyze();
+  const Remedy* m = remedy(u, "tune_dataloader");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob.find("num_workers") == std::string::npos, m->pytorch_knob);
+  BOOST_TEST(m->try_command.empty());
+  BOOST_TEST(m->loader_knob.find("12 of the DataLoader's 12 batches") == 0u, m->loader_knob);
 }
 
 BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
@@ -323,7 +340,32 @@ BOOST_AUTO_TEST_CASE(invalid_utf8_in_a_site_still_gives_valid_json) {
   std::ostringstream json;
   stallscope::analyzer::write_json(json, rep);
   const auto j = nlohmann::json::parse(json.str());
-  BOOST_TEST(j["ranks"][0]["dataloaders"][0]["site"].get<std::string>() == "tr\uFFFD\uFFFDin.py:42");
+  BOOST_TEST(j["ranks"][0]["dataloaders"][0]["site"].get<std::string>() ==
+             "tr\uFFFD\uFFFDin.py:42");
+}
+
+// Hooks that cannot date a step's begin back to its __next__ begin the step
+// when __next__ returned: the wait just before a step fed it. An evaluation
+// phase left open at the end of the trace counts to its last event.
+BOOST_AUTO_TEST_CASE(a_wait_just_before_its_step_fed_it_and_an_open_phase_counts) {
+  RankBuilder b;
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < 4; ++i) {
+    const double s = 20.0 * i;
+    b.sample(w, s, s + 8, SamplePart::kFetch, i);
+    b.wait(s, s + 8.1, i).handoff(s, s + 8.1, kTrain, i, 201);
+    b.step(i, s + 8.15, s + 20).kernel(s + 8.15, s + 20);
+  }
+  b.add(Kind::kRange, b.trainer, 80, 80);
+  b.t.events.back().phase = stallscope::format::kBegin;
+  b.t.events.back().name = b.t.name_id("phase:eval");
+  b.kernel(80, 95);
+  const auto r = b.analyze();
+  BOOST_TEST(r.dataloaders.at(0).waits_in_steps == 4u);
+  BOOST_TEST(r.dataloaders.at(0).fed_optimizer);
+  BOOST_REQUIRE_EQUAL(r.phases.size(), 1u);
+  BOOST_TEST(r.phases[0].total_ms == 15.0, tt::tolerance(kTol));
 }
 
 BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
