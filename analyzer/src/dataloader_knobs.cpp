@@ -70,7 +70,12 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   p.consume_ms = l.consume_ms > 0 ? l.consume_ms : c.step_ms - c.data_ms();
   if (p.consume_ms <= 0) return std::nullopt;
   p.needed = std::max(1, static_cast<int>(std::ceil(p.fetch_ms / p.consume_ms - 1e-9)));
+  // Idle CPUs of the affinity set, within what is left of the rank's
+  // budget (other ranks of the node share the same CPUs).
   p.idle = c.r.cpu.idle_during_stalls;
+  const CpuBudget& cpu = c.r.cpu;
+  if (p.idle >= 0 && cpu.known && cpu.used_cores > 0)
+    p.idle = std::max(0.0, std::min(p.idle, cpu.budget_cores - cpu.used_cores));
   // Half an idle CPU or more counts as one more worker's worth; with no
   // workers, the trainer's own share of the fetch moves to the first one.
   int extra = p.idle >= 0 ? static_cast<int>(std::floor(p.idle + 0.5)) : 1;

@@ -80,7 +80,8 @@ std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s);
 // Workers the loader needs: ceil(fetch per batch / the trainer's time per
 // batch outside its waits), at most num_workers + idle CPUs during stalls
-// (half a CPU counts). Nothing when no more workers than today are proposed.
+// (half a CPU counts; no more than the rank's budget leaves). Nothing when
+// no more workers than today are proposed.
 struct WorkersPlan {
   int current = 0, needed = 0, proposed = 0;
   double fetch_ms = 0, consume_ms = 0, idle = -1;

@@ -161,6 +161,16 @@ BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
   BOOST_TEST(m->loader_knob.find("12 of the DataLoader's 12 batches") == 0u, m->loader_knob);
 }
 
+// Idle CPUs the rank's budget does not leave it (its processes already use
+// 1.8 of 2 cores) are no room for another worker.
+BOOST_AUTO_TEST_CASE(idle_cpus_beyond_the_rank_budget_are_no_room_for_workers) {
+  RankBuilder b = one_worker(0.2);
+  for (double t = 0; t <= 280; t += 5) b.counter("cpu.process_ns", t, 1.8e6 * t);
+  const auto r = b.analyze();
+  BOOST_TEST(r.cpu.used_cores == 1.8, tt::tolerance(1e-6));
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+}
+
 BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
   RankBuilder b;
   const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);
