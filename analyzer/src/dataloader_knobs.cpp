@@ -62,6 +62,24 @@ std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
   return out;
 }
 
+namespace {
+double waits_ms(const LoaderWaitSplit& w) {
+  return w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_busy_ms + w.handoff_ms +
+         w.head_of_line_ms + w.unjoined_ms;
+}
+}  // namespace
+
+double fetch_share(const DataLoaderReport& l) {
+  const LoaderWaitSplit& w = l.split;
+  const double all = waits_ms(w);
+  return all > 0 ? (w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_busy_ms) / all : 0;
+}
+
+double transform_share(const DataLoaderReport& l) {
+  const double all = waits_ms(l.split);
+  return all > 0 ? (l.split.preprocess_ms + l.split.collate_ms) / all : 0;
+}
+
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l) {
   if (l.fetch_ms <= 0) return std::nullopt;
   WorkersPlan p;

@@ -89,6 +89,11 @@ struct WorkersPlan {
   double predicted_step_ms = 0;    // step - stall + max(0, fetch / proposed - consume) per batch
 };
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
+// Of the loader's waits, the share spent in its fetches (storage,
+// preprocessing, collate, the worker busy with earlier batches), and in
+// its transforms alone (preprocessing and collate); 0 with no waits split.
+double fetch_share(const DataLoaderReport& l);
+double transform_share(const DataLoaderReport& l);
 
 // One rule object per file: declared here, defined in src/remedies/<id>.cpp.
 #define STALLSCOPE_REMEDY(fn) const RemedyRule& fn()

@@ -171,6 +171,28 @@ BOOST_AUTO_TEST_CASE(idle_cpus_beyond_the_rank_budget_are_no_room_for_workers) {
   BOOST_TEST(remedy(r, "more_workers") == nullptr);
 }
 
+// Batches made in 2 ms that take 8 ms to reach the trainer: the waits are
+// hand-offs — neither caching samples nor more workers is the remedy.
+BOOST_AUTO_TEST_CASE(handoff_bound_waits_propose_no_cache_and_no_workers) {
+  RankBuilder b;
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 20.0 * i;
+    b.sample(w, s, s + 2, SamplePart::kFetch, i);
+    b.step(i, s, s + 20).wait(s, s + 10, i).kernel(s + 10, s + 20).handoff(s, s + 10, kTrain, i, 201);
+  }
+  idle_cpus(b, 20.0 * kSteps + 20, 0.2);
+  const auto r = b.analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.split.handoff_ms == 8.0 * kSteps, tt::tolerance(kTol));
+  BOOST_TEST(l.handoff_ms == 8.0, tt::tolerance(kTol));
+  const auto* tl = stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
+  BOOST_TEST(tl->figure(stallscope::analyzer::Fig::kHandoffPerBatch).value_or(-1) == 8.0, tt::tolerance(kTol));
+  BOOST_TEST(remedy(r, "cache_decoded") == nullptr);
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+}
+
 BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
   RankBuilder b;
   const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);

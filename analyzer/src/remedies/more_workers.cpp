@@ -15,10 +15,7 @@ namespace {
 // the trainer thread (a bound: the hand-off between processes is a cost
 // that run could not measure).
 std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderReport& l) {
-  const LoaderWaitSplit& w = l.split;
-  const double fetch_part = w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_busy_ms;
-  const double all = fetch_part + w.handoff_ms + w.head_of_line_ms + w.unjoined_ms;
-  if (c.data_ms() < 0.1 * c.step_ms || all <= 0 || fetch_part < 0.5 * all) return std::nullopt;
+  if (c.data_ms() < 0.1 * c.step_ms || fetch_share(l) < 0.5) return std::nullopt;
   const auto plan = dataloader_workers(c, l);
   if (!plan) return std::nullopt;
   const std::string n = std::to_string(plan->proposed);
