@@ -99,8 +99,10 @@ void LoaderModel::on_handoff(const Ev& e) {
   q.insert(pos, x);
 }
 
+// Kept only once a DataLoader record was seen (its loader_config precedes
+// its waits on the trainer thread): other runs pay nothing here.
 void LoaderModel::on_wait(const Ev& e) {
-  if (e.phase != format::kComplete) return;
+  if (e.phase != format::kComplete || !any_) return;
   const uint64_t batch = e.work().batch != 0 ? e.work().batch : e.corr;
   Wait w{e.start, e.end, batch, e.track, false, 0};
   auto pos = waits_.end();
