@@ -121,6 +121,8 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(m->predicted_step_ms == 10.0, tt::tolerance(1e-3));
   BOOST_TEST(r.remedies.front().id == "more_workers");
   BOOST_TEST(remedy(r, "tune_dataloader") == nullptr);
+  // The CPUs leave room for the second worker: not "cache, no CPU left".
+  BOOST_TEST(remedy(r, "cache_decoded") == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(reads_inside_samples_are_storage_remote_tier_included) {

@@ -29,7 +29,10 @@ class CacheDecoded final : public RemedyRule {
     if (pre < 0.1 * c.step_ms) return std::nullopt;
     // A DataLoader's preprocessing part also holds its hand-offs and
     // head-of-line waits: caching samples speeds only the transforms.
-    if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr && transform_share(*l) < 0.5)
+    // Nor when the CPUs leave room for the workers it needs (more_workers):
+    // the CPU is not what runs out.
+    if (const DataLoaderReport* l = fed_loader(c.r);
+        l != nullptr && (transform_share(*l) < 0.5 || dataloader_workers(c, *l)))
       return std::nullopt;
     const auto& cpu = c.r.cpu;
     const bool saturated =
