@@ -64,7 +64,7 @@ std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
 
 namespace {
 double waits_ms(const LoaderWaitSplit& w) {
-  return w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_busy_ms + w.handoff_ms +
+  return w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms + w.handoff_ms +
          w.head_of_line_ms + w.unjoined_ms;
 }
 }  // namespace
@@ -72,7 +72,7 @@ double waits_ms(const LoaderWaitSplit& w) {
 double fetch_share(const DataLoaderReport& l) {
   const LoaderWaitSplit& w = l.split;
   const double all = waits_ms(w);
-  return all > 0 ? (w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_busy_ms) / all : 0;
+  return all > 0 ? (w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms) / all : 0;
 }
 
 double transform_share(const DataLoaderReport& l) {
@@ -88,11 +88,13 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   p.consume_ms = l.consume_ms > 0 ? l.consume_ms : c.step_ms - c.data_ms();
   if (p.consume_ms <= 0) return std::nullopt;
   p.needed = std::max(1, static_cast<int>(std::ceil(p.fetch_ms / p.consume_ms - 1e-9)));
-  // Idle CPUs of the affinity set, within what is left of the rank's
-  // budget (other ranks of the node share the same CPUs).
+  // Idle CPUs of the affinity set; where the rank's budget is less than
+  // that set (other ranks of the node, a cgroup quota), no more than the
+  // budget leaves. (Without such a share the run's mean use would only
+  // hide idle stalls behind a busy start-up, as spawned workers' imports.)
   p.idle = c.r.cpu.idle_during_stalls;
   const CpuBudget& cpu = c.r.cpu;
-  if (p.idle >= 0 && cpu.known && cpu.used_cores > 0)
+  if (p.idle >= 0 && cpu.known && cpu.used_cores > 0 && cpu.budget_cores < cpu.affinity_cpus)
     p.idle = std::max(0.0, std::min(p.idle, cpu.budget_cores - cpu.used_cores));
   // Half an idle CPU or more counts as one more worker's worth; with no
   // workers, the trainer's own share of the fetch moves to the first one.
@@ -103,8 +105,12 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   if (p.proposed <= p.current) return std::nullopt;
   const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
   const double per_step = l.waits_in_steps > 0 ? double(l.waits_in_steps) / steps : 1.0;
-  p.predicted_step_ms =
-      c.step_ms - c.data_ms() + per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
+  // Waits before a batch's fetch began (workers starting: spawn imports,
+  // every epoch without persistent workers) stay: more workers start as slowly.
+  const double all = l.wait_ms > 0 ? l.wait_ms : 1;
+  const double kept = std::clamp(l.split.worker_wait_ms / all, 0.0, 1.0);
+  p.predicted_step_ms = c.step_ms - c.data_ms() * (1 - kept) +
+                        per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
   return p;
 }
 

@@ -116,7 +116,7 @@ void remedies(std::ostream& o, const RankReport& r) {
 void dataloaders(std::ostream& o, const RankReport& r) {
   if (r.dataloaders.empty() && r.settings.empty()) return;
   o << "<h3>DataLoaders</h3><table><tr><th>site</th><th>config</th><th>batches</th>"
-       "<th>wait ms: storage / preprocessing / collate / worker busy / hand-off / head-of-line</th>"
+       "<th>wait ms: storage / preprocessing / collate / waiting for a worker / hand-off / head-of-line</th>"
        "<th>fetch / collate ms per batch</th></tr>\n";
   for (const auto& l : r.dataloaders) {
     const LoaderWaitSplit& w = l.split;
@@ -125,7 +125,7 @@ void dataloaders(std::ostream& o, const RankReport& r) {
       << ", pin_memory=" << esc(l.pin_memory) << ", persistent_workers=" << (l.persistent_workers ? "True" : "False")
       << ", batch_size=" << l.batch_size << "</td><td>" << l.batches << "</td><td>"
       << num("%.1f", w.storage_ms) << " / " << num("%.1f", w.preprocess_ms) << " / " << num("%.1f", w.collate_ms)
-      << " / " << num("%.1f", w.worker_busy_ms) << " / " << num("%.1f", w.handoff_ms) << " / "
+      << " / " << num("%.1f", w.worker_wait_ms) << " / " << num("%.1f", w.handoff_ms) << " / "
       << num("%.1f", w.head_of_line_ms) << "</td><td>" << num("%.2f", l.fetch_ms) << " / "
       << num("%.2f", l.collate_ms) << "</td></tr>\n";
   }

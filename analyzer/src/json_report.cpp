@@ -69,7 +69,7 @@ json loader_json(const DataLoaderReport& l) {
           {"fed_optimizer", l.fed_optimizer}, {"generations", l.generations}, {"batches", l.batches},
           {"waits", l.waits}, {"waits_in_steps", l.waits_in_steps}, {"wait_ms", l.wait_ms},
           {"wait_split_ms", {{"storage", w.storage_ms}, {"preprocessing", w.preprocess_ms},
-                             {"collate", w.collate_ms}, {"worker_busy", w.worker_busy_ms},
+                             {"collate", w.collate_ms}, {"worker_wait", w.worker_wait_ms},
                              {"handoff", w.handoff_ms}, {"head_of_line", w.head_of_line_ms},
                              {"unjoined", w.unjoined_ms}}},
           {"head_of_line_waits", l.head_of_line_waits}, {"head_of_line_ready_ms", l.head_of_line_ready_ms},

@@ -224,7 +224,7 @@ void LoaderModel::cut_before(const Ivs& q, uint32_t track, const Span& f, Loader
       ++walked;
     }
   }
-  out.worker_busy += length(rest);
+  out.worker_wait += length(rest);
 }
 
 bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, uint64_t batch,

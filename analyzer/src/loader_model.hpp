@@ -3,7 +3,7 @@
 // batch hand-offs, and the sample spans of the workers (each its own
 // process, its own trace file of the rank) joined per batch. It gives the
 // exact split of a wait on a batch (storage / preprocessing / collate /
-// worker busy / hand-off / head-of-line) and, per loader, the block the
+// waiting for a worker / hand-off / head-of-line) and, per loader, the block the
 // reports print.
 //
 //   LoaderModel m(trace);
@@ -39,9 +39,9 @@ namespace stallscope::analyzer {
 // batch was ready before it was asked for, and the wait was longer than one
 // batch's hand-off (the trainer took the batches queued ahead of it first).
 struct LoaderCut {
-  int64_t storage = 0, preprocess = 0, collate = 0, worker_busy = 0, handoff = 0, head_of_line = 0;
+  int64_t storage = 0, preprocess = 0, collate = 0, worker_wait = 0, handoff = 0, head_of_line = 0;
   int64_t total() const noexcept {
-    return storage + preprocess + collate + worker_busy + handoff + head_of_line;
+    return storage + preprocess + collate + worker_wait + handoff + head_of_line;
   }
 };
 

@@ -89,7 +89,7 @@ void LoaderModel::count_wait(const Wait& w) {
   r.split.storage_ms += ms(double(cut.storage));
   r.split.preprocess_ms += ms(double(cut.preprocess));
   r.split.collate_ms += ms(double(cut.collate));
-  r.split.worker_busy_ms += ms(double(cut.worker_busy));
+  r.split.worker_wait_ms += ms(double(cut.worker_wait));
   r.split.handoff_ms += ms(double(cut.handoff));
   r.split.head_of_line_ms += ms(double(cut.head_of_line));
   ++r.batches;

@@ -80,17 +80,18 @@ std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s);
 // Workers the loader needs: ceil(fetch per batch / the trainer's time per
 // batch outside its waits), at most num_workers + idle CPUs during stalls
-// (half a CPU counts; no more than the rank's budget leaves). Nothing when
-// no more workers than today are proposed.
+// (half a CPU counts; no more than the rank's budget leaves where it is
+// less than the affinity set). Nothing when no more workers than today.
 struct WorkersPlan {
   int current = 0, needed = 0, proposed = 0;
   double fetch_ms = 0, consume_ms = 0, idle = -1;
   bool capped = false;             // fewer than needed: the idle CPUs limit
-  double predicted_step_ms = 0;    // step - stall + max(0, fetch / proposed - consume) per batch
+  // step - stall × (1 - the waits' worker-busy share) + max(0, fetch / proposed - consume) per batch
+  double predicted_step_ms = 0;
 };
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
 // Of the loader's waits, the share spent in its fetches (storage,
-// preprocessing, collate, the worker busy with earlier batches), and in
+// preprocessing, collate, waiting for a worker to start or take it), and in
 // its transforms alone (preprocessing and collate); 0 with no waits split.
 double fetch_share(const DataLoaderReport& l);
 double transform_share(const DataLoaderReport& l);

@@ -131,7 +131,7 @@ void loader_numbers(std::ostream& o, const DataLoaderReport& l) {
   const LoaderWaitSplit& w = l.split;
   o << "  batches " << l.batches << "; waits " << l.waits << " (" << l.waits_in_steps
     << " in steps) " << f("%.1f ms: storage %.1f, preprocessing %.1f", l.wait_ms, w.storage_ms, w.preprocess_ms)
-    << f(", collate %.1f, worker busy %.1f", w.collate_ms, w.worker_busy_ms)
+    << f(", collate %.1f, waiting for a worker %.1f", w.collate_ms, w.worker_wait_ms)
     << f(", hand-off %.1f, head-of-line %.1f ms", w.handoff_ms, w.head_of_line_ms);
   if (w.unjoined_ms > 0) o << f(" (%.1f ms without worker records)", w.unjoined_ms);
   o << "\n  per batch: fetch " << ms_or(l.fetch_ms, "%.2f ms") << ", __getitem__ "

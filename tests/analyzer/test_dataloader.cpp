@@ -163,14 +163,19 @@ BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
   BOOST_TEST(m->loader_knob.find("12 of the DataLoader's 12 batches") == 0u, m->loader_knob);
 }
 
-// Idle CPUs the rank's budget does not leave it (its processes already use
-// 1.8 of 2 cores) are no room for another worker.
+// Two ranks share the node's 2 CPUs: idle CPUs this rank's budget (1 core,
+// 0.9 of it used) does not leave it are no room for another worker. Alone on
+// the node, the same use leaves the idle CPU to it.
 BOOST_AUTO_TEST_CASE(idle_cpus_beyond_the_rank_budget_are_no_room_for_workers) {
   RankBuilder b = one_worker(0.2);
-  for (double t = 0; t <= 280; t += 5) b.counter("cpu.process_ns", t, 1.8e6 * t);
+  for (double t = 0; t <= 280; t += 5) b.counter("cpu.process_ns", t, 0.9e6 * t);
+  b.t.probes.ranks_on_node = 2;
   const auto r = b.analyze();
-  BOOST_TEST(r.cpu.used_cores == 1.8, tt::tolerance(1e-6));
+  BOOST_TEST(r.cpu.budget_cores == 1.0, tt::tolerance(1e-6));
+  BOOST_TEST(r.cpu.used_cores == 0.9, tt::tolerance(1e-6));
   BOOST_TEST(remedy(r, "more_workers") == nullptr);
+  b.t.probes.ranks_on_node = 1;
+  BOOST_TEST(remedy(b.analyze(), "more_workers") != nullptr);
 }
 
 // Batches made in 2 ms that take 8 ms to reach the trainer: the waits are

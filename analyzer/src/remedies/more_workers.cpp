@@ -26,7 +26,8 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   m.predicted_step_ms = plan->predicted_step_ms;
   m.bound = l.num_workers == 0;
   m.model = "workers = ceil(fetch_per_batch / trainer_per_batch), at most num_workers + idle CPUs "
-            "during stalls; step - data_stall + max(0, fetch_per_batch / workers - trainer_per_batch)";
+            "during stalls; step - data_stall * (1 - worker_start_share) + max(0, fetch_per_batch / "
+            "workers - trainer_per_batch)";
   if (m.bound) m.model = "bound: " + m.model + " (moving batches between processes costs what this run did not measure)";
   m.evidence = strf("the DataLoader%s%s (num_workers=%d) fetches a batch in %.2f ms; the trainer "
                     "takes %.2f ms per batch outside its waits, so %d worker(s) keep up",

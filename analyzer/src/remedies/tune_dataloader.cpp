@@ -75,7 +75,11 @@ class TuneDataloader final : public RemedyRule {
     m.bound = true;
     m.inputs_from = "assumed";
     m.inputs = {{"data_stall_ms", data, "ms"}, {"step_ms", c.step_ms, "ms"}};
-    if (const DataLoaderReport* l = fed_loader(c.r)) with_setting(c, *l, data, m);
+    if (const DataLoaderReport* l = fed_loader(c.r)) {
+      // Most batches measured: more_workers proposes the count from them.
+      if (fetch_share(*l) >= 0.5 && dataloader_workers(c, *l)) return std::nullopt;
+      with_setting(c, *l, data, m);
+    }
     return m;
   }
 };

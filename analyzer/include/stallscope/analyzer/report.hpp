@@ -179,7 +179,7 @@ struct LoaderEpoch {
 // Where the trainer's waits on this loader went (ms, all waits of the run).
 struct LoaderWaitSplit {
   double storage_ms = 0, preprocess_ms = 0, collate_ms = 0;
-  double worker_busy_ms = 0;  // before the batch's fetch began (its worker busy or starting)
+  double worker_wait_ms = 0;  // before its fetch began, outside the worker's earlier fetches (starting, idle)
   double handoff_ms = 0;      // after the put until received (IPC, unpickling)
   double head_of_line_ms = 0; // ready before asked for, beyond one batch's hand-off (queued behind others)
   double unjoined_ms = 0;     // waits with no worker record to split them
