@@ -134,7 +134,9 @@ void loader_numbers(std::ostream& o, const DataLoaderReport& l) {
     << f(", collate %.1f, waiting for a worker %.1f", w.collate_ms, w.worker_wait_ms)
     << f(", hand-off %.1f, head-of-line %.1f ms", w.handoff_ms, w.head_of_line_ms);
   if (w.unjoined_ms > 0) o << f(" (%.1f ms without worker records)", w.unjoined_ms);
-  o << "\n  per batch: fetch " << ms_or(l.fetch_ms, "%.2f ms") << ", __getitem__ "
+  // An IterableDataset's items are next() calls, a map-style one's __getitem__.
+  const char* item = l.dataset_kind == "iterable" ? "next()" : "__getitem__";
+  o << "\n  per batch: fetch " << ms_or(l.fetch_ms, "%.2f ms") << ", " << item << " "
     << ms_or(l.getitem_ms, "%.3f ms") << " per sample, collate " << ms_or(l.collate_ms, "%.2f ms");
   if (l.num_workers > 0) o << ", hand-off " << ms_or(l.handoff_ms, "%.2f ms");
   if (l.consume_ms >= 0) o << f("; trainer %.2f ms per batch outside its waits", l.consume_ms);
@@ -148,7 +150,7 @@ void loader_numbers(std::ostream& o, const DataLoaderReport& l) {
   for (const auto& wk : l.workers)
     o << "  " << (wk.worker < 0 ? std::string("trainer thread") : "worker " + std::to_string(wk.worker))
       << " (pid " << wk.pid << "): " << wk.batches << " batches, fetch " << ms_or(wk.fetch_ms, "%.2f ms")
-      << ", __getitem__ " << ms_or(wk.getitem_ms, "%.3f ms") << ", collate " << ms_or(wk.collate_ms, "%.2f ms") << "\n";
+      << ", " << item << " " << ms_or(wk.getitem_ms, "%.3f ms") << ", collate " << ms_or(wk.collate_ms, "%.2f ms") << "\n";
 }
 
 void loader_epochs(std::ostream& o, const DataLoaderReport& l) {
