@@ -1,4 +1,4 @@
-// The PyTorch DataLoader seen from inside (issue #23, /docs/report-guide.md
+// The PyTorch DataLoader seen from inside (issue #23, docs/report-guide.md
 // "DataLoader"): the hooks' loader_config, the trainer's data waits and
 // batch hand-offs, and the sample spans of the workers (each its own
 // process, its own trace file of the rank) joined per batch. It gives the
