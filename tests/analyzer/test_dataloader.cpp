@@ -200,6 +200,29 @@ BOOST_AUTO_TEST_CASE(handoff_bound_waits_propose_no_cache_and_no_workers) {
   BOOST_TEST(remedy(r, "more_workers") == nullptr);
 }
 
+// Two workers keep up on average (15 ms a batch each, one batch per 20 ms
+// step) yet each batch starts late: deeper prefetch, with its value and site.
+BOOST_AUTO_TEST_CASE(workers_that_keep_up_on_average_get_a_deeper_prefetch) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w[2] = {b.worker_thread(201), b.worker_thread(202)};
+  b.loader_config(0, kTrain, 2);
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 20.0 * i + 20;
+    b.sample(w[i % 2], s - 10, s + 5, SamplePart::kFetch, i, 0, i % 2);
+    b.step(i, s, s + 20).wait(s, s + 5.1, i).kernel(s + 5.1, s + 20);
+    b.handoff(s, s + 5.1, kTrain, i, i % 2 == 0 ? 201 : 202, i % 2);
+  }
+  idle_cpus(b, 20.0 * kSteps + 40, 0.9);
+  const auto r = b.analyze();
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);  // 2 workers are enough
+  const Remedy* m = remedy(r, "raise_prefetch");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=4) at train.py:42");
+  BOOST_TEST(m->try_command ==
+             "stallscope run --set 'dataloader[train.py:42].prefetch_factor=4' -- python3 train.py");
+}
+
 BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
   RankBuilder b;
   const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);
