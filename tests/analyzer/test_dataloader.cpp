@@ -187,15 +187,20 @@ BOOST_AUTO_TEST_CASE(handoff_bound_waits_propose_no_cache_and_no_workers) {
   for (int i = 0; i < kSteps; ++i) {
     const double s = 20.0 * i;
     b.sample(w, s, s + 2, SamplePart::kFetch, i);
-    b.step(i, s, s + 20).wait(s, s + 10, i).kernel(s + 10, s + 20).handoff(s, s + 10, kTrain, i, 201);
+    b.step(i, s, s + 20)
+        .wait(s, s + 10, i)
+        .kernel(s + 10, s + 20)
+        .handoff(s, s + 10, kTrain, i, 201);
   }
   idle_cpus(b, 20.0 * kSteps + 20, 0.2);
   const auto r = b.analyze();
   const DataLoaderReport& l = r.dataloaders.at(0);
   BOOST_TEST(l.split.handoff_ms == 8.0 * kSteps, tt::tolerance(kTol));
   BOOST_TEST(l.handoff_ms == 8.0, tt::tolerance(kTol));
-  const auto* tl = stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
-  BOOST_TEST(tl->figure(stallscope::analyzer::Fig::kHandoffPerBatch).value_or(-1) == 8.0, tt::tolerance(kTol));
+  const auto* tl =
+      stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
+  BOOST_TEST(tl->figure(stallscope::analyzer::Fig::kHandoffPerBatch).value_or(-1) == 8.0,
+             tt::tolerance(kTol));
   BOOST_TEST(remedy(r, "cache_decoded") == nullptr);
   BOOST_TEST(remedy(r, "more_workers") == nullptr);
 }
@@ -219,8 +224,28 @@ BOOST_AUTO_TEST_CASE(workers_that_keep_up_on_average_get_a_deeper_prefetch) {
   const Remedy* m = remedy(r, "raise_prefetch");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=4) at train.py:42");
-  BOOST_TEST(m->try_command ==
-             "stallscope run --set 'dataloader[train.py:42].prefetch_factor=4' -- python3 train.py");
+  BOOST_TEST(
+      m->try_command ==
+      "stallscope run --set 'dataloader[train.py:42].prefetch_factor=4' -- python3 train.py");
+}
+
+// Pageable copies from a DataLoader that asked for pin_memory=True which
+// torch turned off: the remedy names the setting, the site, and says so.
+BOOST_AUTO_TEST_CASE(pageable_copies_name_pin_memory_at_the_site) {
+  RankBuilder b = one_worker(0.2);
+  b.t.events.front().loader().pin_memory = stallscope::format::PinMemory::kInactive;
+  for (int i = 1; i < kSteps; ++i) {
+    const double f = 20.0 * i;
+    b.copy(Kind::kH2D, f + 12, f + 14, 8 << 20, /*pinned=*/false);  // the device idle: exposed
+  }
+  const auto r = b.analyze();
+  const Remedy* m = remedy(r, "pinned_memory");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(pin_memory=True) at train.py:42");
+  BOOST_TEST(
+      m->try_command.find("--set 'dataloader[train.py:42].pin_memory=true'") != std::string::npos,
+      m->try_command);
+  BOOST_TEST(m->evidence.find("torch turned it off") != std::string::npos, m->evidence);
 }
 
 BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
