@@ -112,6 +112,56 @@ Stage h2d_stage(const RankReport& r, const RunStats& s) {
   return st;
 }
 
+// A stage of the DataLoader: `workers` each taking `per_batch_ms` per batch.
+Stage loader_stage(StageKind k, double workers, double per_batch_ms, double batches, double wall) {
+  Stage st{k};
+  st.measured = true;
+  st.workers = workers;
+  st.busy_per_item_ms = per_batch_ms;
+  st.capacity = ratio(workers * 1000.0, per_batch_ms);
+  st.utilization = ratio(batches * per_batch_ms / 1000.0, workers * wall);
+  return st;
+}
+
+// Where the hooks recorded the loader that fed the optimizer, its stages
+// come from its batches: preprocessing = the workers' fetches (num_workers
+// of them), collate, and trainer_load = the hand-off to the trainer (or,
+// with num_workers=0, the whole fetch on the trainer thread).
+void dataloader_stages(RankReport& r, const RunStats& s) {
+  const DataLoaderReport* l = fed_loader(r);
+  if (l == nullptr || l->fetch_ms <= 0) return;
+  const double batches = double(l->batches), wall = wall_s(s);
+  const double per_sample = l->getitem_ms > 0 ? l->getitem_ms
+                            : l->batch_size > 0 ? l->fetch_ms / l->batch_size : l->fetch_ms;
+  const double samples = l->batch_size > 0 ? double(l->batch_size) : 1.0;
+  auto at = [&](StageKind k) -> Stage& {
+    for (auto& st : r.stages) if (st.kind == k) return st;
+    return r.stages.emplace_back(Stage{k});
+  };
+  const double nw = l->num_workers;
+  if (nw > 0) {
+    Stage& pre = at(StageKind::kPreprocess);
+    pre = loader_stage(StageKind::kPreprocess, nw, l->fetch_ms, batches, wall);
+    pre.figures = {{Fig::kWorkers, nw}, {Fig::kBusyPerSample, per_sample},
+                   {Fig::kSamplesPerBatch, samples}, {Fig::kFetchPerBatch, l->fetch_ms}};
+    if (l->handoff_ms > 0) {
+      Stage& tl = at(StageKind::kTrainerLoad);
+      tl = loader_stage(StageKind::kTrainerLoad, 1, l->handoff_ms, batches, wall);
+      tl.figures = {{Fig::kHandoffPerBatch, l->handoff_ms}};
+    }
+  } else {
+    Stage& tl = at(StageKind::kTrainerLoad);
+    tl = loader_stage(StageKind::kTrainerLoad, 1, l->fetch_ms, batches, wall);
+    tl.figures = {{Fig::kWorkers, 0}, {Fig::kBusyPerSample, per_sample},
+                  {Fig::kSamplesPerBatch, samples}, {Fig::kFetchPerBatch, l->fetch_ms}};
+  }
+  if (l->collate_ms > 0) {
+    Stage& co = at(StageKind::kCollate);
+    co = loader_stage(StageKind::kCollate, std::max(nw, 1.0), l->collate_ms, batches, wall);
+    co.figures = {{Fig::kCollatePerBatch, l->collate_ms}};
+  }
+}
+
 // NCCL kernels joined to their calls (RunStats::coll_bw): their device time
 // against the wall, and the bus bandwidth they reached (docs/gpu.md).
 Stage comm_stage(const RankReport& r, const RunStats& s) {
@@ -219,6 +269,13 @@ double mean_part_ms(const RankReport& r, Part p) {
   return r.steady_steps > 0 ? double(r.parts[idx(p)].total_ns) / 1e6 / double(r.steady_steps) : 0;
 }
 
+const DataLoaderReport* fed_loader(const RankReport& r) {
+  const DataLoaderReport* best = nullptr;
+  for (const auto& l : r.dataloaders)
+    if (l.fed_optimizer && (best == nullptr || l.waits_in_steps > best->waits_in_steps)) best = &l;
+  return best;
+}
+
 const Stage* find_stage(const RankReport& r, StageKind kind) {
   for (const auto& s : r.stages) if (s.kind == kind) return &s;
   return nullptr;
@@ -227,10 +284,12 @@ const Stage* find_stage(const RankReport& r, StageKind kind) {
 void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
   r.cpu = cpu_budget(s, t);
   const double demand = demand_per_s(r) * batches_per_step(r, s);
-  // Collate and loading on the trainer thread have no events of their own
-  // in a trace yet: listed, not measured.
+  // Collate and loading on the trainer thread have events of their own only
+  // where the DataLoader hooks recorded them (dataloader_stages); else
+  // listed, not measured.
   r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), Stage{StageKind::kCollate},
               h2d_stage(r, s), Stage{StageKind::kTrainerLoad}, comm_stage(r, s)};
+  dataloader_stages(r, s);
   for (auto& st : r.stages) st.demand = st.measured ? demand : 0;
   cpu_capacity(r, r.cpu, demand);
   r.bottleneck = bottleneck_of(r);

@@ -13,6 +13,9 @@ namespace stallscope::analyzer {
 double mean_part_ms(const RankReport& r, Part p);
 double mean_step_ms(const RankReport& r);
 const Stage* find_stage(const RankReport& r, StageKind kind);
+// The DataLoader that fed the optimizer (the most wait inside steps);
+// nullptr when the run recorded none.
+const DataLoaderReport* fed_loader(const RankReport& r);
 
 // Fills r.stages, r.cpu, r.bottleneck, r.cause and r.summary.
 void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t);

@@ -71,6 +71,7 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       if (e.has(Ext::kStep))
         v.corr = e.ext_field<uint64_t>(Ext::kStep, offsetof(format::StepExt, index));
       break;
+    case Kind::kMark: v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id))); break;
     case Kind::kRange: case Kind::kCounter: {
       v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));
       const auto raw = e.core_field<uint64_t>(offsetof(C, value));
@@ -155,9 +156,15 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       x.loader = e.ext_field<uint64_t>(k, offsetof(X, loader_id));
       x.dataset_len = e.ext_field<uint64_t>(k, offsetof(X, dataset_len));
       x.generation = e.ext_field<uint32_t>(k, offsetof(X, generation));
-      x.num_workers = e.ext_field<uint32_t>(k, offsetof(X, num_workers));
-      x.prefetch_factor = e.ext_field<uint32_t>(k, offsetof(X, prefetch_factor));
+      x.num_workers = static_cast<uint16_t>(
+          std::min<uint32_t>(e.ext_field<uint32_t>(k, offsetof(X, num_workers)), 0xffff));
+      x.prefetch_factor = static_cast<uint16_t>(
+          std::min<uint32_t>(e.ext_field<uint32_t>(k, offsetof(X, prefetch_factor)), 0xffff));
       x.batch_size = e.ext_field<uint32_t>(k, offsetof(X, batch_size));
+      x.site = name_of(e.ext_field<uint32_t>(k, offsetof(X, site_name)));
+      x.sampler = name_of(e.ext_field<uint32_t>(k, offsetof(X, sampler_name)));
+      x.batch_sampler = name_of(e.ext_field<uint32_t>(k, offsetof(X, batch_sampler_name)));
+      x.collate = name_of(e.ext_field<uint32_t>(k, offsetof(format::ExtHeader, aux)));
       x.pin_memory = static_cast<format::PinMemory>(e.ext_field<uint8_t>(k, offsetof(X, pin_memory)));
       x.persistent_workers = e.ext_field<uint8_t>(k, offsetof(X, persistent_workers)) != 0;
       x.drop_last = e.ext_field<uint8_t>(k, offsetof(X, drop_last)) != 0;
@@ -165,6 +172,11 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       x.mp_context = static_cast<format::MpContext>(e.ext_field<uint8_t>(k, offsetof(X, mp_context)));
       x.dataset_kind =
           static_cast<format::DatasetKind>(e.ext_field<uint8_t>(k, offsetof(X, dataset_kind)));
+      {
+        const auto flags = e.ext_field<uint8_t>(k, offsetof(X, flags));
+        x.getitems = (flags & format::kLoaderGetItems) != 0;
+        x.overridden = (flags & format::kLoaderOverridden) != 0;
+      }
       break;
     }
     case Kind::kBatchHandoff: {

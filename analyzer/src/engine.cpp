@@ -37,7 +37,55 @@ RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
     : trace_(trace),
       opt_(opt),
       re_(compiled_step_pattern(opt.step_pattern)),
-      finder_(trace_, re_) {}
+      finder_(trace_, re_),
+      loaders_(trace) {}
+
+void RankEngine::on_mark(const Ev& e) {
+  if (e.name == 0 || e.name >= trace_.names.size()) return;
+  const std::string& text = trace_.names[e.name];
+  SettingMark m;
+  if (parse_setting_mark(text, m)) {
+    if (settings_.size() < 1000) settings_.push_back(std::move(m));
+  } else if (text.rfind("sample spans off", 0) == 0) {
+    loaders_.on_sample_spans_off(e.track);
+  }
+}
+
+// `phase:eval` ranges (the hooks' evaluation loops): phases, not steps.
+void RankEngine::add_phase(uint32_t name, int64_t a, int64_t b) {
+  const std::string& n = trace_.names[name];
+  if (n.rfind("phase:", 0) != 0) return;
+  if (phases_.size() >= 64 && !phases_.contains(n.substr(6))) return;
+  PhaseStat& p = phases_[n.substr(6)];
+  p.name = n.substr(6);
+  ++p.count;
+  p.total_ms += double(b - a) / 1e6;
+}
+
+void RankEngine::on_phase(const Ev& e) {
+  if (e.name >= trace_.names.size()) return;
+  if (e.phase == format::kComplete) {
+    add_phase(e.name, e.start, e.end);
+  } else if (e.phase == format::kBegin) {
+    auto& st = open_phases_[e.track];
+    if (st.size() < 64) st.push_back({e.name, e.start});
+  } else if (e.phase == format::kEnd) {
+    auto& st = open_phases_[e.track];
+    if (st.empty()) return;
+    add_phase(st.back().first, st.back().second, e.start);
+    st.pop_back();
+  }
+}
+
+// The hooks close an evaluation phase when training resumes; the one after
+// the last epoch stays open to the end of the trace.
+void RankEngine::close_open_phases() {
+  for (auto& [track, st] : open_phases_) {
+    for (const auto& [name, start] : st)
+      if (stats_.last_ns > start) add_phase(name, start, stats_.last_ns);
+    st.clear();
+  }
+}
 
 void RankEngine::route_device(const Ev& e) {
   if (e.phase != format::kComplete) return;
@@ -269,7 +317,9 @@ void RankEngine::advance(int64_t safe_ns) {
   // kLineageSteps steps: memory is bounded by the window, not by the run.
   for (const StepCand& c : ready) recent_starts_.push_back(c.start);
   while (recent_starts_.size() > kLineageSteps) recent_starts_.pop_front();
-  trim(std::max(ready.back().start - opt_.lineage_horizon_ns, recent_starts_.front()));
+  const int64_t before = std::max(ready.back().start - opt_.lineage_horizon_ns, recent_starts_.front());
+  trim(before);
+  loaders_.retire(before);
 }
 
 void RankEngine::trim(int64_t before) {

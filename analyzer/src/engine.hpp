@@ -21,6 +21,7 @@
 #include "decimated.hpp"
 #include "engine_collectives.hpp"
 #include "lineage.hpp"
+#include "loader_model.hpp"
 #include "nccl_join.hpp"
 #include "run_stats.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
@@ -68,6 +69,10 @@ class RankEngine {
   void on_counter(const Ev& e);
   CounterKind counter_kind(uint32_t name);
   void on_decided();
+  void on_mark(const Ev& e);
+  void on_phase(const Ev& e);
+  void add_phase(uint32_t name, int64_t a, int64_t b);
+  void close_open_phases();  // at the end of input: a phase training never closed
   void finalize(const StepCand& c);
   void trim(int64_t before);
   DataSplit split_stall(const Ivs& stall, int64_t s, int64_t e);
@@ -111,6 +116,10 @@ class RankEngine {
   }
   std::vector<CounterKind> counter_kinds_;
   Lineage lineage_;
+  LoaderModel loaders_;                  // the DataLoader hooks' records
+  std::vector<SettingMark> settings_;    // `set …` marks
+  std::map<std::string, PhaseStat> phases_;
+  std::map<uint32_t, std::vector<std::pair<uint32_t, int64_t>>> open_phases_;  // track -> (name, start)
   CollectiveLog collectives_;  // for the cross-rank pass
   NcclJoin nccl_join_;         // NCCL kernels (CUPTI) <- their calls
   RunStats stats_;
@@ -153,8 +162,13 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
     ++drops_.late_events;
   }
   switch (e.kind) {
-    case Kind::kStep: case Kind::kRange: finder_.on_event(e); break;
-    case Kind::kDataWait: finder_.on_event(e); route_trainer(e); break;
+    case Kind::kStep: finder_.on_event(e); break;
+    case Kind::kRange: finder_.on_event(e); on_phase(e); break;
+    case Kind::kDataWait: finder_.on_event(e); route_trainer(e); loaders_.on_wait(e); break;
+    case Kind::kSample: loaders_.on_sample(e); break;
+    case Kind::kLoaderConfig: loaders_.on_config(e); break;
+    case Kind::kBatchHandoff: loaders_.on_handoff(e); break;
+    case Kind::kMark: on_mark(e); break;
     case Kind::kApiCall:
       // Complete calls only: instants (CUPTI's external correlation
       // records) carry a correlation id but are no launch.
@@ -162,9 +176,8 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
       route_trainer(e);
       break;
     case Kind::kSync: route_trainer(e); break;
-    case Kind::kStorageRead: case Kind::kPreprocess: case Kind::kBatchReady:
-      route_data(e, ids);
-      break;
+    case Kind::kStorageRead: loaders_.on_read(e); route_data(e, ids); break;
+    case Kind::kPreprocess: case Kind::kBatchReady: route_data(e, ids); break;
     case Kind::kKernel: case Kind::kCollective: case Kind::kH2D: case Kind::kD2H:
     case Kind::kD2D: case Kind::kMemset:
       route_device(e);

@@ -41,6 +41,11 @@ RankReport RankEngine::finish() {
   r.steps = std::move(steps_);
   r.split = steps_split_;
   summarize_steps(r, opt_, step_walls_);
+  r.dataloaders = loaders_.finish();
+  r.settings = std::move(settings_);
+  close_open_phases();
+  for (auto& [name, p] : phases_) r.phases.push_back(p);
+  if (trainer_proc_ < trace_.procs.size()) r.command = trace_.procs[trainer_proc_].cmdline;
   stats_.nccl_joined = nccl_join_.matched();
   stats_.nccl_unjoined = nccl_join_.unmatched();
   build_capacity(r, stats_, trace_);
@@ -72,6 +77,12 @@ void RankEngine::add_warnings(RankReport& r) const {
   if (r.compute_basis == "cpu_only") w.push_back("no device activity: a CPU-only trainer; compute = the trainer thread's on-CPU time");
   if (r.compute_basis == "gpu_not_recorded") w.push_back("API calls but no device activity recorded: GPU activity was not captured; compute = the trainer thread's on-CPU time");
   if (r.drops.late_events > 0) w.push_back(std::to_string(r.drops.late_events) + " event(s) arrived after their step was attributed and were ignored (they came later than the wait for late events: --lag SECONDS fixes a longer one)");
+  for (const auto& l : r.dataloaders)
+    if (l.unjoined_batches > 0)
+      w.push_back("DataLoader at " + (l.site.empty() ? std::string("?") : l.site) + ": " +
+                  std::to_string(l.unjoined_batches) +
+                  " batch(es) received with no worker fetch recorded (a worker's trace file "
+                  "missing or cut): their waits are split without the hooks' records");
   if (r.split & kSplitInferred) w.push_back("data stall split inferred from producer activity (no batch lineage) for some steps");
   if (r.drops.buffer_dropped + r.drops.disk_dropped > 0) w.push_back("events were dropped while recording: parts may be undercounted");
   // Reads of memory-mapped files the sampler counted but nothing timed.

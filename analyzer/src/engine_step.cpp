@@ -95,6 +95,7 @@ void RankEngine::finalize(const StepCand& c) {
   in.device_activity = device_seen_;
   in.trainer_cpu = [this](const Ivs& set) { return trainer_cpu(set); };
   in.split_stall = [this, &c](const Ivs& stall) { return split_stall(stall, c.start, c.end); };
+  loaders_.on_step(c.start, c.end);
   const StepParts p = attribute_step(in);
   collectives_.on_step(c.start, c.end, in.comm, in.compute);
   cpu_unknown_seen_ = cpu_unknown_seen_ || p.cpu_unknown;
@@ -157,6 +158,18 @@ DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
       wait.assign(1, {w.a, w.b});
       intersect(rest, wait, piece);
       if (piece.empty()) continue;
+      LoaderCut cut;
+      if (loaders_.active() && loaders_.split(piece, finder_.trainer_track(), w.a, w.b, w.batch, cut)) {
+        // The hooks recorded this batch: the split is measured. Collate,
+        // the worker's earlier batches, the hand-off and a head-of-line
+        // wait are preprocessing's part (the chain walk's convention).
+        total.storage += cut.storage;
+        total.preprocess += cut.total() - cut.storage;
+        total.bits |= kSplitExact;
+        subtract(rest, piece, tmp);
+        rest.swap(tmp);
+        continue;
+      }
       bool ok = false;
       const DataSplit d = split_by_lineage(piece, w, &ok);
       if (!ok) continue;

@@ -105,9 +105,33 @@ void remedies(std::ostream& o, const RankReport& r) {
     o << "<tr><td>" << esc(m.title) << "</td><td>" << (m.bound ? "at best " : "")
       << num("%.2f ms", m.predicted_step_ms) << "</td><td>" << num("%.2f ms", m.gain_ms()) << "</td><td>"
       << esc(m.evidence) << "</td><td>" << esc(m.model) << " [" << esc(m.inputs_from) << "]</td><td>loader: "
-      << esc(m.loader_knob) << "<br>PyTorch: " << esc(m.pytorch_knob) << "</td></tr>\n";
+      << esc(m.loader_knob) << "<br>PyTorch: " << esc(m.pytorch_knob);
+    if (!m.try_command.empty()) o << "<br>try: <code>" << esc(m.try_command) << "</code>";
+    o << "</td></tr>\n";
   }
   o << "</table>\n";
+}
+
+// The DataLoader blocks (the text report has every number; this is the gist).
+void dataloaders(std::ostream& o, const RankReport& r) {
+  if (r.dataloaders.empty() && r.settings.empty()) return;
+  o << "<h3>DataLoaders</h3><table><tr><th>site</th><th>config</th><th>batches</th>"
+       "<th>wait ms: storage / preprocessing / collate / waiting for a worker / hand-off / head-of-line</th>"
+       "<th>fetch / collate ms per batch</th></tr>\n";
+  for (const auto& l : r.dataloaders) {
+    const LoaderWaitSplit& w = l.split;
+    o << "<tr><td>" << esc(l.site) << (l.fed_optimizer ? " (fed the optimizer)" : "") << "</td><td>"
+      << esc(l.dataset) << ", num_workers=" << l.num_workers << ", prefetch_factor=" << l.prefetch_factor
+      << ", pin_memory=" << esc(l.pin_memory) << ", persistent_workers=" << (l.persistent_workers ? "True" : "False")
+      << ", batch_size=" << l.batch_size << "</td><td>" << l.batches << "</td><td>"
+      << num("%.1f", w.storage_ms) << " / " << num("%.1f", w.preprocess_ms) << " / " << num("%.1f", w.collate_ms)
+      << " / " << num("%.1f", w.worker_wait_ms) << " / " << num("%.1f", w.handoff_ms) << " / "
+      << num("%.1f", w.head_of_line_ms) << "</td><td>" << num("%.2f", l.fetch_ms) << " / "
+      << num("%.2f", l.collate_ms) << "</td></tr>\n";
+  }
+  o << "</table>\n";
+  for (const auto& m : r.settings) o << "<p>set " << esc(m.status) << " " << esc(m.key) << "=" << esc(m.value)
+                                     << (m.site.empty() ? "" : " at " + esc(m.site)) << " " << esc(m.detail) << "</p>\n";
 }
 
 void parts_table(std::ostream& o, const RankReport& r) {
@@ -130,6 +154,7 @@ void rank_section(std::ostream& o, const RankReport& r) {
   bars(o, r);
   parts_table(o, r);
   for (const auto& t : r.timelines) timeline(o, t);
+  dataloaders(o, r);
   o << "<h3>remedies</h3>\n";
   remedies(o, r);
   for (const auto& w : r.warnings) o << "<p class=warn>warning: " << esc(w) << "</p>\n";

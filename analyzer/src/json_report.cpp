@@ -45,7 +45,38 @@ json remedy_json(const Remedy& m) {
   return {{"id", m.id}, {"title", m.title}, {"evidence", m.evidence}, {"model", m.model},
           {"loader_knob", m.loader_knob}, {"pytorch_knob", m.pytorch_knob}, {"step_ms", m.step_ms},
           {"predicted_step_ms", m.predicted_step_ms}, {"gain_ms", m.gain_ms()}, {"bound", m.bound},
-          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}};
+          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", m.try_command}};
+}
+
+json loader_json(const DataLoaderReport& l) {
+  const LoaderWaitSplit& w = l.split;
+  json workers = json::array();
+  for (const auto& k : l.workers)
+    workers.push_back({{"worker", k.worker}, {"pid", k.pid}, {"batches", k.batches},
+                       {"fetch_ms", k.fetch_ms}, {"getitem_ms", k.getitem_ms}, {"collate_ms", k.collate_ms}});
+  json epochs = json::array();
+  for (const auto& e : l.epochs)
+    epochs.push_back({{"generation", e.generation}, {"startup_ms", e.startup_ms},
+                      {"workers_started", e.workers_started}});
+  return {{"id", l.id}, {"site", l.site},
+          {"config", {{"dataset", l.dataset}, {"dataset_kind", l.dataset_kind}, {"dataset_len", l.dataset_len},
+                      {"sampler", l.sampler}, {"batch_sampler", l.batch_sampler}, {"collate", l.collate},
+                      {"num_workers", l.num_workers}, {"prefetch_factor", l.prefetch_factor},
+                      {"batch_size", l.batch_size}, {"pin_memory", l.pin_memory},
+                      {"persistent_workers", l.persistent_workers}, {"drop_last", l.drop_last},
+                      {"in_order", l.in_order}, {"mp_context", l.mp_context},
+                      {"getitems", l.getitems}, {"overridden", l.overridden}}},
+          {"fed_optimizer", l.fed_optimizer}, {"generations", l.generations}, {"batches", l.batches},
+          {"waits", l.waits}, {"waits_in_steps", l.waits_in_steps}, {"wait_ms", l.wait_ms},
+          {"wait_split_ms", {{"storage", w.storage_ms}, {"preprocessing", w.preprocess_ms},
+                             {"collate", w.collate_ms}, {"worker_wait", w.worker_wait_ms},
+                             {"handoff", w.handoff_ms}, {"head_of_line", w.head_of_line_ms},
+                             {"unjoined", w.unjoined_ms}}},
+          {"head_of_line_waits", l.head_of_line_waits}, {"head_of_line_ready_ms", l.head_of_line_ready_ms},
+          {"fetch_ms", l.fetch_ms}, {"getitem_ms", l.getitem_ms}, {"collate_ms", l.collate_ms},
+          {"handoff_ms", l.handoff_ms}, {"trainer_ms_per_batch", l.consume_ms},
+          {"unjoined_batches", l.unjoined_batches}, {"sample_spans_off", l.sample_spans_off},
+          {"workers", std::move(workers)}, {"epochs", std::move(epochs)}};
 }
 
 json split_json(uint8_t bits) {
@@ -53,6 +84,7 @@ json split_json(uint8_t bits) {
   if (bits & kSplitLineage) a.push_back("lineage");
   if (bits & kSplitInferred) a.push_back("inferred");
   if (bits & kSplitNone) a.push_back("none");
+  if (bits & kSplitExact) a.push_back("exact");
   return a;
 }
 
@@ -95,6 +127,16 @@ json rank_json(const RankReport& r) {
   for (const auto& s : r.stages) j["stages"].push_back(stage_json(s));
   j["remedies"] = json::array();
   for (const auto& m : r.remedies) j["remedies"].push_back(remedy_json(m));
+  j["dataloaders"] = json::array();
+  for (const auto& l : r.dataloaders) j["dataloaders"].push_back(loader_json(l));
+  j["settings"] = json::array();
+  for (const auto& m : r.settings)
+    j["settings"].push_back({{"status", m.status}, {"key", m.key}, {"value", m.value},
+                             {"site", m.site}, {"detail", m.detail}});
+  j["phases"] = json::array();
+  for (const auto& p : r.phases)
+    j["phases"].push_back({{"name", p.name}, {"count", p.count}, {"total_ms", p.total_ms}});
+  j["command"] = r.command;
   j["outliers"] = json::array();
   j["step_table"] = json::array();
   for (const auto& s : r.steps) {
@@ -103,6 +145,10 @@ json rank_json(const RankReport& r) {
   }
   return j;
 }
+
+// Names from traces (paths, a DataLoader's site, marks) may hold invalid
+// UTF-8: replaced with U+FFFD, never an exception halfway through the file.
+std::string dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
 
 // `text` (a dump at indent 1) as it appears `depth` levels deep.
 void write_indented(std::ostream& out, const std::string& text, int depth) {
@@ -126,12 +172,12 @@ void write_json(std::ostream& out, const Report& r) {
             {"part_keys", std::move(part_keys)}, {"schema_minor", kSchemaMinor}};
   if (r.cross.present) j["cross_rank"] = cross_json(r.cross);
   j["ranks"] = nullptr;  // stands where the ranks are written
-  const std::string doc = j.dump(1);
+  const std::string doc = dump(j);
   const std::string key = "\n \"ranks\": null";
   const size_t at = doc.find(key);
   if (at == std::string::npos) {  // (cannot happen: keys sit at one space, strings hold no newline)
     for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
-    out << j.dump(1) << "\n";
+    out << dump(j) << "\n";
     return;
   }
   out << std::string_view(doc).substr(0, at + key.size() - 4);
@@ -141,7 +187,7 @@ void write_json(std::ostream& out, const Report& r) {
     out << "[\n  ";
     for (size_t i = 0; i < r.ranks.size(); ++i) {
       if (i > 0) out << ",\n  ";
-      write_indented(out, rank_json(r.ranks[i]).dump(1), 2);
+      write_indented(out, dump(rank_json(r.ranks[i])), 2);
     }
     out << "\n ]";
   }

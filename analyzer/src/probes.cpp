@@ -182,6 +182,10 @@ ProcessDesc process_of(const reader::TraceReader& r) {
   d.affinity = str(m, "affinity");
   d.quota_cores = num(m, "cgroup_quota_cores", 0);
   d.online_cpus = static_cast<int64_t>(num(m, "online_cpus", 0));
+  if (auto it = m.find("cmdline"); it != m.end() && it->is_array()) {
+    for (const auto& a : *it)
+      if (a.is_string() && d.cmdline.size() < 256) d.cmdline.push_back(a.get<std::string>());
+  }
   return d;
 }
 

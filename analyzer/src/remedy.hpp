@@ -66,6 +66,36 @@ void order_remedies(std::vector<Remedy>& v);
 // bandwidth rises to what NCCL attains of the link (ms, B/s).
 double below_link_predicted_ms(double step_ms, double transfer_ms, double bus_bw, double link_bw);
 
+// DataLoader settings (issue #23). A remedy for a run whose hooks recorded
+// the loader that fed the optimizer (fed_loader) names the setting, its
+// value, the construction site and the command that tries it.
+struct LoaderSetting {
+  std::string field, value;  // "num_workers", "2"
+};
+// "DataLoader(num_workers=2) at train.py:42".
+std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderSetting>& s);
+// "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py"
+// (the traced command from the trainer's metadata, else "<your command>").
+std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
+                           const std::vector<LoaderSetting>& s);
+// Workers the loader needs: ceil(fetch per batch / the trainer's time per
+// batch outside its waits), at most num_workers + idle CPUs during stalls
+// (half a CPU counts; no more than the rank's budget leaves where it is
+// less than the affinity set). Nothing when no more workers than today.
+struct WorkersPlan {
+  int current = 0, needed = 0, proposed = 0;
+  double fetch_ms = 0, consume_ms = 0, idle = -1;
+  bool capped = false;             // fewer than needed: the idle CPUs limit
+  // step - stall × (1 - the waits' worker-busy share) + max(0, fetch / proposed - consume) per batch
+  double predicted_step_ms = 0;
+};
+std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
+// Of the loader's waits, the share spent in its fetches (storage,
+// preprocessing, collate, waiting for a worker to start or take it), and in
+// its transforms alone (preprocessing and collate); 0 with no waits split.
+double fetch_share(const DataLoaderReport& l);
+double transform_share(const DataLoaderReport& l);
+
 // One rule object per file: declared here, defined in src/remedies/<id>.cpp.
 #define STALLSCOPE_REMEDY(fn) const RemedyRule& fn()
 STALLSCOPE_REMEDY(raise_prefetch_rule);

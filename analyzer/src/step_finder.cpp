@@ -36,7 +36,7 @@ StepFinder::StepFinder(const RankTrace& trace, const std::regex& pattern)
 void StepFinder::on_event(const Ev& e) {
   switch (e.kind) {
     case Kind::kStep: on_step(e); break;
-    case Kind::kRange: on_range(e); break;
+    case Kind::kRange: on_phase_range(e); on_range(e); break;
     case Kind::kDataWait: on_wait(e); break;
     default: break;
   }
@@ -103,8 +103,40 @@ void StepFinder::add_range(uint32_t track, uint32_t name, int64_t a, int64_t b) 
   v.push_back({trailing_index(text, v.size()), a, b, track, false});
 }
 
+bool StepFinder::in_phase(uint32_t track) const {
+  auto it = range_names_.find(track);
+  if (it == range_names_.end()) return false;
+  for (uint32_t n : it->second)
+    if (trace_.names[n].rfind("phase:", 0) == 0) return true;
+  return false;
+}
+
+// An evaluation loop (the hooks' begin/end phase:eval range on the trainer
+// thread) is no step: with steps from data waits, the step before it ends
+// where it begins, and its own waits open none.
+void StepFinder::on_phase_range(const Ev& e) {
+  auto& st = range_names_[e.track];
+  if (e.phase == format::kBegin) {
+    if (st.size() >= 64) return;
+    const bool phase = e.name < trace_.names.size() && trace_.names[e.name].rfind("phase:", 0) == 0;
+    if (phase && !in_phase(e.track)) {
+      auto last = last_wait_start_.find(e.track);
+      if (last != last_wait_start_.end() && e.start > last->second &&
+          (!decided_ || (source_ == StepSource::kDataWaits && e.track == trainer_))) {
+        StepCand c{wait_count_[e.track] - 1, last->second, e.start, e.track, false};
+        decided_ ? accept(c) : waits_[e.track].push_back(c);
+      }
+      if (last != last_wait_start_.end()) last_wait_start_.erase(last);
+    }
+    st.push_back(e.name < trace_.names.size() ? e.name : 0);
+  } else if (e.phase == format::kEnd && !st.empty()) {
+    st.pop_back();
+  }
+}
+
 void StepFinder::on_wait(const Ev& e) {
   if (e.phase != format::kComplete) return;
+  if (in_phase(e.track)) return;
   ++wait_count_[e.track];
   add_wait_step(e.track, e.start);
 }

@@ -48,6 +48,7 @@ class StepFinder {
   void on_step(const Ev& e);
   void on_range(const Ev& e);
   void on_wait(const Ev& e);
+  void on_phase_range(const Ev& e);
   void add_range(uint32_t track, uint32_t name, int64_t a, int64_t b);
   void add_wait_step(uint32_t track, int64_t a);
   void accept(const StepCand& c);
@@ -65,6 +66,10 @@ class StepFinder {
   std::map<uint32_t, std::string> range_class_;
   std::map<uint32_t, int64_t> last_wait_start_;
   std::map<uint32_t, uint64_t> wait_count_;
+  // Begin/end ranges open on each track (their names), to tell an open
+  // phase:NAME range: its data waits are no steps.
+  std::map<uint32_t, std::vector<uint32_t>> range_names_;
+  bool in_phase(uint32_t track) const;
   std::vector<StepCand> ready_;  // chosen source, sorted by start
   uint64_t unmatched_ends_ = 0;
 };

@@ -59,7 +59,8 @@ void parts_table(std::ostream& o, const RankReport& r, const Style& s) {
   std::snprintf(line, sizeof line, "%-20s %9.2f %9.2f  100.0 %%\n", "step", r.step_p50_ms, r.step_p90_ms);
   o << s.dim() << line << s.off();
   if (r.split != 0) {
-    o << "data stall split: " << ((r.split & kSplitLineage) ? "lineage chain walk " : "")
+    o << "data stall split: " << ((r.split & kSplitExact) ? "exact (DataLoader records) " : "")
+      << ((r.split & kSplitLineage) ? "lineage chain walk " : "")
       << ((r.split & kSplitInferred) ? "inferred from producer activity " : "")
       << ((r.split & kSplitNone) ? "unsplit (no producer data)" : "") << "\n";
   }
@@ -103,6 +104,86 @@ void stages(std::ostream& o, const RankReport& r) {
   o << "\n";
 }
 
+std::string ms_or(double v, const char* fmt) { return v >= 0 ? f(fmt, v) : std::string("?"); }
+
+void loader_config(std::ostream& o, const DataLoaderReport& l) {
+  o << "DataLoader";
+  if (!l.site.empty()) o << " at " << l.site;
+  o << (l.fed_optimizer ? " (fed the optimizer)" : " (not inside steps)") << ": "
+    << (l.dataset.empty() ? "dataset ?" : l.dataset) << " (" << l.dataset_kind;
+  if (l.dataset_len > 0) o << ", " << l.dataset_len << " items";
+  if (l.getitems) o << ", __getitems__";
+  o << "), batch_size " << (l.batch_size > 0 ? std::to_string(l.batch_size) : "None")
+    << ", num_workers " << l.num_workers;
+  if (l.num_workers > 0) o << ", prefetch_factor " << l.prefetch_factor;
+  o << ", pin_memory "
+    << (l.pin_memory == "inactive" ? "asked for but inactive (torch turned it off)" : l.pin_memory)
+    << ", persistent_workers " << (l.persistent_workers ? "on" : "off");
+  if (l.num_workers > 0) o << ", " << l.mp_context;
+  if (!l.sampler.empty()) o << "; sampler " << l.sampler;
+  if (!l.batch_sampler.empty()) o << ", batch sampler " << l.batch_sampler;
+  if (!l.collate.empty()) o << "; collate " << l.collate;
+  if (l.overridden) o << "; a setting came from --set";
+  o << "\n";
+}
+
+void loader_numbers(std::ostream& o, const DataLoaderReport& l) {
+  const LoaderWaitSplit& w = l.split;
+  o << "  batches " << l.batches << "; waits " << l.waits << " (" << l.waits_in_steps
+    << " in steps) " << f("%.1f ms: storage %.1f, preprocessing %.1f", l.wait_ms, w.storage_ms, w.preprocess_ms)
+    << f(", collate %.1f, waiting for a worker %.1f", w.collate_ms, w.worker_wait_ms)
+    << f(", hand-off %.1f, head-of-line %.1f ms", w.handoff_ms, w.head_of_line_ms);
+  if (w.unjoined_ms > 0) o << f(" (%.1f ms without worker records)", w.unjoined_ms);
+  // An IterableDataset's items are next() calls, a map-style one's __getitem__.
+  const char* item = l.dataset_kind == "iterable" ? "next()" : "__getitem__";
+  o << "\n  per batch: fetch " << ms_or(l.fetch_ms, "%.2f ms") << ", " << item << " "
+    << ms_or(l.getitem_ms, "%.3f ms") << " per sample, collate " << ms_or(l.collate_ms, "%.2f ms");
+  if (l.num_workers > 0) o << ", hand-off " << ms_or(l.handoff_ms, "%.2f ms");
+  if (l.consume_ms >= 0) o << f("; trainer %.2f ms per batch outside its waits", l.consume_ms);
+  o << "\n";
+  if (l.sample_spans_off)
+    o << "  per-sample spans turned off in a process of it (items too cheap to time each): "
+         "__getitem__ from the batches before\n";
+  if (l.head_of_line_waits > 0)
+    o << "  head-of-line: " << l.head_of_line_waits
+      << f(" wait(s) while a later batch was ready (%.1f ms in all)", l.head_of_line_ready_ms) << "\n";
+  for (const auto& wk : l.workers)
+    o << "  " << (wk.worker < 0 ? std::string("trainer thread") : "worker " + std::to_string(wk.worker))
+      << " (pid " << wk.pid << "): " << wk.batches << " batches, fetch " << ms_or(wk.fetch_ms, "%.2f ms")
+      << ", " << item << " " << ms_or(wk.getitem_ms, "%.3f ms") << ", collate " << ms_or(wk.collate_ms, "%.2f ms") << "\n";
+}
+
+void loader_epochs(std::ostream& o, const DataLoaderReport& l) {
+  if (l.epochs.empty()) return;
+  o << "  epochs " << l.epochs.size() << ": start-up";
+  bool restart = false;
+  for (size_t i = 0; i < l.epochs.size() && i < 8; ++i) {
+    o << (i == 0 ? " " : ", ") << ms_or(l.epochs[i].startup_ms, "%.1f ms");
+    restart = restart || (i > 0 && l.epochs[i].workers_started);
+  }
+  if (l.epochs.size() > 8) o << ", …";
+  if (restart) o << " (workers started again every epoch: persistent_workers is off)";
+  o << "\n";
+}
+
+void dataloaders(std::ostream& o, const RankReport& r) {
+  for (const auto& l : r.dataloaders) {
+    loader_config(o, l);
+    loader_numbers(o, l);
+    loader_epochs(o, l);
+  }
+  for (size_t i = 0; i < r.settings.size(); ++i) {
+    const SettingMark& m = r.settings[i];
+    o << (i == 0 ? "settings tried:\n" : "") << "  " << m.status << " " << m.key << "=" << m.value;
+    if (!m.site.empty()) o << " at " << m.site;
+    if (!m.detail.empty()) o << (m.status == "applied" ? " (" + m.detail + ")" : ": " + m.detail);
+    o << "\n";
+  }
+  for (size_t i = 0; i < r.phases.size(); ++i)
+    o << (i == 0 ? "phases (outside steps): " : "; ") << r.phases[i].name << " "
+      << r.phases[i].count << f("x, %.1f ms in all", r.phases[i].total_ms) << (i + 1 == r.phases.size() ? "\n" : "");
+}
+
 void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, const Style& s) {
   if (r.remedies.empty()) return;
   o << s.bold() << "remedies" << s.off() << " (mean steady step " << f("%.2f ms", r.remedies[0].step_ms) << "):\n";
@@ -113,6 +194,8 @@ void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, cons
            m.step_ms > 0 ? 100 * m.gain_ms() / m.step_ms : 0)
       << " [" << m.inputs_from << "]\n     " << s.dim() << m.evidence << s.off() << "\n";
     if (m.loader_knob != "none") o << "     loader: " << m.loader_knob << " | PyTorch: " << m.pytorch_knob << "\n";
+    else if (!m.pytorch_knob.empty()) o << "     PyTorch: " << m.pytorch_knob << "\n";
+    if (!m.try_command.empty()) o << "     try: " << m.try_command << "\n";
   }
 }
 
@@ -152,6 +235,7 @@ void write_text_unescaped(std::ostream& out, const Report& r, const TextOptions&
     header(out, rank, s);
     parts_table(out, rank, s);
     stages(out, rank);
+    dataloaders(out, rank);
     remedies(out, rank, opt, s);
     outliers(out, rank, opt);
     drops_and_warnings(out, rank, s);

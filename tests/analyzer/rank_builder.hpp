@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "stallscope/analyzer/analyzer.hpp"
@@ -135,6 +136,60 @@ class RankBuilder {
     t.events.push_back(e);
     return *this;
   }
+  // ---- the DataLoader hooks' records (issue #23; docs/trace-format.md 1.1)
+  // A forked worker process of the trainer; returns its thread's track.
+  uint32_t worker_thread(uint32_t pid) {
+    const uint32_t ptrack = proc(pid, t.procs[0].pid);
+    t.tracks.push_back({t.tracks[ptrack].proc, format::TrackType::kThread, pid, 0, "worker"});
+    return static_cast<uint32_t>(t.tracks.size() - 1);
+  }
+  // A loader_config on the trainer at `at`; its fields can be changed on the result.
+  analyzer::LoaderConfig& loader_config(double at, uint64_t loader, uint32_t workers,
+                                        const std::string& site = "train.py:42",
+                                        uint32_t generation = 0) {
+    Ev e = Ev::span(Kind::kLoaderConfig, trainer, ms(at), ms(at)).with_corr(loader);
+    e.phase = format::kInstant;
+    e.name = t.name_id("MapDataset");
+    analyzer::LoaderConfig& c = e.loader();
+    c.loader = loader;
+    c.generation = generation;
+    c.num_workers = static_cast<uint16_t>(workers);
+    c.prefetch_factor = workers > 0 ? 2 : 0;
+    c.batch_size = 8;
+    c.site = t.name_id(site);
+    c.sampler = t.name_id("RandomSampler");
+    c.collate = t.name_id("default_collate");
+    c.dataset_kind = format::DatasetKind::kMapStyle;
+    c.mp_context = workers > 0 ? format::MpContext::kFork : format::MpContext::kUnknown;
+    c.in_order = true;
+    t.events.push_back(e);
+    return t.events.back().loader();
+  }
+  // A sample span (fetch, __getitem__, collate …) on `track`.
+  RankBuilder& sample(uint32_t track, double a, double b, format::SamplePart part, uint64_t batch,
+                      uint64_t loader = 0, int32_t worker = 0, uint32_t count = 1) {
+    add(Kind::kSample, track, a, b, batch);
+    t.events.back().sample() = {.loader = loader, .batch = batch, .index = batch * 100,
+                                .generation = 0, .worker = worker, .count = count, .part = part};
+    return *this;
+  }
+  // The trainer received `batch` of `loader` from worker `pid` at `received`,
+  // having asked for it at `asked` (the hooks write put = received).
+  RankBuilder& handoff(double asked, double received, uint64_t loader, uint64_t batch, uint32_t pid,
+                       int32_t worker = 0, uint32_t generation = 0) {
+    add(Kind::kBatchHandoff, trainer, received, received, batch);
+    t.events.back().handoff() = {.loader = loader, .batch = batch, .asked_ns = ms(asked),
+                                 .generation = generation, .worker = worker, .worker_pid = pid};
+    return *this;
+  }
+  RankBuilder& mark(const std::string& text, double at) {
+    Ev e = Ev::span(Kind::kMark, trainer, ms(at), ms(at));
+    e.phase = format::kInstant;
+    e.name = t.name_id(text);
+    t.events.push_back(e);
+    return *this;
+  }
+
   analyzer::RankReport analyze(analyzer::AnalyzeOptions o = {}) const { return analyzer::analyze_rank(t, o); }
 
   analyzer::RankTrace t;

@@ -90,9 +90,15 @@ BOOST_AUTO_TEST_CASE(every_pipeline_kind_carries_its_fields_into_its_payload) {
   BOOST_TEST(l.prefetch_factor == 2u);
   BOOST_TEST(l.batch_size == 32u);
   BOOST_TEST((l.pin_memory == fmt::PinMemory::kInactive));
-  BOOST_TEST(l.persistent_workers);
-  BOOST_TEST(l.drop_last);
-  BOOST_TEST(!l.in_order);
+  BOOST_TEST(bool(l.persistent_workers));
+  BOOST_TEST(bool(l.drop_last));
+  BOOST_TEST(!bool(l.in_order));
+  BOOST_TEST(bool(l.getitems));
+  BOOST_TEST(bool(l.overridden));
+  BOOST_TEST(rank.names.at(l.site) == "train.py:42");
+  BOOST_TEST(rank.names.at(l.sampler) == "RandomSampler");
+  BOOST_TEST(rank.names.at(l.batch_sampler) == "BatchSampler");
+  BOOST_TEST(rank.names.at(l.collate) == "default_collate");
   BOOST_TEST((l.mp_context == fmt::MpContext::kForkserver));
   BOOST_TEST((l.dataset_kind == fmt::DatasetKind::kMapStyle));
 
@@ -158,6 +164,15 @@ BOOST_AUTO_TEST_CASE(a_partial_hit_is_a_storage_access_whose_missed_bytes_exclud
   io.cache = fmt::Cache::kPartial;
   io.hit_bytes = 2 << 20;  // more than the read: a bad record misses nothing
   BOOST_TEST(io.miss_bytes() == 0u);
+}
+
+// A mark's text is its name: the analyzer reads `set …` marks from it.
+BOOST_AUTO_TEST_CASE(a_mark_carries_its_text) {
+  an::RankTrace rank;
+  an::RankScope scope(rank);
+  const auto evs = convert_all(
+      pipeline_file(Records().core(fmt::Kind::kMark, fmt::kInstant, 4000, 0, 5, 0)), scope, 0);
+  BOOST_TEST(rank.names.at(only(evs, Kind::kMark).name) == "train.py:42");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -277,4 +277,35 @@ BOOST_AUTO_TEST_CASE(untraced_major_faults_are_reported_as_reads_of_unknown_mapp
   BOOST_TEST(!warned_faults(mapped_run(c, 0, false).ranks.at(0)));
 }
 
+// The DataLoader hooks' files: the worker's sample spans join the trainer's
+// hand-offs by the worker's pid and the batch index, across the two files.
+BOOST_AUTO_TEST_CASE(dataloader_worker_file_joins_the_trainer_by_pid_and_batch) {
+  TempDir dir;
+  write_dataloader_run(dir.file("h1-r0-5252.sst"), dir.file("h1-r0-5253.sst"));
+  const auto rep = an::analyze_paths({dir.path()}, {});
+  BOOST_REQUIRE_EQUAL(rep.ranks.size(), 1u);
+  const auto& r = rep.ranks[0];
+  BOOST_REQUIRE_EQUAL(r.steps.size(), 6u);
+  BOOST_TEST((r.split & an::kSplitExact) != 0);
+  for (size_t i = 0; i < 6; ++i) {
+    BOOST_TEST(step_part_ms(r, i, Part::kDataStorage) == 10.0, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(step_part_ms(r, i, Part::kDataPreprocess) == 30.0, boost::test_tools::tolerance(1e-9));
+  }
+  BOOST_REQUIRE_EQUAL(r.dataloaders.size(), 1u);
+  const auto& l = r.dataloaders[0];
+  BOOST_TEST(l.site == "/home/u/train.py:42");
+  BOOST_TEST(l.collate == "default_collate");
+  BOOST_TEST(l.pin_memory == "inactive");
+  BOOST_TEST(l.batches == 6u);
+  BOOST_REQUIRE_EQUAL(l.workers.size(), 1u);
+  BOOST_TEST(l.workers[0].pid == 5253u);
+  BOOST_TEST(l.split.storage_ms == 60.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(l.split.collate_ms == 54.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(l.split.handoff_ms == 0.6, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(l.fetch_ms == 39.9, boost::test_tools::tolerance(1e-9));
+  BOOST_REQUIRE_EQUAL(l.epochs.size(), 1u);
+  BOOST_TEST(l.epochs[0].startup_ms == 41.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST((r.command == std::vector<std::string>{"python3", "train.py", "--lr", "0.1"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -70,4 +70,24 @@ BOOST_AUTO_TEST_CASE(wrong_type_or_newer_version_fails) {
   BOOST_TEST(mentions(errs, "/ranks/0/remedies/0/id: not of type string"));
 }
 
+// A DataLoader run (issue #23): its dataloaders, settings, phases and the
+// remedy's try command validate too, and a wrong one does not.
+BOOST_AUTO_TEST_CASE(report_of_a_dataloader_run_validates) {
+  TempDir dir;
+  write_dataloader_run(dir.file("h1-r0-5252.sst"), dir.file("h1-r0-5253.sst"));
+  std::ostringstream out;
+  an::write_json(out, an::analyze_paths({dir.path()}, {}));
+  json doc = json::parse(out.str());
+  BOOST_REQUIRE_EQUAL(doc["ranks"][0]["dataloaders"].size(), 1u);
+  BOOST_REQUIRE(!doc["ranks"][0]["dataloaders"][0]["workers"].empty());
+  const auto errs = validate(load_schema(), doc);
+  for (const auto& e : errs) BOOST_TEST_MESSAGE(e);
+  BOOST_TEST(errs.empty());
+  doc["ranks"][0]["dataloaders"][0]["config"]["pin_memory"] = "maybe";
+  doc["ranks"][0]["dataloaders"][0].erase("wait_split_ms");
+  const auto bad = validate(load_schema(), doc);
+  BOOST_TEST(mentions(bad, "/ranks/0/dataloaders/0: missing required key 'wait_split_ms'"));
+  BOOST_TEST(mentions(bad, "/ranks/0/dataloaders/0/config/pin_memory"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -114,4 +114,29 @@ BOOST_AUTO_TEST_CASE(warmup_excluded_and_outliers_listed) {
   BOOST_TEST(!r.steps[0].outlier);
 }
 
+// An evaluation loop (the hooks' phase:eval range, begin/end on the trainer
+// thread) is a phase, not steps: with steps from data waits, the step before
+// it ends where it begins, and its own waits open none.
+BOOST_AUTO_TEST_CASE(phase_eval_waits_open_no_steps) {
+  RankBuilder b;
+  auto mark_range = [&](double at, uint8_t phase) {
+    b.add(Kind::kRange, b.trainer, at, at);
+    b.t.events.back().phase = phase;
+    b.t.events.back().name = b.t.name_id("phase:eval");
+  };
+  for (double t : {0.0, 10.0, 20.0, 30.0, 60.0, 70.0, 80.0}) b.wait(t, t + 2).kernel(t + 2, t + 9);
+  mark_range(40, fmt::kBegin);
+  for (double t : {40.0, 45.0, 50.0, 55.0}) b.wait(t, t + 1).kernel(t + 1, t + 4);
+  mark_range(60, fmt::kEnd);
+  const auto r = b.analyze();
+  BOOST_TEST(static_cast<int>(r.source) == static_cast<int>(StepSource::kDataWaits));
+  BOOST_REQUIRE_EQUAL(r.steps.size(), 7u);
+  BOOST_TEST(r.steps[3].start_ns == ms(30));
+  BOOST_TEST(r.steps[3].end_ns == ms(40));
+  BOOST_TEST(r.steps[4].start_ns == ms(60));
+  BOOST_REQUIRE_EQUAL(r.phases.size(), 1u);
+  BOOST_TEST(r.phases[0].count == 1u);
+  BOOST_TEST(r.phases[0].total_ms == 20.0, boost::test_tools::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

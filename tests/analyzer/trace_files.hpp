@@ -75,4 +75,79 @@ inline void write_worker(const std::string& path, int steps) {
   b.write(path);
 }
 
+// A DataLoader run as the Python hooks record it (issue #23): the trainer
+// (pid 5252) with its loader_config, 6 steps, each waiting 40 ms for batch
+// i and handing it off at the end; its worker (pid 5253) fetches batch i in
+// [s, s + 39.9): one __getitem__ of 30 ms with a 10 ms network read at its
+// start, then a 9 ms collate.
+inline void write_dataloader_run(const std::string& trainer, const std::string& worker) {
+  constexpr uint64_t kLoader = 0x77;
+  {
+    TraceBuilder b;
+    b.header.pid = 5252;
+    b.metadata(R"({"rank":0,"host":"h1","affinity_count":4,"cmdline":["python3","train.py","--lr","0.1"]})");
+    b.strings({{1, "trainer"}, {2, "gemm"}, {3, "MapDataset"}, {4, "/home/u/train.py:42"},
+               {5, "default_collate"}});
+    b.tracks({thread_track(1, 100, 1), thread_track(2, 7, 0, fmt::TrackType::kGpuStream)});
+    Records t, d;
+    auto lc = ext_of<fmt::LoaderConfigExt>(fmt::Ext::kLoaderConfig, 5);
+    lc.loader_id = kLoader;
+    lc.num_workers = 1;
+    lc.prefetch_factor = 2;
+    lc.batch_size = 4;
+    lc.site_name = 4;
+    lc.pin_memory = static_cast<uint8_t>(fmt::PinMemory::kInactive);
+    lc.mp_context = static_cast<uint8_t>(fmt::MpContext::kFork);
+    lc.dataset_kind = static_cast<uint8_t>(fmt::DatasetKind::kMapStyle);
+    t.core(fmt::Kind::kLoaderConfig, fmt::kInstant, kBase - kMs, 0, 3, kLoader).ext(lc);
+    for (int i = 0; i < 6; ++i) {
+      const uint64_t s = kBase + i * 100 * kMs;
+      add_step(t, uint64_t(i), s, 100 * kMs);
+      auto w = ext_of<fmt::WorkExt>(fmt::Ext::kWork, 3);
+      w.batch_id = uint64_t(i);
+      t.core(fmt::Kind::kDataWait, 0, s, 40 * kMs, 0, uint64_t(i)).ext(w);
+      auto h = ext_of<fmt::BatchHandoffExt>(fmt::Ext::kBatchHandoff);
+      h.loader_id = kLoader;
+      h.batch_index = uint64_t(i);
+      h.requested = s;
+      h.worker = 0;
+      h.worker_pid = 5253;
+      t.core(fmt::Kind::kBatchHandoff, fmt::kAsync, s + 40 * kMs, 0, 0, uint64_t(i)).ext(h);
+      auto k = ext_of<fmt::DeviceExt>(fmt::Ext::kDevice, 7);
+      d.core(fmt::Kind::kKernel, 0, s + 40 * kMs, 60 * kMs, 2, 0).ext(k);
+    }
+    b.events({{1, t}, {2, d}});
+    b.end();
+    b.write(trainer);
+  }
+  TraceBuilder b;
+  b.header.pid = 5253;
+  b.header.parent_pid = 5252;
+  b.metadata(R"({"rank":0,"host":"h1","affinity_count":4})");
+  b.strings({{1, "worker"}, {2, "s3://bucket/shard"}});
+  b.tracks({thread_track(1, 300, 1)});
+  Records r;
+  auto span = [&](uint64_t a, uint64_t dur, uint64_t batch, fmt::SamplePart part, uint32_t count) {
+    auto x = ext_of<fmt::SampleExt>(fmt::Ext::kSample);
+    x.batch_index = batch;
+    x.sample_index = batch * 4;
+    x.count = count;
+    x.part = static_cast<uint8_t>(part);
+    r.core(fmt::Kind::kSample, 0, a, dur, 0, batch).ext(x);
+  };
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t s = kBase + i * 100 * kMs;
+    auto io = ext_of<fmt::IoExt>(fmt::Ext::kIo, 2);
+    io.bytes = 1 << 20;
+    io.tier = static_cast<uint8_t>(fmt::Tier::kNetwork);
+    r.core(fmt::Kind::kStorageRead, fmt::kAsync, s, 10 * kMs, 2, 0).ext(io);
+    span(s, 30 * kMs, uint64_t(i), fmt::SamplePart::kGetItem, 1);
+    span(s + 30 * kMs, 9 * kMs, uint64_t(i), fmt::SamplePart::kCollate, 4);
+    span(s, 39 * kMs + 900'000, uint64_t(i), fmt::SamplePart::kFetch, 4);
+  }
+  b.events({{1, r}});
+  b.end();
+  b.write(worker);
+}
+
 }  // namespace stallscope::testing

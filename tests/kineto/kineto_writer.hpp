@@ -37,9 +37,11 @@ class KinetoWriter {
     if (s_ == kCurrent) dev("gpu_user_annotation", "ProfilerStep#" + std::to_string(n), a, b, "");
     return *this;
   }
-  KinetoWriter& dataloader(double a, double b) {
+  KinetoWriter& dataloader(double a, double b, bool workers = true) {
     host(cat("user_annotation", "Operator"),
-         "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", a, b);
+         workers ? "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+                 : "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+         a, b);
     return *this;
   }
   KinetoWriter& op(const std::string& name, double a, double b) {

@@ -55,11 +55,11 @@ std::string import_error(const std::function<void()>& fn) {
 
 // 6 steps of 100 ms: DataLoader 0-L (L = loader_ms), launch L to L+5,
 // kernel L+5 to 95, host 95-100.
-KinetoWriter loader_bound(KinetoWriter::Schema s, double loader_ms = 60) {
+KinetoWriter loader_bound(KinetoWriter::Schema s, double loader_ms = 60, bool workers = true) {
   KinetoWriter w(s);
   for (int i = 0; i < 6; ++i) {
     const double o = i * 100.0, l = o + loader_ms;
-    w.step(i + 1, o, o + 100).dataloader(o, l).op("aten::mm", l, l + 6);
+    w.step(i + 1, o, o + 100).dataloader(o, l, workers).op("aten::mm", l, l + 6);
     w.python("train.py(12): forward", l, o + 96).runtime(l, l + 5, "cudaLaunchKernel");
     w.kernel(l + 5, o + 95);
   }
@@ -69,6 +69,25 @@ KinetoWriter loader_bound(KinetoWriter::Schema s, double loader_ms = 60) {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(kineto_import)
+
+// _SingleProcessDataLoaderIter: num_workers=0, loading on the trainer
+// thread — the remedy is workers, never prefetch (issue #23).
+BOOST_AUTO_TEST_CASE(single_process_iterator_proposes_workers_not_prefetch) {
+  const auto imp = import_text(loader_bound(KinetoWriter::kCurrent, 60, false).json());
+  BOOST_TEST(imp.stats.single_process_waits == 6u);
+  const auto r = kin::analyze_imported(imp, {});
+  BOOST_REQUIRE(!r.remedies.empty());
+  BOOST_TEST(r.remedies[0].id == "tune_dataloader");
+  BOOST_TEST(r.remedies[0].pytorch_knob.find("num_workers=1 or more") != std::string::npos);
+  BOOST_TEST(r.remedies[0].pytorch_knob.find("prefetch_factor=") == std::string::npos);
+  BOOST_TEST(r.remedies[0].try_command == "stallscope run --set dataloader.num_workers=1 -- <your command>");
+  bool noted = false;
+  for (const auto& w : r.warnings) noted = noted || w.find("without workers") != std::string::npos;
+  BOOST_TEST(noted);
+  // With workers the remedy stays the general one.
+  const auto m = kin::analyze_imported(import_text(loader_bound(KinetoWriter::kCurrent).json()), {});
+  BOOST_TEST(m.remedies[0].pytorch_knob.find("prefetch_factor") != std::string::npos);
+}
 
 BOOST_AUTO_TEST_CASE(dataloader_bound_steps_are_an_unsplit_data_stall_with_dataloader_remedy) {
   for (auto schema : {KinetoWriter::kCurrent, KinetoWriter::kLegacy}) {

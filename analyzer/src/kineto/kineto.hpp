@@ -43,6 +43,9 @@ struct ImportStats {
   uint64_t kept = 0;    // mapped to analyzer events
   uint64_t steps = 0, data_waits = 0, kernels = 0, collectives = 0, copies = 0, api_calls = 0,
            syncs = 0;
+  // Of the data waits, those in _SingleProcessDataLoaderIter.__next__: a
+  // DataLoader with num_workers=0, loading on the trainer thread.
+  uint64_t single_process_waits = 0;
   uint64_t skipped = 0;    // unusable events (missing ts/dur …)
   uint64_t implausible_sizes = 0;  // collectives whose message size is impossible: no bytes
   std::string first_implausible;   // the first one's size, with its byte offset

@@ -240,6 +240,8 @@ void Mapper::host_event(const RawEvent& e) {
     ev.kind = Kind::kDataWait;
     ev.corr = ev.work().batch = ++waits_;
     ++out_.stats.data_waits;
+    if (e.name.view().find("_SingleProcessDataLoaderIter") != std::string_view::npos)
+      ++out_.stats.single_process_waits;
   } else if (e.cat == Cat::kAnnotation) {
     // Other record_function ranges: candidates for --step-pattern.
     uint32_t name = scope_.known_name(e.name.view());

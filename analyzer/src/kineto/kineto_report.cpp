@@ -28,6 +28,23 @@ std::string source_note(const ImportedRank& imp) {
   return n;
 }
 
+// Every wait was in _SingleProcessDataLoaderIter.__next__: the DataLoader
+// had no workers and loaded on the trainer thread. Prefetch and persistent
+// workers do not exist without workers: the setting to try is workers.
+void single_process_loader(const ImportedRank& imp, RankReport& r, std::vector<std::string>& notes) {
+  if (imp.stats.single_process_waits == 0 || imp.stats.single_process_waits != imp.stats.data_waits)
+    return;
+  notes.push_back("the DataLoader ran without workers (_SingleProcessDataLoaderIter): its loading "
+                  "ran on the trainer thread, inside each data wait");
+  for (Remedy& m : r.remedies) {
+    if (m.id != "tune_dataloader") continue;
+    m.title = "Load batches in DataLoader workers";
+    m.pytorch_knob = "DataLoader(num_workers=1 or more) (it had num_workers=0: loading ran on the "
+                     "trainer thread; prefetch_factor and persistent_workers need workers)";
+    m.try_command = "stallscope run --set dataloader.num_workers=1 -- <your command>";
+  }
+}
+
 }  // namespace
 
 RankReport analyze_imported(const ImportedRank& imp, const AnalyzeOptions& opt) {
@@ -42,6 +59,7 @@ RankReport analyze_imported(const ImportedRank& imp, const AnalyzeOptions& opt) 
     notes.push_back(
         "a profiler trace does not show the DataLoader's workers: the data stall cannot be "
         "split into storage and preprocessing (run under `stallscope run` to split it)");
+  single_process_loader(imp, r, notes);
   if (imp.stats.steps == 0 && r.source != StepSource::kNone)
     notes.push_back("no ProfilerStep#N in the trace: steps from " +
                     std::string(step_source_key(r.source)));

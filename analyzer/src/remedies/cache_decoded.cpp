@@ -27,6 +27,13 @@ class CacheDecoded final : public RemedyRule {
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double pre = c.ms(Part::kDataPreprocess);
     if (pre < 0.1 * c.step_ms) return std::nullopt;
+    // A DataLoader's preprocessing part also holds its hand-offs and
+    // head-of-line waits: caching samples speeds only the transforms.
+    // Nor when the CPUs leave room for the workers it needs (more_workers):
+    // the CPU is not what runs out.
+    if (const DataLoaderReport* l = fed_loader(c.r);
+        l != nullptr && (transform_share(*l) < 0.5 || dataloader_workers(c, *l)))
+      return std::nullopt;
     const auto& cpu = c.r.cpu;
     const bool saturated =
         cpu.known && (cpu.idle_during_stalls >= 0 ? cpu.idle_during_stalls < 1

@@ -9,10 +9,44 @@
 namespace stallscope::analyzer {
 namespace {
 
+// A DataLoader the hooks recorded: as many workers as keep up with the
+// trainer (fetch time per batch / the trainer's time per batch), within
+// the idle CPUs; with num_workers=0 the first workers take the loading off
+// the trainer thread (a bound: the hand-off between processes is a cost
+// that run could not measure).
+std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderReport& l) {
+  if (c.data_ms() < 0.1 * c.step_ms || fetch_share(l) < 0.5) return std::nullopt;
+  const auto plan = dataloader_workers(c, l);
+  if (!plan) return std::nullopt;
+  const std::string n = std::to_string(plan->proposed);
+  Remedy m = make_remedy(c, "more_workers",
+                         l.num_workers == 0 ? "Load batches in DataLoader workers" : "Add DataLoader workers",
+                         "none", dataloader_knob(l, {{"num_workers", n}}));
+  m.try_command = dataloader_try(c, l, {{"num_workers", n}});
+  m.predicted_step_ms = plan->predicted_step_ms;
+  m.bound = l.num_workers == 0;
+  m.model = "workers = ceil(fetch_per_batch / trainer_per_batch), at most num_workers + idle CPUs "
+            "during stalls; step - data_stall * (1 - worker_start_share) + max(0, fetch_per_batch / "
+            "workers - trainer_per_batch)";
+  if (m.bound) m.model = "bound: " + m.model + " (moving batches between processes costs what this run did not measure)";
+  m.evidence = strf("the DataLoader%s%s (num_workers=%d) fetches a batch in %.2f ms; the trainer "
+                    "takes %.2f ms per batch outside its waits, so %d worker(s) keep up",
+                    l.site.empty() ? "" : " at ", l.site.c_str(), plan->current, plan->fetch_ms,
+                    plan->consume_ms, plan->needed);
+  if (plan->idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", plan->idle);
+  if (plan->capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", plan->proposed);
+  m.inputs = {{"num_workers", double(plan->current), ""}, {"suggested_workers", double(plan->proposed), ""},
+              {"workers_needed", double(plan->needed), ""}, {"fetch_ms_per_batch", plan->fetch_ms, "ms"},
+              {"trainer_ms_per_batch", plan->consume_ms, "ms"},
+              {"idle_cpus_during_stalls", plan->idle, ""}};
+  return m;
+}
+
 class MoreWorkers final : public RemedyRule {
  public:
   std::string_view id() const override { return "more_workers"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
+    if (const DataLoaderReport* l = fed_loader(c.r)) return for_dataloader(c, *l);
     const double pre = c.ms(Part::kDataPreprocess);
     const double workers = c.figure(StageKind::kPreprocess, Fig::kWorkers).value_or(0);
     const double idle = c.r.cpu.idle_during_stalls;

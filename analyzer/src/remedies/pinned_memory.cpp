@@ -46,6 +46,16 @@ class PinnedMemory final : public RemedyRule {
     }
     m.evidence = strf("%.0f %% of H2D bytes are pageable; exposed H2D %.2f ms per step",
                       100.0 * pageable / (pageable + pinned), h2d);
+    if (const DataLoaderReport* l = fed_loader(c.r)) {
+      m.loader_knob = "none";
+      m.pytorch_knob = dataloader_knob(*l, {{"pin_memory", "True"}});
+      m.try_command = dataloader_try(c, *l, {{"pin_memory", "True"}});
+      if (l->pin_memory == "inactive")
+        m.evidence += "; the DataLoader asked for pin_memory=True but torch turned it off (no "
+                      "accelerator seen when the iterator started)";
+      else if (l->pin_memory == "on")
+        m.evidence += "; the DataLoader pins its batches, yet these copies are pageable (not its batches?)";
+    }
     return m;
   }
 };

@@ -13,6 +13,9 @@ class RaisePrefetch final : public RemedyRule {
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double data = c.data_ms();
     if (data < 0.05 * c.step_ms) return std::nullopt;
+    // Without workers a DataLoader has no prefetch at all.
+    const DataLoaderReport* l = fed_loader(c.r);
+    if (l != nullptr && l->num_workers == 0) return std::nullopt;
     // The stages behind the stall: an unsplit stall may be either.
     const bool unsplit = c.ms(Part::kDataUnknown) > 0;
     const bool need_storage = unsplit || c.ms(Part::kDataStorage) > 0;
@@ -38,6 +41,13 @@ class RaisePrefetch final : public RemedyRule {
                       "but data stalls take %.2f ms per step", min_capacity, demand, data);
     m.inputs = {{"data_stall_ms", data, "ms"}, {"slowest_stage_capacity", min_capacity, "1/s"}};
     if (c.p.prefetch_batches > 0) m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
+    if (l != nullptr) {  // torch's default prefetch_factor is 2: double it
+      const std::string pf = std::to_string(2 * std::max<uint32_t>(l->prefetch_factor, 2));
+      m.loader_knob = "none";
+      m.pytorch_knob = dataloader_knob(*l, {{"prefetch_factor", pf}});
+      m.try_command = dataloader_try(c, *l, {{"prefetch_factor", pf}});
+      m.inputs.push_back({"prefetch_factor", double(l->prefetch_factor), ""});
+    }
     return m;
   }
 };

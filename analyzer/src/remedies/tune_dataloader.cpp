@@ -4,10 +4,44 @@
 // per-batch work, as a DataLoader under the Python hooks). Which knob helps
 // is unknown, so the prediction is a bound, and the remedy says how to find
 // out.
+#include <cmath>
+
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
 namespace {
+
+// The hooks recorded the loader's configuration but not the fetches of
+// (some of) its batches: the workers' trace files missing or cut. More
+// workers is the setting to try first when CPUs sat idle during the stalls
+// (DESIGN.md: never onto busy CPUs) — never prefetch without workers, where
+// it does not exist.
+void with_setting(const RemedyContext& c, const DataLoaderReport& l, double data, Remedy& m) {
+  m.evidence = strf("the trainer waits %.2f ms per step (%.0f %% of the step) for batches whose "
+                    "fetch no worker recorded",
+                    data, 100.0 * data / c.step_ms);
+  m.loader_knob = strf("%llu of the DataLoader's %llu batches have no fetch recorded in a worker "
+                       "(its trace file missing or cut), so whether storage or preprocessing is "
+                       "slow is unknown for them: try the setting and compare the runs with "
+                       "`stallscope diff`",
+                       static_cast<unsigned long long>(l.unjoined_batches),
+                       static_cast<unsigned long long>(l.batches + l.unjoined_batches));
+  m.evidence += strf("; the DataLoader%s%s has num_workers=%u", l.site.empty() ? "" : " at ",
+                     l.site.c_str(), l.num_workers);
+  m.inputs.push_back({"num_workers", double(l.num_workers), ""});
+  const double idle = c.r.cpu.idle_during_stalls;
+  if (idle >= 0 && idle < 0.5) {
+    m.evidence += strf("; %.1f CPUs idle during stalls: more workers would share busy CPUs", idle);
+    m.pytorch_knob = "cache decoded samples, or a lighter transform (no CPU to spare for more workers)";
+    return;
+  }
+  const int extra = std::max(1, idle >= 0 ? static_cast<int>(std::floor(idle + 0.5)) : 1);
+  const std::string n = std::to_string(l.num_workers + static_cast<uint32_t>(extra));
+  m.title = "Feed the trainer faster: more DataLoader workers";
+  m.pytorch_knob = dataloader_knob(l, {{"num_workers", n}});
+  m.try_command = dataloader_try(c, l, {{"num_workers", n}});
+  m.inputs.push_back({"suggested_workers", double(l.num_workers + extra), ""});
+}
 
 class TuneDataloader final : public RemedyRule {
  public:
@@ -41,6 +75,11 @@ class TuneDataloader final : public RemedyRule {
     m.bound = true;
     m.inputs_from = "assumed";
     m.inputs = {{"data_stall_ms", data, "ms"}, {"step_ms", c.step_ms, "ms"}};
+    if (const DataLoaderReport* l = fed_loader(c.r)) {
+      // Most batches measured: more_workers proposes the count from them.
+      if (fetch_share(*l) >= 0.5 && dataloader_workers(c, *l)) return std::nullopt;
+      with_setting(c, *l, data, m);
+    }
     return m;
   }
 };

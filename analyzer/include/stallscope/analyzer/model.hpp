@@ -37,6 +37,7 @@ struct ProcessDesc {
   std::string affinity;       // metadata affinity, a CPU list ("0-7,16") ("" = unknown)
   double quota_cores = 0;     // metadata cgroup_quota_cores (0 = none)
   int64_t online_cpus = 0;
+  std::vector<std::string> cmdline;  // metadata "cmdline" (empty = unknown)
 };
 
 // One track of a rank: a host thread, a device stream, a process track.
@@ -116,18 +117,24 @@ struct SampleSpan {
 };
 
 // kLoaderConfig: a loader's configuration at iterator creation (the
-// dataset's class is Ev::name).
+// dataset's class is Ev::name; the other names are RankTrace::names ids,
+// 0 = unknown). Packed to fit the payload: workers and prefetch past
+// 65535 are clamped.
 struct LoaderConfig {
   uint64_t loader;
   uint64_t dataset_len;  // 0 unknown
   uint32_t generation;
-  uint32_t num_workers;
-  uint32_t prefetch_factor;  // 0: not applicable or unknown
   uint32_t batch_size;       // 0: None or unknown
+  uint16_t num_workers;
+  uint16_t prefetch_factor;  // 0: not applicable or unknown
+  uint32_t site;             // "train.py:42"
+  uint32_t sampler, batch_sampler, collate;  // class / function names
   format::PinMemory pin_memory;
-  bool persistent_workers, drop_last, in_order;
   format::MpContext mp_context;
   format::DatasetKind dataset_kind;
+  bool persistent_workers : 1, drop_last : 1, in_order : 1;
+  bool getitems : 1;    // the dataset has __getitems__
+  bool overridden : 1;  // a setting came from `stallscope run --set`
 };
 
 // kBatchHandoff: a batch from a loader worker to the trainer (start = put,

@@ -19,15 +19,19 @@ namespace stallscope::analyzer {
 inline constexpr int kSchemaVersion = 1;
 // Minor version: additive fields (1.1: the cross-rank section;
 // 1.2: typed stages (collate, trainer_load; workers and busy time per item),
-// the CPU budget's utilization and capacity, no "cpu" stage.
-inline constexpr int kSchemaMinor = 2;
+// the CPU budget's utilization and capacity, no "cpu" stage;
+// 1.3: DataLoader blocks (`dataloaders`), `settings`, `phases`, the exact
+// split, remedies' `try` command.
+inline constexpr int kSchemaMinor = 3;
 
 // Which events defined the steps (most certain first).
 enum class StepSource : uint8_t { kStepEvents, kRanges, kDataWaits, kNone };
 std::string_view step_source_key(StepSource s) noexcept;  // "step_events", "ranges", …
 
 // How the data-stall time of a step was split (bits).
-enum SplitBits : uint8_t { kSplitLineage = 1, kSplitInferred = 2, kSplitNone = 4 };
+// kSplitExact: from the DataLoader hooks' records (the batch's fetch in its
+// worker, its reads and collate, the hand-off): measured, not walked or inferred.
+enum SplitBits : uint8_t { kSplitLineage = 1, kSplitInferred = 2, kSplitNone = 4, kSplitExact = 8 };
 
 struct StepResult {
   uint64_t index = 0;
@@ -79,6 +83,8 @@ enum class Fig : uint8_t {
   kCacheMissBytes, kCacheClassifiedBytes, kMeanQueueDepth,
   // preprocessing
   kWorkers, kBusyPerSample, kSamplesPerBatch,
+  // DataLoader stages (preprocessing, collate, trainer_load), ms per batch
+  kFetchPerBatch, kCollatePerBatch, kHandoffPerBatch,
   // h2d
   kBytesPerStep, kPageableBandwidth, kPinnedBandwidth, kPageableBytes,
   // comm
@@ -150,7 +156,75 @@ struct Remedy {
   bool bound = false;         // prediction is a bound ("at best"): an input was not measured
   std::string inputs_from;    // "run", "probe:<name>", "topology", "assumed"
   std::vector<Number> inputs;
+  // The command that tries it without editing the program
+  // ("stallscope run --set '…' -- python3 train.py"), "" when none.
+  std::string try_command;
   double gain_ms() const noexcept { return step_ms - predicted_step_ms; }
+};
+
+// One PyTorch DataLoader of the rank, from the hooks' records (contract of
+// issue #23: loader_config, data waits, batch_handoff, the workers' sample
+// spans). Times in ms; -1 = not measured.
+struct LoaderWorker {
+  int32_t worker = -1;  // worker id (-1: the trainer itself, num_workers=0)
+  uint32_t pid = 0;
+  uint64_t batches = 0;
+  double fetch_ms = -1, getitem_ms = -1, collate_ms = -1;  // means: per batch, per sample, per batch
+};
+struct LoaderEpoch {
+  uint32_t generation = 0;
+  double startup_ms = -1;        // iterator creation -> first batch received
+  bool workers_started = false;  // new worker processes (persistent_workers off, or the first)
+};
+// Where the trainer's waits on this loader went (ms, all waits of the run).
+struct LoaderWaitSplit {
+  double storage_ms = 0, preprocess_ms = 0, collate_ms = 0;
+  double worker_wait_ms = 0;  // before its fetch began, outside the worker's earlier fetches (starting, idle)
+  double handoff_ms = 0;      // after the put until received (IPC, unpickling)
+  double head_of_line_ms = 0; // ready before asked for, beyond one batch's hand-off (queued behind others)
+  double unjoined_ms = 0;     // waits with no worker record to split them
+};
+struct DataLoaderReport {
+  uint64_t id = 0;
+  std::string site, dataset, sampler, batch_sampler, collate;
+  uint32_t num_workers = 0, prefetch_factor = 0, batch_size = 0;
+  uint64_t dataset_len = 0;
+  std::string pin_memory;   // "off", "on", "inactive" (asked for, turned off by torch)
+  std::string mp_context;   // "fork", "spawn", "forkserver", "unknown"
+  std::string dataset_kind; // "map", "iterable", "unknown"
+  bool persistent_workers = false, drop_last = false, in_order = true;
+  bool getitems = false, overridden = false;
+  uint64_t generations = 0;      // iterators created (epochs)
+  uint64_t batches = 0;          // received by the trainer
+  uint64_t waits = 0, waits_in_steps = 0;
+  double wait_ms = 0;            // the trainer's data waits on it, all of them
+  bool fed_optimizer = false;    // its waits fall inside steps (the training loader)
+  LoaderWaitSplit split;
+  // Waits with head-of-line time, or on a late batch while a later one was
+  // already put; and how long later batches sat ready during the latter.
+  uint64_t head_of_line_waits = 0;
+  double head_of_line_ready_ms = 0;
+  double fetch_ms = -1, getitem_ms = -1, collate_ms = -1;  // means over the workers
+  double handoff_ms = -1;        // mean put -> received of batches put while awaited
+  double consume_ms = -1;        // trainer's time per batch outside its waits (in steps)
+  uint64_t unjoined_batches = 0; // batches received with no worker fetch found
+  bool sample_spans_off = false; // a worker skipped per-sample spans (cheap items)
+  std::vector<LoaderWorker> workers;
+  std::vector<LoaderEpoch> epochs;
+};
+
+// A `set …` mark (what became of a `stallscope run --set`).
+struct SettingMark {
+  std::string status;  // applied, adjusted, refused, unmatched, reassigned
+  std::string key, value, site, detail;
+  std::string text;    // the whole mark
+};
+
+// A named phase outside steps (a `phase:eval` range).
+struct PhaseStat {
+  std::string name;  // "eval"
+  uint64_t count = 0;
+  double total_ms = 0;
 };
 
 struct Drops {
@@ -219,6 +293,10 @@ struct RankReport {
   std::string cause;             // "input-bound: storage", "compute-bound", …
   std::string summary;           // the one-line summary
   std::vector<Remedy> remedies;  // best predicted gain first
+  std::vector<DataLoaderReport> dataloaders;  // the DataLoader hooks' loaders, by first use
+  std::vector<SettingMark> settings;           // `set …` marks, in time order
+  std::vector<PhaseStat> phases;               // `phase:*` ranges
+  std::vector<std::string> command;            // the trainer's command line (metadata), "" unknown
   std::vector<Timeline> timelines;  // a typical and the longest steady step
   Drops drops;
   std::vector<std::string> warnings;

@@ -1,0 +1,117 @@
+// The exact DataLoader setting a remedy proposes, where it is written and
+// the `stallscope run --set` that tries it (issue #23; the capacity model
+// of #25 will choose values more carefully).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+// "path/to/train.py:42" -> "train.py:42" (the contract matches a path suffix).
+std::string short_site(const std::string& site) {
+  const size_t slash = site.find_last_of('/');
+  return slash == std::string::npos ? site : site.substr(slash + 1);
+}
+
+std::string shell_quote(const std::string& a) {
+  const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) ||
+           std::string_view("_./:=@%+,-").find(ch) != std::string_view::npos;
+  });
+  if (plain) return a;
+  std::string out = "'";
+  for (char ch : a) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderSetting>& s) {
+  std::string out = "DataLoader(";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0) out += ", ";
+    out.append(s[i].field).append("=").append(s[i].value);
+  }
+  out += ")";
+  if (!l.site.empty()) out.append(" at ").append(l.site);
+  return out;
+}
+
+std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
+                           const std::vector<LoaderSetting>& s) {
+  std::string sel;
+  if (!l.site.empty())
+    sel.append("[").append(short_site(l.site)).append("]");
+  else if (!l.dataset.empty())
+    sel.append("[").append(l.dataset).append("]");
+  std::string out = "stallscope run";
+  for (const auto& x : s) {
+    // The contract's values: booleans lower-case.
+    const std::string v = x.value == "True" ? "true" : x.value == "False" ? "false" : x.value;
+    std::string item = "dataloader";
+    item.append(sel).append(".").append(x.field).append("=").append(v);
+    out.append(" --set ").append(shell_quote(item));
+  }
+  out += " --";
+  if (c.r.command.empty()) return out.append(" <your command>");
+  for (const auto& a : c.r.command) out.append(" ").append(shell_quote(a));
+  return out;
+}
+
+namespace {
+double waits_ms(const LoaderWaitSplit& w) {
+  return w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms + w.handoff_ms +
+         w.head_of_line_ms + w.unjoined_ms;
+}
+}  // namespace
+
+double fetch_share(const DataLoaderReport& l) {
+  const LoaderWaitSplit& w = l.split;
+  const double all = waits_ms(w);
+  return all > 0 ? (w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms) / all : 0;
+}
+
+double transform_share(const DataLoaderReport& l) {
+  const double all = waits_ms(l.split);
+  return all > 0 ? (l.split.preprocess_ms + l.split.collate_ms) / all : 0;
+}
+
+std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l) {
+  if (l.fetch_ms <= 0) return std::nullopt;
+  WorkersPlan p;
+  p.current = static_cast<int>(l.num_workers);
+  p.fetch_ms = l.fetch_ms;
+  p.consume_ms = l.consume_ms > 0 ? l.consume_ms : c.step_ms - c.data_ms();
+  if (p.consume_ms <= 0) return std::nullopt;
+  p.needed = std::max(1, static_cast<int>(std::ceil(p.fetch_ms / p.consume_ms - 1e-9)));
+  // Idle CPUs of the affinity set; where the rank's budget is less than
+  // that set (other ranks of the node, a cgroup quota), no more than the
+  // budget leaves. (Without such a share the run's mean use would only
+  // hide idle stalls behind a busy start-up, as spawned workers' imports.)
+  p.idle = c.r.cpu.idle_during_stalls;
+  const CpuBudget& cpu = c.r.cpu;
+  if (p.idle >= 0 && cpu.known && cpu.used_cores > 0 && cpu.budget_cores < cpu.affinity_cpus)
+    p.idle = std::max(0.0, std::min(p.idle, cpu.budget_cores - cpu.used_cores));
+  // Half an idle CPU or more counts as one more worker's worth; with no
+  // workers, the trainer's own share of the fetch moves to the first one.
+  int extra = p.idle >= 0 ? static_cast<int>(std::floor(p.idle + 0.5)) : 1;
+  if (p.current == 0) extra = std::max(extra, 1);
+  p.proposed = std::min(p.needed, p.current + extra);
+  p.capped = p.proposed < p.needed;
+  if (p.proposed <= p.current) return std::nullopt;
+  const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
+  const double per_step = l.waits_in_steps > 0 ? double(l.waits_in_steps) / steps : 1.0;
+  // Waits before a batch's fetch began (workers starting: spawn imports,
+  // every epoch without persistent workers) stay: more workers start as slowly.
+  const double all = l.wait_ms > 0 ? l.wait_ms : 1;
+  const double kept = std::clamp(l.split.worker_wait_ms / all, 0.0, 1.0);
+  p.predicted_step_ms = c.step_ms - c.data_ms() * (1 - kept) +
+                        per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
+  return p;
+}
+
+}  // namespace stallscope::analyzer

@@ -1,0 +1,481 @@
+// The PyTorch DataLoader seen through the hooks' records (issue #23): the
+// per-loader model, the exact split of a wait, head-of-line waits, the
+// remedy's setting with its value and site, several loaders, `set` marks
+// and phases. Hand-computed traces, times in ms.
+#include <sstream>
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/rank_builder.hpp"
+#include "capacity.hpp"
+#include "loader_model.hpp"
+#include "stallscope/analyzer/render.hpp"
+
+using namespace stallscope::testing;
+using stallscope::analyzer::DataLoaderReport;
+using stallscope::analyzer::Part;
+using stallscope::analyzer::RankReport;
+using stallscope::analyzer::Remedy;
+using stallscope::format::SamplePart;
+namespace tt = boost::test_tools;
+
+namespace {
+
+constexpr double kTol = 1e-6;
+constexpr uint64_t kTrain = 7, kVal = 9;
+constexpr int kSteps = 12;
+
+double mean_ms(const RankReport& r, Part p) {
+  return r.steady_steps > 0
+             ? double(r.parts[stallscope::analyzer::idx(p)].total_ns) / 1e6 / double(r.steady_steps)
+             : -1;
+}
+
+const Remedy* remedy(const RankReport& r, const std::string& id) {
+  for (const auto& m : r.remedies)
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+void idle_cpus(RankBuilder& b, double until, double idle) {
+  b.t.procs[0].affinity_cpus = 2;
+  for (double t = 0; t <= until; t += 5) b.counter("cpu.idle", t, idle);
+}
+
+// One worker (pid 201) fetches batch i in [20i, 20i + 20): eight
+// __getitem__ of 2 ms (a read of `read_ms` at the start of each), then a
+// 3 ms collate, then 1 ms more. The trainer computes 10 ms per batch and
+// waits for the rest: step i = [20i + 10.1, 20i + 30.1) (step 0 from 0),
+// its wait until the batch arrives at 20i + 20.1 (0.1 ms hand-off).
+RankBuilder one_worker(double read_ms,
+                       stallscope::format::Tier tier = stallscope::format::Tier::kLocal,
+                       double idle = 0.9) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py", "--epochs", "1"};
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps; ++i) {
+    const double f = 20.0 * i;
+    for (int k = 0; k < 8; ++k) {
+      b.sample(w, f + 2 * k, f + 2 * k + 2, SamplePart::kGetItem, i);
+      if (read_ms > 0) b.read(w, f + 2 * k, f + 2 * k + read_ms, 0, 0, 65536, tier);
+    }
+    b.sample(w, f + 16, f + 19, SamplePart::kCollate, i, 0, 0, 8);
+    b.sample(w, f, f + 20, SamplePart::kFetch, i, 0, 0, 8);
+    const double start = i == 0 ? 0 : f + 10.1;
+    b.step(i, start, f + 30.1).wait(start, f + 20.1, i).kernel(f + 20.1, f + 30.1);
+    b.handoff(start, f + 20.1, kTrain, i, 201);
+  }
+  idle_cpus(b, 20.0 * kSteps + 40, idle);
+  return b;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(dataloader)
+
+BOOST_AUTO_TEST_CASE(
+    preprocessing_heavy_worker_is_split_exactly_and_more_workers_named_with_value_and_site) {
+  const auto r = one_worker(0.2).analyze();
+  // Wait [10.1, 20.1) of the fetch [0, 20): reads 0.1 + 0.2 + 0.2, collate
+  // 3, the rest of the fetch 6.4, the hand-off 0.1 (preprocessing's part).
+  BOOST_TEST(mean_ms(r, Part::kDataStorage) == 0.5, tt::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kDataPreprocess) == 9.5, tt::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kDataUnknown) == 0.0);
+  BOOST_TEST((r.split & stallscope::analyzer::kSplitExact) != 0);
+  BOOST_TEST((r.split & stallscope::analyzer::kSplitInferred) == 0);
+  BOOST_REQUIRE_EQUAL(r.dataloaders.size(), 1u);
+  const DataLoaderReport& l = r.dataloaders[0];
+  BOOST_TEST(l.site == "train.py:42");
+  BOOST_TEST(l.num_workers == 1u);
+  BOOST_TEST(l.fed_optimizer);
+  BOOST_TEST(l.batches == uint64_t(kSteps));
+  BOOST_TEST(l.fetch_ms == 20.0, tt::tolerance(kTol));
+  BOOST_TEST(l.getitem_ms == 2.0, tt::tolerance(kTol));
+  BOOST_TEST(l.collate_ms == 3.0, tt::tolerance(kTol));
+  BOOST_TEST(l.handoff_ms == 0.1, tt::tolerance(kTol));
+  BOOST_TEST(l.consume_ms == 10.0, tt::tolerance(kTol));
+  BOOST_REQUIRE_EQUAL(l.workers.size(), 1u);
+  BOOST_TEST(l.workers[0].pid == 201u);
+  BOOST_TEST(l.workers[0].batches == uint64_t(kSteps));
+  // Over the 11 steady waits of 10 ms and the first of 20.1 ms.
+  BOOST_TEST(l.split.collate_ms == 3.0 * 11 + 3.0, tt::tolerance(kTol));
+  BOOST_TEST(l.split.handoff_ms == 0.1 * kSteps, tt::tolerance(kTol));
+  // The stages carry the loader's figures.
+  const auto* pre =
+      stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kPreprocess);
+  BOOST_REQUIRE(pre != nullptr);
+  BOOST_TEST(pre->figure(stallscope::analyzer::Fig::kWorkers).value_or(-1) == 1.0);
+  BOOST_TEST(pre->figure(stallscope::analyzer::Fig::kFetchPerBatch).value_or(-1) == 20.0,
+             tt::tolerance(kTol));
+  const auto* co = stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kCollate);
+  BOOST_TEST(co->measured);
+  // 20 ms of fetch per 10 ms of trainer: two workers, which 0.9 idle CPUs allow.
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
+  BOOST_TEST(m->try_command ==
+             "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py "
+             "--epochs 1");
+  BOOST_TEST(m->predicted_step_ms == 10.0, tt::tolerance(1e-3));
+  BOOST_TEST(r.remedies.front().id == "more_workers");
+  BOOST_TEST(remedy(r, "tune_dataloader") == nullptr);
+  // The CPUs leave room for the second worker: not "cache, no CPU left".
+  BOOST_TEST(remedy(r, "cache_decoded") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(reads_inside_samples_are_storage_remote_tier_included) {
+  const auto r = one_worker(1.8, stallscope::format::Tier::kNetwork).analyze();
+  // Wait [10.1, 20.1): reads [10.1, 11.8), [12, 13.8), [14, 15.8) = 5.3 ms.
+  BOOST_TEST(mean_ms(r, Part::kDataStorage) == 5.3, tt::tolerance(kTol));
+  BOOST_TEST(mean_ms(r, Part::kDataPreprocess) == 4.7, tt::tolerance(kTol));
+  BOOST_TEST(r.dataloaders.at(0).split.storage_ms > r.dataloaders.at(0).split.preprocess_ms);
+}
+
+BOOST_AUTO_TEST_CASE(without_records_of_the_fetch_the_split_is_not_exact) {
+  // The same trainer with its worker's file lost: no sample spans.
+  RankBuilder full = one_worker(0.2), b;
+  b.t = full.t;
+  std::erase_if(b.t.events, [](const auto& e) { return e.kind == Kind::kSample; });
+  const auto r = b.analyze();
+  BOOST_TEST((r.split & stallscope::analyzer::kSplitExact) == 0);
+  BOOST_TEST(r.dataloaders.at(0).unjoined_batches == uint64_t(kSteps));
+  // tune_dataloader carries the setting: one more worker within 0.9 idle CPUs.
+  const Remedy* m = remedy(r, "tune_dataloader");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
+}
+
+// No CPU idle during the stalls: more workers would only share busy CPUs
+// (DESIGN.md), so no worker count is proposed, with records or without.
+BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
+  const auto r = one_worker(0.2, stallscope::format::Tier::kLocal, 0.2).analyze();
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+  RankBuilder full = one_worker(0.2, stallscope::format::Tier::kLocal, 0.2), b;
+  b.t = full.t;
+  std::erase_if(b.t.events, [](const auto& e) { return e.kind == Kind::kSample; });
+  const auto u = b.analyze();
+  const Remedy* m = remedy(u, "tune_dataloader");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob.find("num_workers") == std::string::npos, m->pytorch_knob);
+  BOOST_TEST(m->try_command.empty());
+  BOOST_TEST(m->loader_knob.find("12 of the DataLoader's 12 batches") == 0u, m->loader_knob);
+}
+
+// Two ranks share the node's 2 CPUs: idle CPUs this rank's budget (1 core,
+// 0.9 of it used) does not leave it are no room for another worker. Alone on
+// the node, the same use leaves the idle CPU to it.
+BOOST_AUTO_TEST_CASE(idle_cpus_beyond_the_rank_budget_are_no_room_for_workers) {
+  RankBuilder b = one_worker(0.2);
+  for (double t = 0; t <= 280; t += 5) b.counter("cpu.process_ns", t, 0.9e6 * t);
+  b.t.probes.ranks_on_node = 2;
+  const auto r = b.analyze();
+  BOOST_TEST(r.cpu.budget_cores == 1.0, tt::tolerance(1e-6));
+  BOOST_TEST(r.cpu.used_cores == 0.9, tt::tolerance(1e-6));
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+  b.t.probes.ranks_on_node = 1;
+  BOOST_TEST(remedy(b.analyze(), "more_workers") != nullptr);
+}
+
+// Batches made in 2 ms that take 8 ms to reach the trainer: the waits are
+// hand-offs — neither caching samples nor more workers is the remedy.
+BOOST_AUTO_TEST_CASE(handoff_bound_waits_propose_no_cache_and_no_workers) {
+  RankBuilder b;
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 20.0 * i;
+    b.sample(w, s, s + 2, SamplePart::kFetch, i);
+    b.step(i, s, s + 20)
+        .wait(s, s + 10, i)
+        .kernel(s + 10, s + 20)
+        .handoff(s, s + 10, kTrain, i, 201);
+  }
+  idle_cpus(b, 20.0 * kSteps + 20, 0.2);
+  const auto r = b.analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.split.handoff_ms == 8.0 * kSteps, tt::tolerance(kTol));
+  BOOST_TEST(l.handoff_ms == 8.0, tt::tolerance(kTol));
+  const auto* tl =
+      stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
+  BOOST_TEST(tl->figure(stallscope::analyzer::Fig::kHandoffPerBatch).value_or(-1) == 8.0,
+             tt::tolerance(kTol));
+  BOOST_TEST(remedy(r, "cache_decoded") == nullptr);
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+}
+
+// Two workers keep up on average (15 ms a batch each, one batch per 20 ms
+// step) yet each batch starts late: deeper prefetch, with its value and site.
+BOOST_AUTO_TEST_CASE(workers_that_keep_up_on_average_get_a_deeper_prefetch) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w[2] = {b.worker_thread(201), b.worker_thread(202)};
+  b.loader_config(0, kTrain, 2);
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 20.0 * i + 20;
+    b.sample(w[i % 2], s - 10, s + 5, SamplePart::kFetch, i, 0, i % 2);
+    b.step(i, s, s + 20).wait(s, s + 5.1, i).kernel(s + 5.1, s + 20);
+    b.handoff(s, s + 5.1, kTrain, i, i % 2 == 0 ? 201 : 202, i % 2);
+  }
+  idle_cpus(b, 20.0 * kSteps + 40, 0.9);
+  const auto r = b.analyze();
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);  // 2 workers are enough
+  const Remedy* m = remedy(r, "raise_prefetch");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=4) at train.py:42");
+  BOOST_TEST(
+      m->try_command ==
+      "stallscope run --set 'dataloader[train.py:42].prefetch_factor=4' -- python3 train.py");
+}
+
+// Pageable copies from a DataLoader that asked for pin_memory=True which
+// torch turned off: the remedy names the setting, the site, and says so.
+BOOST_AUTO_TEST_CASE(pageable_copies_name_pin_memory_at_the_site) {
+  RankBuilder b = one_worker(0.2);
+  b.t.events.front().loader().pin_memory = stallscope::format::PinMemory::kInactive;
+  for (int i = 1; i < kSteps; ++i) {
+    const double f = 20.0 * i;
+    b.copy(Kind::kH2D, f + 12, f + 14, 8 << 20, /*pinned=*/false);  // the device idle: exposed
+  }
+  const auto r = b.analyze();
+  const Remedy* m = remedy(r, "pinned_memory");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(pin_memory=True) at train.py:42");
+  BOOST_TEST(
+      m->try_command.find("--set 'dataloader[train.py:42].pin_memory=true'") != std::string::npos,
+      m->try_command);
+  BOOST_TEST(m->evidence.find("torch turned it off") != std::string::npos, m->evidence);
+}
+
+BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
+  RankBuilder b;
+  const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);
+  b.loader_config(0, kTrain, 2);
+  // Batch 0 (worker 0) takes 30 ms; batch 1 (worker 1) is put at 5 and
+  // received during the wait for batch 0; batch 2 (worker 0) is put at 35,
+  // asked for at 50.2 and received only at 52.
+  b.sample(w0, 0, 30, SamplePart::kFetch, 0).sample(w1, 0, 5, SamplePart::kFetch, 1, 0, 1);
+  b.sample(w0, 30, 35, SamplePart::kFetch, 2);
+  b.step(0, 0, 40.1).wait(0, 30.1, 0).kernel(30.1, 40.1).handoff(0, 30.1, kTrain, 0, 201);
+  b.handoff(40.1, 5.1, kTrain, 1, 202, 1);
+  b.step(1, 40.1, 50.2).wait(40.1, 40.2, 1).kernel(40.2, 50.2);
+  b.step(2, 50.2, 62).wait(50.2, 52, 2).kernel(52, 62).handoff(50.2, 52, kTrain, 2, 201);
+  const auto r = b.analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.batches == 3u);
+  // Wait 0: batch 1 sat ready from 5 to 30.1. Waits 1 and 2 are on batches
+  // put before they were asked for: one hand-off each (0.1 ms, batch 0's),
+  // and wait 2's 1.7 ms beyond it head-of-line.
+  BOOST_TEST(l.head_of_line_waits == 2u);
+  BOOST_TEST(l.head_of_line_ready_ms == 25.1, tt::tolerance(kTol));
+  BOOST_TEST(l.split.head_of_line_ms == 1.7, tt::tolerance(kTol));
+  BOOST_TEST(l.split.preprocess_ms == 30.0, tt::tolerance(kTol));
+  BOOST_TEST(l.split.handoff_ms == 0.3, tt::tolerance(kTol));
+}
+
+BOOST_AUTO_TEST_CASE(loading_on_the_trainer_thread_proposes_workers_never_prefetch) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  b.loader_config(0, kTrain, 0);
+  // num_workers=0: the fetch (15 ms: eight 1.5 ms items, a 2 ms collate)
+  // runs on the trainer inside its wait; then 10 ms of compute.
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 25.2 * i;
+    for (int k = 0; k < 8; ++k)
+      b.sample(b.trainer, s + 1.5 * k, s + 1.5 * k + 1.5, SamplePart::kGetItem, i, kTrain, -1);
+    b.sample(b.trainer, s + 12, s + 14, SamplePart::kCollate, i, kTrain, -1, 8);
+    b.sample(b.trainer, s, s + 15, SamplePart::kFetch, i, kTrain, -1, 8);
+    b.step(i, s, s + 25.2).wait(s, s + 15.2, i).kernel(s + 15.2, s + 25.2);
+  }
+  idle_cpus(b, 25.2 * kSteps + 30, 1.5);
+  const auto r = b.analyze();
+  BOOST_TEST((r.split & stallscope::analyzer::kSplitExact) != 0);
+  BOOST_TEST(mean_ms(r, Part::kDataPreprocess) == 15.2, tt::tolerance(kTol));
+  const auto* tl =
+      stallscope::analyzer::find_stage(r, stallscope::analyzer::StageKind::kTrainerLoad);
+  BOOST_TEST(tl->measured);
+  BOOST_TEST(tl->busy_per_item_ms == 15.0, tt::tolerance(kTol));
+  BOOST_TEST(remedy(r, "raise_prefetch") == nullptr);
+  for (const auto& m : r.remedies)
+    BOOST_TEST(m.pytorch_knob.find("prefetch") == std::string::npos, m.id);
+  // 15 ms of fetch per 10 ms of trainer: two workers; 1.5 idle CPUs allow them.
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
+  BOOST_TEST(m->try_command ==
+             "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py");
+  BOOST_TEST(m->bound);
+}
+
+BOOST_AUTO_TEST_CASE(train_loader_inside_steps_fed_the_optimizer_not_the_validation_one) {
+  RankBuilder b;
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1, "src/train.py:42");
+  b.mark("set applied dataloader.num_workers=1 at src/train.py:42 (was 0)", 0.01);
+  b.mark("set unmatched dataloader[val.py:9].pin_memory=true: no DataLoader built at val.py:9",
+         0.02);
+  b.mark("settings are fine", 0.03);  // not a `set` mark
+  for (int i = 0; i < 5; ++i) {
+    const double s = 20.0 * i;
+    b.sample(w, s, s + 8, SamplePart::kFetch, i);
+    b.step(i, s, s + 20)
+        .wait(s, s + 8.1, i)
+        .kernel(s + 8.1, s + 20)
+        .handoff(s, s + 8.1, kTrain, i, 201);
+  }
+  // Validation after the steps, on the trainer thread (num_workers=0), in a phase:eval range.
+  b.loader_config(100, kVal, 0, "val.py:9");
+  b.range("phase:eval", b.trainer, 100, 150);
+  for (int i = 0; i < 5; ++i) {
+    const double s = 100 + 10.0 * i;
+    b.sample(b.trainer, s, s + 6, SamplePart::kFetch, i, kVal, -1)
+        .wait(s, s + 6, i)
+        .kernel(s + 6, s + 10);
+  }
+  const auto r = b.analyze();
+  BOOST_TEST(r.steps.size() == 5u);  // the evaluation loop is no step
+  BOOST_REQUIRE_EQUAL(r.phases.size(), 1u);
+  BOOST_TEST(r.phases[0].name == "eval");
+  BOOST_TEST(r.phases[0].count == 1u);
+  BOOST_TEST(r.phases[0].total_ms == 50.0, tt::tolerance(kTol));
+  BOOST_REQUIRE_EQUAL(r.dataloaders.size(), 2u);
+  BOOST_TEST(r.dataloaders[0].site == "src/train.py:42");
+  BOOST_TEST(r.dataloaders[0].fed_optimizer);
+  BOOST_TEST(r.dataloaders[0].waits_in_steps == 5u);
+  BOOST_TEST(r.dataloaders[1].site == "val.py:9");
+  BOOST_TEST(!r.dataloaders[1].fed_optimizer);
+  BOOST_TEST(r.dataloaders[1].waits == 5u);
+  BOOST_TEST(r.dataloaders[1].waits_in_steps == 0u);
+  BOOST_TEST(r.dataloaders[1].fetch_ms == 6.0, tt::tolerance(kTol));
+  BOOST_REQUIRE_EQUAL(r.settings.size(), 2u);
+  BOOST_TEST(r.settings[0].status == "applied");
+  BOOST_TEST(r.settings[0].key == "dataloader.num_workers");
+  BOOST_TEST(r.settings[0].value == "1");
+  BOOST_TEST(r.settings[0].site == "src/train.py:42");
+  BOOST_TEST(r.settings[0].detail == "was 0");
+  BOOST_TEST(r.settings[1].status == "unmatched");
+  BOOST_TEST(r.settings[1].key == "dataloader[val.py:9].pin_memory");
+  BOOST_TEST(r.settings[1].site == "");
+  BOOST_TEST(r.settings[1].detail == "no DataLoader built at val.py:9");
+  // The reports show them.
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(r);
+  std::ostringstream text, json;
+  stallscope::analyzer::write_text(text, rep, {});
+  stallscope::analyzer::write_json(json, rep);
+  BOOST_TEST(
+      text.str().find("DataLoader at src/train.py:42 (fed the optimizer)") != std::string::npos,
+      text.str());
+  BOOST_TEST(
+      text.str().find(
+          "settings tried:\n  applied dataloader.num_workers=1 at src/train.py:42 (was 0)") !=
+      std::string::npos);
+  BOOST_TEST(text.str().find("phases (outside steps): eval 1x, 50.0 ms in all") !=
+             std::string::npos);
+  const auto j = nlohmann::json::parse(json.str());
+  BOOST_TEST(j["schema_minor"].get<int>() == 3);
+  const auto& jr = j["ranks"][0];
+  BOOST_TEST(jr["dataloaders"].size() == 2u);
+  BOOST_TEST(jr["dataloaders"][1]["fed_optimizer"].get<bool>() == false);
+  BOOST_TEST(jr["settings"][1]["status"].get<std::string>() == "unmatched");
+  BOOST_TEST(jr["phases"][0]["count"].get<int>() == 1);
+}
+
+// Without persistent_workers every epoch starts new worker processes: each
+// iterator's start-up runs from its creation to its first batch.
+BOOST_AUTO_TEST_CASE(each_epoch_start_up_and_workers_started_again_without_persistent_workers) {
+  RankBuilder b;
+  const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);
+  b.loader_config(0, kTrain, 1);
+  b.loader_config(100, kTrain, 1, "train.py:42", 1);
+  for (int e = 0; e < 2; ++e) {
+    const double t0 = 100.0 * e + 30;  // the new workers' first fetch ends 30 ms after the iterator
+    for (int i = 0; i < 3; ++i) {
+      const double s = t0 + 20.0 * i;
+      b.sample(e == 0 ? w0 : w1, s - 10, s, SamplePart::kFetch, i);
+      const double asked = i == 0 ? 100.0 * e + 1 : s - 10;
+      b.step(3 * e + i, asked, s + 10).wait(asked, s + 0.5, i).kernel(s + 0.5, s + 10);
+      b.handoff(asked, s + 0.5, kTrain, i, e == 0 ? 201 : 202, 0, uint32_t(e));
+    }
+  }
+  const auto r = b.analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.generations == 2u);
+  BOOST_REQUIRE_EQUAL(l.epochs.size(), 2u);
+  BOOST_TEST(l.epochs[0].startup_ms == 30.5, tt::tolerance(kTol));
+  BOOST_TEST(l.epochs[1].startup_ms == 30.5, tt::tolerance(kTol));
+  BOOST_TEST(l.epochs[1].workers_started);
+  BOOST_TEST(l.workers.size() == 2u);  // two worker processes, one per epoch
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(r);
+  std::ostringstream text;
+  stallscope::analyzer::write_text(text, rep, {});
+  BOOST_TEST(
+      text.str().find("epochs 2: start-up 30.5 ms, 30.5 ms (workers started again every epoch: "
+                      "persistent_workers is off)") != std::string::npos,
+      text.str());
+}
+
+// A site or dataset name from a trace is bytes, not always UTF-8: the JSON
+// report replaces what is invalid instead of failing.
+BOOST_AUTO_TEST_CASE(invalid_utf8_in_a_site_still_gives_valid_json) {
+  RankBuilder b = one_worker(0.2);
+  b.loader_config(0, kTrain, 1, "tr\xff\xfein.py:42");
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(b.analyze());
+  std::ostringstream json;
+  stallscope::analyzer::write_json(json, rep);
+  const auto j = nlohmann::json::parse(json.str());
+  BOOST_TEST(j["ranks"][0]["dataloaders"][0]["site"].get<std::string>() ==
+             "tr\uFFFD\uFFFDin.py:42");
+}
+
+// Hooks that cannot date a step's begin back to its __next__ begin the step
+// when __next__ returned: the wait just before a step fed it. An evaluation
+// phase left open at the end of the trace counts to its last event.
+BOOST_AUTO_TEST_CASE(a_wait_just_before_its_step_fed_it_and_an_open_phase_counts) {
+  RankBuilder b;
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < 4; ++i) {
+    const double s = 20.0 * i;
+    b.sample(w, s, s + 8, SamplePart::kFetch, i);
+    b.wait(s, s + 8.1, i).handoff(s, s + 8.1, kTrain, i, 201);
+    b.step(i, s + 8.15, s + 20).kernel(s + 8.15, s + 20);
+  }
+  b.add(Kind::kRange, b.trainer, 80, 80);
+  b.t.events.back().phase = stallscope::format::kBegin;
+  b.t.events.back().name = b.t.name_id("phase:eval");
+  b.kernel(80, 95);
+  const auto r = b.analyze();
+  BOOST_TEST(r.dataloaders.at(0).waits_in_steps == 4u);
+  BOOST_TEST(r.dataloaders.at(0).fed_optimizer);
+  BOOST_REQUIRE_EQUAL(r.phases.size(), 1u);
+  BOOST_TEST(r.phases[0].total_ms == 15.0, tt::tolerance(kTol));
+}
+
+BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
+  stallscope::analyzer::SettingMark m;
+  BOOST_TEST(stallscope::analyzer::parse_setting_mark(
+      "set refused dataloader[2].persistent_workers=true at a/b.py:7: num_workers=0", m));
+  BOOST_TEST(m.status == "refused");
+  BOOST_TEST(m.key == "dataloader[2].persistent_workers");
+  BOOST_TEST(m.value == "true");
+  BOOST_TEST(m.site == "a/b.py:7");
+  BOOST_TEST(m.detail == "num_workers=0");
+  BOOST_TEST(
+      stallscope::analyzer::parse_setting_mark("set refused at train.py:3: TypeError('x')", m));
+  BOOST_TEST(m.key == "");
+  BOOST_TEST(m.site == "train.py:3");
+  BOOST_TEST(m.detail == "TypeError('x')");
+  BOOST_TEST(stallscope::analyzer::parse_setting_mark(
+      "set refused dataloader.num_workers=-1: out of range", m));
+  BOOST_TEST(m.value == "-1");
+  BOOST_TEST(m.site == "");
+  BOOST_TEST(m.detail == "out of range");
+  BOOST_TEST(!stallscope::analyzer::parse_setting_mark("set sail for x=1", m));
+  BOOST_TEST(!stallscope::analyzer::parse_setting_mark("sample spans off: items take 3 us", m));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
