@@ -105,7 +105,8 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
       w.sample = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, sample_id));
       w.batch = e.ext_field<uint64_t>(Ext::kWork, offsetof(format::WorkExt, batch_id));
       w.count = e.ext_field<uint32_t>(Ext::kWork, offsetof(format::WorkExt, count));
-      w.worker = v.kind == Kind::kPreprocess
+      // A preprocess item's worker index; a data wait's format::WaitSource.
+      w.worker = v.kind != Kind::kBatchReady
                      ? e.ext_field<uint32_t>(Ext::kWork, offsetof(format::ExtHeader, aux))
                      : 0;
       break;

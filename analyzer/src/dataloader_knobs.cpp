@@ -62,6 +62,15 @@ std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
   return out;
 }
 
+std::string loader_try(const RemedyContext& c, const std::vector<LoaderSetting>& s) {
+  std::string out = "stallscope run";
+  for (const auto& x : s) out.append(" --set ").append(shell_quote("loader." + x.field + "=" + x.value));
+  out += " --";
+  if (c.r.command.empty()) return out.append(" <your command>");
+  for (const auto& a : c.r.command) out.append(" ").append(shell_quote(a));
+  return out;
+}
+
 namespace {
 double waits_ms(const LoaderWaitSplit& w) {
   return w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms + w.handoff_ms +
@@ -111,6 +120,14 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   const double kept = std::clamp(l.split.worker_wait_ms / all, 0.0, 1.0);
   p.predicted_step_ms = c.step_ms - c.data_ms() * (1 - kept) +
                         per_step * std::max(0.0, p.fetch_ms / p.proposed - p.consume_ms);
+  // More workers spread the same CPU work, they do not shrink it: a step
+  // takes at least the CPU time the rank's processes spent per step, spread
+  // over the cores the workers and the trainer can use.
+  if (cpu.known && cpu.used_cores > 0 && cpu.budget_cores > 0) {
+    const double cores = std::min(cpu.budget_cores, double(p.proposed) + 1);
+    p.cpu_floor_ms = cpu.used_cores * c.step_ms / cores;
+    p.predicted_step_ms = std::max(p.predicted_step_ms, p.cpu_floor_ms);
+  }
   return p;
 }
 

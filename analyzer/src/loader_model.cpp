@@ -103,6 +103,9 @@ void LoaderModel::on_handoff(const Ev& e) {
 // its waits on the trainer thread): other runs pay nothing here.
 void LoaderModel::on_wait(const Ev& e) {
   if (e.phase != format::kComplete || !any_) return;
+  // The shim's reading of the same wait off the queue's pipe: the hook's
+  // own wait around __next__ stands for it.
+  if (e.work().worker == static_cast<uint32_t>(format::WaitSource::kPipe)) return;
   const uint64_t batch = e.work().batch != 0 ? e.work().batch : e.corr;
   Wait w{e.start, e.end, batch, e.track, false, 0};
   auto pos = waits_.end();
@@ -227,6 +230,33 @@ void LoaderModel::cut_before(const Ivs& q, uint32_t track, const Span& f, Loader
   out.worker_wait += length(rest);
 }
 
+void LoaderModel::cut_after(Ivs& q, uint32_t track, int64_t put, LoaderCut& out) const {
+  auto it = lanes_.find(track);
+  if (it == lanes_.end() || q.empty()) return;
+  const auto& v = it->second.spans;
+  Ivs part, tmp;
+  size_t walked = 0;
+  for (size_t i = it->second.span_from(put); i < v.size() && walked < kMaxChain && !q.empty();
+       ++i) {
+    const Span& s = v[i];
+    if (s.b > q.back().b) break;  // spans arrive by end: the rest ended after the receive
+    if (s.part != format::SamplePart::kFetch || s.a < put) continue;
+    intersect(q, Ivs{{s.a, s.b}}, part);
+    if (part.empty()) continue;
+    cut_fetch(part, track, s, out);
+    subtract(q, part, tmp);
+    q.swap(tmp);
+    ++walked;
+  }
+}
+
+int64_t LoaderModel::busy_after(uint32_t track, int64_t put, int64_t received) const {
+  Ivs q{{put, received}};
+  LoaderCut cut;
+  cut_after(q, track, put, cut);
+  return received - put - length(q);
+}
+
 bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, uint64_t batch,
                         LoaderCut& out) {
   if (!any_ || piece.empty()) return false;
@@ -239,14 +269,19 @@ bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, 
       // hand-off at the end of the wait (the loader's mean so far), and
       // before it the trainer taking the batches queued ahead of this one
       // — head-of-line. With no mean yet, all of it is the hand-off.
+      // Before either, the worker may have held the batch back while it ran
+      // its next fetches (its queue's feeder needs the worker's GIL).
+      Ivs rest = piece;
+      cut_after(rest, f.track, put, out);
       const int64_t typ = typical_handoff(h->loader);
       const int64_t cut_at = typ < 0 || b - a <= typ ? a : b - typ;
-      intersect(piece, Ivs{{cut_at, INT64_MAX}}, x_);
+      intersect(rest, Ivs{{cut_at, INT64_MAX}}, x_);
       out.handoff += length(x_);
-      out.head_of_line += length(piece) - length(x_);
+      out.head_of_line += length(rest) - length(x_);
       return true;
     }
     intersect(piece, Ivs{{put, INT64_MAX}}, x_);
+    cut_after(x_, f.track, put, out);
     out.handoff += length(x_);
     intersect(piece, Ivs{{f.span->a, put}}, x_);
     cut_fetch(x_, f.track, *f.span, out);

@@ -132,6 +132,15 @@ class LoaderModel {
   const Span* trainer_fetch(uint32_t track, int64_t a, int64_t b) const;
   void cut_fetch(const Ivs& q, uint32_t track, const Span& f, LoaderCut& out) const;
   void cut_before(const Ivs& q, uint32_t track, const Span& f, LoaderCut& out) const;
+  // After its put, a batch may wait for its worker while that worker runs
+  // its next fetch (a multiprocessing queue's feeder thread and torch's
+  // resource sharer need the worker's GIL): when that fetch ended before
+  // the batch was received, the batch came through only once the fetch let
+  // go. The part of `q` such fetches cover, split like them and taken out
+  // of `q`; a fetch still running at the receive held nothing back.
+  void cut_after(Ivs& q, uint32_t track, int64_t put, LoaderCut& out) const;
+  // How much of [put, received) the worker spent in its next fetches.
+  int64_t busy_after(uint32_t track, int64_t put, int64_t received) const;
   void count_wait(const Wait& w);
   void count_fetch(Acc& acc, uint32_t track, const Span& f, uint32_t pid);
   void head_of_line(Acc& acc, const Wait& w, const Handoff& h);

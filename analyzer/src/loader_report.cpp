@@ -100,7 +100,9 @@ void LoaderModel::count_wait(const Wait& w) {
     fetch_for(*h, f);
     count_fetch(a, f.track, *f.span, h->pid);
     if (f.span->b > std::max(h->asked, w.a)) {
-      a.handoff_ns += double(h->received - f.span->b);
+      // The hand-off itself: not the worker's next fetches it waited behind.
+      a.handoff_ns += double(h->received - f.span->b -
+                             busy_after(f.track, f.span->b, h->received));
       ++a.handoffs_timed;
     }
     if (cut.head_of_line > 0)

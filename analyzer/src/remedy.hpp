@@ -78,6 +78,9 @@ std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderS
 // (the traced command from the trainer's metadata, else "<your command>").
 std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s);
+// The same for stallscope's own loader (and the sample trainer), which take
+// `loader.FIELD=VALUE` settings: "stallscope run --set loader.workers=4 -- CMD".
+std::string loader_try(const RemedyContext& c, const std::vector<LoaderSetting>& s);
 // Workers the loader needs: ceil(fetch per batch / the trainer's time per
 // batch outside its waits), at most num_workers + idle CPUs during stalls
 // (half a CPU counts; no more than the rank's budget leaves where it is
@@ -86,8 +89,11 @@ struct WorkersPlan {
   int current = 0, needed = 0, proposed = 0;
   double fetch_ms = 0, consume_ms = 0, idle = -1;
   bool capped = false;             // fewer than needed: the idle CPUs limit
-  // step - stall × (1 - the waits' worker-busy share) + max(0, fetch / proposed - consume) per batch
+  // step - stall × (1 - the waits' worker-busy share) + max(0, fetch / proposed - consume) per
+  // batch, and no less than the CPU floor
   double predicted_step_ms = 0;
+  // the rank's CPU time per step over min(budget, proposed + 1) cores (0 unknown)
+  double cpu_floor_ms = 0;
 };
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
 // Of the loader's waits, the share spent in its fetches (storage,

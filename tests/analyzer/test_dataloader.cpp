@@ -478,4 +478,38 @@ BOOST_AUTO_TEST_CASE(setting_marks_parse_every_form_of_the_contract) {
   BOOST_TEST(!stallscope::analyzer::parse_setting_mark("sample spans off: items take 3 us", m));
 }
 
+// A worker whose batch, put at the end of its fetch, reaches the trainer
+// only 1 ms after the worker's next fetch ended (its queue's feeder waited
+// for the worker's GIL): one worker (pid 201) fetches batch i in
+// [25i, 25i + 25); batch i arrives at 25(i + 2) + 1; the trainer computes
+// 10 ms per batch. A wait is the next fetch (preprocessing) and 1 ms of
+// hand-off, not 15 ms of hand-off; the remedy adds workers.
+BOOST_AUTO_TEST_CASE(a_batch_held_back_by_its_workers_next_fetch_is_preprocessing) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps + 1; ++i) {
+    const double f = 25.0 * i;
+    for (int k = 0; k < 8; ++k) b.sample(w, f + 3 * k, f + 3 * k + 3, SamplePart::kGetItem, i);
+    b.sample(w, f + 24, f + 25, SamplePart::kCollate, i, 0, 0, 8);
+    b.sample(w, f, f + 25, SamplePart::kFetch, i, 0, 0, 8);
+  }
+  for (int i = 0; i < kSteps; ++i) {
+    const double received = 25.0 * (i + 2) + 1, asked = i == 0 ? 0 : 25.0 * (i + 1) + 11;
+    b.step(i, asked, received + 10).wait(asked, received, i).kernel(received, received + 10);
+    b.handoff(asked, received, kTrain, i, 201);
+  }
+  idle_cpus(b, 25.0 * kSteps + 80, 0.9);
+  const auto r = b.analyze();
+  BOOST_TEST_REQUIRE(r.dataloaders.size() == 1u);
+  const DataLoaderReport& l = r.dataloaders[0];
+  // Steady waits: 14 ms of the worker's next fetch, then the 1 ms hand-off.
+  BOOST_TEST(l.split.handoff_ms == 1.0 * kSteps, tt::tolerance(0.05));
+  BOOST_TEST(l.split.preprocess_ms + l.split.collate_ms > 10.0 * l.split.handoff_ms);
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_TEST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->try_command.find("num_workers=2") != std::string::npos, m->try_command);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -27,7 +27,7 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   m.bound = l.num_workers == 0;
   m.model = "workers = ceil(fetch_per_batch / trainer_per_batch), at most num_workers + idle CPUs "
             "during stalls; step - data_stall * (1 - worker_start_share) + max(0, fetch_per_batch / "
-            "workers - trainer_per_batch)";
+            "workers - trainer_per_batch), at least cpu_used * step / min(cpu_budget, workers + 1)";
   if (m.bound) m.model = "bound: " + m.model + " (moving batches between processes costs what this run did not measure)";
   m.evidence = strf("the DataLoader%s%s (num_workers=%d) fetches a batch in %.2f ms; the trainer "
                     "takes %.2f ms per batch outside its waits, so %d worker(s) keep up",
@@ -35,10 +35,14 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
                     plan->consume_ms, plan->needed);
   if (plan->idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", plan->idle);
   if (plan->capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", plan->proposed);
+  if (plan->cpu_floor_ms > 0 && plan->cpu_floor_ms >= plan->predicted_step_ms - 1e-9)
+    m.evidence += strf("; the step's CPU work (%.1f cores used) keeps it at %.2f ms or more",
+                       c.r.cpu.used_cores, plan->cpu_floor_ms);
   m.inputs = {{"num_workers", double(plan->current), ""}, {"suggested_workers", double(plan->proposed), ""},
               {"workers_needed", double(plan->needed), ""}, {"fetch_ms_per_batch", plan->fetch_ms, "ms"},
               {"trainer_ms_per_batch", plan->consume_ms, "ms"},
-              {"idle_cpus_during_stalls", plan->idle, ""}};
+              {"idle_cpus_during_stalls", plan->idle, ""},
+              {"cpu_floor_ms", plan->cpu_floor_ms, "ms"}};
   return m;
 }
 
@@ -54,9 +58,12 @@ class MoreWorkers final : public RemedyRule {
     // Half an idle CPU or more counts as one more worker's worth.
     const double add = std::floor(std::min(idle, spare) + 0.5);
     if (pre < 0.1 * c.step_ms || workers <= 0 || add < 1) return std::nullopt;
-    Remedy m = make_remedy(c, "more_workers", "Add preprocessing workers",
-                           "--loader-workers / STALLSCOPE_LOADER_WORKERS", "DataLoader(num_workers=...)");
     const double w2 = workers + add;
+    const std::string n = strf("%.0f", w2);
+    Remedy m = make_remedy(c, "more_workers", "Add preprocessing workers",
+                           "--loader-workers=" + n + " (or --set loader.workers=" + n + ")",
+                           "DataLoader(num_workers=...)");
+    m.try_command = loader_try(c, {{"workers", n}});
     m.predicted_step_ms = c.step_ms - pre * (1 - workers / w2);
     m.model = "step - preprocess_stall * (1 - workers / (workers + usable idle CPUs))";
     m.evidence = strf("%.1f CPUs of the rank's budget were idle during data stalls; "

@@ -14,7 +14,9 @@ class PinnedMemory final : public RemedyRule {
     const double pageable = double(c.s.h2d_bytes[0]), pinned = double(c.s.h2d_bytes[1]);
     if (h2d < 0.05 * c.step_ms || pageable <= pinned) return std::nullopt;
     Remedy m = make_remedy(c, "pinned_memory", "Stage host-to-device copies in pinned memory",
-                           "--loader-pinned=on", "DataLoader(pin_memory=True)");
+                           "--loader-pinned=on (or --set loader.pinned=true)",
+                           "DataLoader(pin_memory=True)");
+    m.try_command = loader_try(c, {{"pinned", "true"}});
     const double page_bw = c.figure(StageKind::kPinH2D, Fig::kPageableBandwidth).value_or(0);
     double pin_bw = c.figure(StageKind::kPinH2D, Fig::kPinnedBandwidth).value_or(0);
     m.inputs = {{"h2d_exposed_ms", h2d, "ms"}, {"pageable_bandwidth", page_bw, "B/s"}};

@@ -40,7 +40,13 @@ class RaisePrefetch final : public RemedyRule {
     m.evidence = strf("input stages keep up on average (slowest %.1f batches/s vs demand %.1f) "
                       "but data stalls take %.2f ms per step", min_capacity, demand, data);
     m.inputs = {{"data_stall_ms", data, "ms"}, {"slowest_stage_capacity", min_capacity, "1/s"}};
-    if (c.p.prefetch_batches > 0) m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
+    if (c.p.prefetch_batches > 0) {
+      // stallscope's loader: twice the depth it ran with.
+      m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
+      const std::string depth = strf("%.0f", 2 * c.p.prefetch_batches);
+      m.loader_knob = "--loader-prefetch=" + depth + " (or --set loader.prefetch=" + depth + ")";
+      m.try_command = loader_try(c, {{"prefetch", depth}});
+    }
     if (l != nullptr) {  // torch's default prefetch_factor is 2: double it
       const std::string pf = std::to_string(2 * std::max<uint32_t>(l->prefetch_factor, 2));
       m.loader_knob = "none";

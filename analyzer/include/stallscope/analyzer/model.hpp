@@ -84,7 +84,7 @@ struct Work {
   uint64_t sample;  // first sample of the item (0 = none)
   uint64_t batch;   // batch id (0 = none)
   uint32_t count;   // samples covered
-  uint32_t worker;  // kPreprocess: worker index
+  uint32_t worker;  // kPreprocess: worker index; kDataWait: how detected (format::WaitSource)
   uint32_t ids_at, ids_n;  // kBatchReady: its sample ids in RankTrace::ids
 };
 
