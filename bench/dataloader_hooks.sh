@@ -11,7 +11,8 @@
 # default rate vs hooks without it, on the 500 us case (Python-heavy:
 # target <= 1 %). Prints each round and, per case, RESULT with the median
 # per-round overhead of the median step and the run-to-run noise of the
-# plain arm.
+# plain arm; PASS needs the overhead within its target and a noise band of
+# 2 % or less (a machine noisier than that cannot confirm the claim).
 # Usage: bench/dataloader_hooks.sh [BUILD_DIR] [ROUNDS] [STEPS]
 set -euo pipefail
 build=${1:-build}; rounds=${2:-7}; steps=${3:-300}
@@ -49,6 +50,9 @@ q = lambda v, f: sorted(v)[min(len(v) - 1, int(f * len(v)))]
 noise = (q(p, 0.9) - q(p, 0.1)) / st.median(p) * 100
 print(f"{name}: median step {st.median(h):.3f} ms with, {st.median(p):.3f} ms without; "
       f"per-round overhead p10 {q(per, 0.1):+.2f} %, p90 {q(per, 0.9):+.2f} %; noise band {noise:.2f} %")
-print(f"RESULT hooks_cost_{name} {ovh:.2f} percent target <= {target:g} {'PASS' if ovh <= target else 'MISS'}")
+# A claim of a few percent needs a noise band below it (as run_overhead.sh).
+ok = ovh <= target and noise <= 2.0
+print(f"RESULT hooks_cost_{name} {ovh:.2f} percent target <= {target:g} {'PASS' if ok else 'MISS'}"
+      + ("" if noise <= 2.0 else f" (noise band {noise:.1f} % > 2 %: not measurable here)"))
 PY
 done
