@@ -89,14 +89,14 @@ std::vector<pid_t> job_processes(bool with_zombies) {
   const auto table = process_table();
   std::map<pid_t, std::vector<pid_t>> children;
   for (const auto& [pid, e] : table) children[e.ppid].push_back(pid);
-  std::vector<pid_t> out, todo = {::getpid()};
+  std::vector<pid_t> out, frontier = {::getpid()};
   std::set<pid_t> seen = {::getpid()};
-  while (!todo.empty()) {
-    const pid_t p = todo.back();
-    todo.pop_back();
+  while (!frontier.empty()) {
+    const pid_t p = frontier.back();
+    frontier.pop_back();
     for (pid_t c : children[p]) {
       if (!seen.insert(c).second) continue;
-      todo.push_back(c);
+      frontier.push_back(c);
       if (with_zombies || !table.at(c).zombie) out.push_back(c);
     }
   }

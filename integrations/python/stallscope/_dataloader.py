@@ -125,7 +125,11 @@ def patch_init(cls):
         try:
             site = _site(self)
             if signature is not None and _settings.settings():
-                bound = signature.bind(self, *args, **kwargs)
+                try:
+                    bound = signature.bind(self, *args, **kwargs)
+                except TypeError:
+                    _settings.next_ordinal()
+                    raise
                 bound.apply_defaults()
                 dataset = bound.arguments.get("dataset")
                 applied = _settings.apply(bound, signature.parameters, site,
@@ -133,7 +137,7 @@ def patch_init(cls):
                 if applied:
                     args, kwargs = bound.args[1:], bound.kwargs
             else:
-                _settings._state["built"] += 1  # pylint: disable=protected-access
+                _settings.next_ordinal()
         except TypeError:
             pass  # arguments torch itself refuses: its own error follows
         except Exception as e:  # pylint: disable=broad-except

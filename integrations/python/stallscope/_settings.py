@@ -150,6 +150,14 @@ def say_unmatched():
                 "[%s]" % s.selector if s.selector is not None else "it"))
 
 
+def next_ordinal():
+    """The construction order of the DataLoader being built (0 = the
+    first): every construction counts, whether a setting matched it or not."""
+    ordinal = _state["built"]
+    _state["built"] += 1
+    return ordinal
+
+
 def _default(params, name, fallback):
     p = params.get(name)
     if p is None or p.default is p.empty:
@@ -162,16 +170,15 @@ def apply(bound, params, site, dataset_class):
     of ``DataLoader.__init__``, defaults applied) in place, then fixes the
     arguments that depend on them. Returns the ``(field, value)`` pairs
     applied, for the re-check at iterator creation. Says what it did."""
-    ordinal = _state["built"]
-    _state["built"] += 1
-    todo = [s for s in settings() if s.matches(ordinal, site, dataset_class)]
-    if not todo:
+    ordinal = next_ordinal()
+    chosen = [s for s in settings() if s.matches(ordinal, site, dataset_class)]
+    if not chosen:
         return []
     args = bound.arguments
     applied = []
     # num_workers first: the others are judged against its final value.
-    todo.sort(key=lambda s: s.field != "num_workers")
-    for s in todo:
+    chosen.sort(key=lambda s: s.field != "num_workers")
+    for s in chosen:
         s.used = True
         if s.field not in args:
             say("set refused %s at %s: this torch's DataLoader has no '%s'" % (
