@@ -63,6 +63,9 @@ std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
 }
 
 std::string loader_try(const RemedyContext& c, const std::vector<LoaderSetting>& s) {
+  // Only stallscope's loader takes loader.* settings: a run without its
+  // configuration (a user's own multiprocessing pipeline) gets no command.
+  if (c.p.workers <= 0) return "";
   std::string out = "stallscope run";
   for (const auto& x : s) out.append(" --set ").append(shell_quote("loader." + x.field + "=" + x.value));
   out += " --";

@@ -79,7 +79,8 @@ std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderS
 std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s);
 // The same for stallscope's own loader (and the sample trainer), which take
-// `loader.FIELD=VALUE` settings: "stallscope run --set loader.workers=4 -- CMD".
+// `loader.FIELD=VALUE` settings: "stallscope run --set loader.workers=4 -- CMD";
+// "" for a run without the loader's configuration (not stallscope's loader).
 std::string loader_try(const RemedyContext& c, const std::vector<LoaderSetting>& s);
 // Workers the loader needs: ceil(fetch per batch / the trainer's time per
 // batch outside its waits), at most num_workers + idle CPUs during stalls

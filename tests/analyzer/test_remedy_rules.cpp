@@ -193,6 +193,20 @@ BOOST_AUTO_TEST_CASE(more_workers_fires_with_idle_cpus) {
   BOOST_TEST(input(m, "preprocess_stall_ms") == 50.0, tt::tolerance(kTol));
   BOOST_TEST(m.predicted_step_ms == 100.0 - 50.0 * (1 - 1.0 / 4), tt::tolerance(kTol));
   BOOST_TEST(quiet(r, "cache_decoded"));
+  // Not stallscope's loader (no loader configuration): loader.* would not
+  // reach it, so no command to try.
+  BOOST_TEST(m.try_command.empty(), m.try_command);
+}
+
+BOOST_AUTO_TEST_CASE(more_workers_on_stallscopes_loader_carries_the_setting_to_try) {
+  auto b = preprocess_bound(3);
+  b.t.probes.workers = 1;  // the loader's own configuration attachment
+  b.t.procs[0].cmdline = {"./trainer", "--loader-workers=1"};
+  const auto r = analyze_all(std::move(b));
+  const an::Remedy& m = fired(r, "more_workers");
+  BOOST_TEST(m.try_command == "stallscope run --set loader.workers=4 -- ./trainer --loader-workers=1",
+             m.try_command);
+  BOOST_TEST(m.loader_knob.find("--loader-workers=4") != std::string::npos, m.loader_knob);
 }
 
 BOOST_AUTO_TEST_CASE(more_workers_stays_quiet_with_less_than_half_a_cpu_idle) {
