@@ -37,6 +37,9 @@ std::string_view step_source_key(StepSource s) noexcept {
     case StepSource::kStepEvents: return "step_events";
     case StepSource::kRanges: return "ranges";
     case StepSource::kDataWaits: return "data_waits";
+    case StepSource::kHandoffs: return "handoffs";
+    case StepSource::kInferred: return "inferred";
+    case StepSource::kWholeTrace: return "whole_trace";
     default: return "none";
   }
 }

@@ -217,8 +217,10 @@ struct IoExt {           // 56 bytes: ExtHeader{kIo, aux = file string id}
 };
 static_assert(sizeof(IoExt) == 56);
 
+// kRelay: a wait on a condition variable or semaphore ended by another
+// thread's signal (a relay: Pool.imap's result thread, a C++ queue).
 enum class WaitSource : uint8_t {
-  kUnknown = 0, kApi = 1, kRange = 2, kHook = 3, kPipe = 4, kInferred = 5 };
+  kUnknown = 0, kApi = 1, kRange = 2, kHook = 3, kPipe = 4, kInferred = 5, kRelay = 6 };
 
 struct WorkExt {       // 32 bytes: preprocess, data_wait, batch_ready
   ExtHeader h;         // aux = worker index (preprocess) or WaitSource

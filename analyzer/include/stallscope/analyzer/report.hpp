@@ -25,7 +25,13 @@ inline constexpr int kSchemaVersion = 1;
 inline constexpr int kSchemaMinor = 3;
 
 // Which events defined the steps (most certain first).
-enum class StepSource : uint8_t { kStepEvents, kRanges, kDataWaits, kNone };
+// kHandoffs: the hand-offs of objects to the trainer thread (channel
+// messages, relay wake-ups), blocking or not. kInferred: step events an
+// importer inferred (a profiler trace without step marks: its top-level
+// ranges or the period of its kernels). kWholeTrace: nothing delimits steps;
+// the whole trace is one window.
+enum class StepSource : uint8_t {
+  kStepEvents, kRanges, kDataWaits, kNone, kHandoffs, kInferred, kWholeTrace };
 std::string_view step_source_key(StepSource s) noexcept;  // "step_events", "ranges", …
 
 // How the data-stall time of a step was split (bits).
