@@ -162,6 +162,31 @@ void dataloader_stages(RankReport& r, const RunStats& s) {
   }
 }
 
+// The producers behind the trainer's channels and relays (FeedReport):
+// `producers` workers each busy `busy_ms_per_item` per item, on CPU or in
+// storage reads, `items_per_step` items per step. Not where the DataLoader
+// hooks describe the feed (their stages do, from the same batches).
+Stage producer_stage(const RankReport& r, const RunStats& s) {
+  Stage st{StageKind::kProducers};
+  const FeedReport& f = r.feed;
+  if (!f.found || f.producers.empty() || fed_loader(r) != nullptr) return st;
+  st.measured = true;
+  const double workers = double(f.producers.size());
+  st.workers = workers;
+  st.busy_per_item_ms = f.busy_ms_per_item;
+  st.on_cpu_per_item_ms = f.cpu_ms_per_item;
+  st.blocked_per_item_ms = f.busy_ms_per_item >= 0 ? f.storage_ms_per_item : -1;
+  const double per_step = std::max(f.items_per_step, 1e-9);
+  if (f.busy_ms_per_item > 0) {
+    st.capacity = ratio(workers * 1000.0, f.busy_ms_per_item * per_step) * batches_per_step(r, s);
+    st.utilization = ratio(double(f.items) * f.busy_ms_per_item / 1000.0, workers * wall_s(s));
+  }
+  st.figures = {{Fig::kProducers, workers}, {Fig::kRelays, double(f.relays.size())},
+                {Fig::kItemsPerStep, f.items_per_step}, {Fig::kBytesPerItem, f.bytes_per_item},
+                {Fig::kWaitPerItem, f.wait_ms_per_handoff}};
+  return st;
+}
+
 // NCCL kernels joined to their calls (RunStats::coll_bw): their device time
 // against the wall, and the bus bandwidth they reached (docs/gpu.md).
 Stage comm_stage(const RankReport& r, const RunStats& s) {
@@ -288,7 +313,8 @@ void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
   // where the DataLoader hooks recorded them (dataloader_stages); else
   // listed, not measured.
   r.stages = {storage_stage(r, s), preprocess_stage(r, s, t), Stage{StageKind::kCollate},
-              h2d_stage(r, s), Stage{StageKind::kTrainerLoad}, comm_stage(r, s)};
+              h2d_stage(r, s), Stage{StageKind::kTrainerLoad}, comm_stage(r, s),
+              producer_stage(r, s)};
   dataloader_stages(r, s);
   for (auto& st : r.stages) st.demand = st.measured ? demand : 0;
   cpu_capacity(r, r.cpu, demand);

@@ -38,7 +38,29 @@ RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
       opt_(opt),
       re_(compiled_step_pattern(opt.step_pattern)),
       finder_(trace_, re_),
-      loaders_(trace) {}
+      loaders_(trace),
+      producers_(trace) {}
+
+// CPU a producer used over its life: a process from its own sampler (a
+// forked worker's file) or its parent's reading of it; a thread from its
+// CPU clock. Cumulative clocks count from the thread's or the child's
+// start, so the last reading is the whole.
+double RankEngine::producer_cpu_ns(uint32_t pid, uint32_t tid) const {
+  for (uint32_t p = 0; p < trace_.procs.size(); ++p) {
+    if (trace_.procs[p].pid != pid) continue;
+    if (tid == 0) {
+      auto it = stats_.process_cpu.find(p);
+      if (it != stats_.process_cpu.end() && it->second.seen) return it->second.last;
+    } else {
+      auto it = thread_cpu_.find({p, tid});
+      if (it != thread_cpu_.end() && it->second.has_samples()) return it->second.last_total();
+    }
+  }
+  if (tid != 0) return -1;
+  for (const auto& [key, c] : child_cpu_)
+    if (key.second == pid && c.has_samples()) return c.last_total();
+  return -1;
+}
 
 void RankEngine::on_mark(const Ev& e) {
   if (e.name == 0 || e.name >= trace_.names.size()) return;

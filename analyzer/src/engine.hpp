@@ -23,6 +23,7 @@
 #include "lineage.hpp"
 #include "loader_model.hpp"
 #include "nccl_join.hpp"
+#include "producers.hpp"
 #include "run_stats.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "step_finder.hpp"
@@ -117,6 +118,8 @@ class RankEngine {
   std::vector<CounterKind> counter_kinds_;
   Lineage lineage_;
   LoaderModel loaders_;                  // the DataLoader hooks' records
+  ProducerModel producers_;              // hand-offs through channels and relays
+  double producer_cpu_ns(uint32_t pid, uint32_t tid) const;
   std::vector<SettingMark> settings_;    // `set …` marks
   std::map<std::string, PhaseStat> phases_;
   std::map<uint32_t, std::vector<std::pair<uint32_t, int64_t>>> open_phases_;  // track -> (name, start)
@@ -168,6 +171,9 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
     case Kind::kSample: loaders_.on_sample(e); break;
     case Kind::kLoaderConfig: loaders_.on_config(e); break;
     case Kind::kBatchHandoff: loaders_.on_handoff(e); break;
+    case Kind::kChannelHandoff:
+      if (producers_.on_handoff(e)) finder_.on_event(e);
+      break;
     case Kind::kMark: on_mark(e); break;
     case Kind::kApiCall:
       // Complete calls only: instants (CUPTI's external correlation
@@ -176,7 +182,11 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
       route_trainer(e);
       break;
     case Kind::kSync: route_trainer(e); break;
-    case Kind::kStorageRead: loaders_.on_read(e); route_data(e, ids); break;
+    case Kind::kStorageRead:
+      loaders_.on_read(e);
+      producers_.on_read(e);
+      route_data(e, ids);
+      break;
     case Kind::kPreprocess: case Kind::kBatchReady: route_data(e, ids); break;
     case Kind::kKernel: case Kind::kCollective: case Kind::kH2D: case Kind::kD2H:
     case Kind::kD2D: case Kind::kMemset:

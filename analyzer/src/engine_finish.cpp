@@ -42,6 +42,9 @@ RankReport RankEngine::finish() {
   r.split = steps_split_;
   summarize_steps(r, opt_, step_walls_);
   r.dataloaders = loaders_.finish();
+  if (finder_.has_trainer())
+    r.feed = producers_.finish(finder_.trainer_track(), r.steps.size(),
+                               [this](uint32_t pid, uint32_t tid) { return producer_cpu_ns(pid, tid); });
   r.settings = std::move(settings_);
   close_open_phases();
   for (auto& [name, p] : phases_) r.phases.push_back(p);
@@ -62,10 +65,12 @@ RankReport RankEngine::finish() {
 
 void RankEngine::add_warnings(RankReport& r) const {
   auto& w = r.warnings;
-  if (r.source == StepSource::kNone) w.push_back("no steps found: no step events, no ranges matching the step pattern, no data waits");
+  if (r.source == StepSource::kNone) w.push_back("no steps found: no step events, no ranges matching the step pattern, no hand-offs to a trainer thread, no data waits");
   const size_t closed = steps_closed_;
   if (closed > 0 && r.source == StepSource::kDataWaits)
     w.push_back("the last step (from the last data wait to the last event) is partial: closed by the analyzer");
+  else if (closed > 0 && r.source == StepSource::kHandoffs)
+    w.push_back("the last step (from the last hand-off to the last event) is partial: closed by the analyzer");
   else if (closed > 0)
     w.push_back(std::to_string(closed) + " step(s) had no end event; closed at the next step's start or the last event");
   if (finder_.unmatched_ends() > 0) w.push_back(std::to_string(finder_.unmatched_ends()) + " step end event(s) without a begin ignored");

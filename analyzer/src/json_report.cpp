@@ -79,6 +79,24 @@ json loader_json(const DataLoaderReport& l) {
           {"workers", std::move(workers)}, {"epochs", std::move(epochs)}};
 }
 
+json producer_json(const Producer& p) {
+  return {{"pid", p.pid}, {"tid", p.tid}, {"name", p.name}, {"items", p.items},
+          {"cpu_ms", p.cpu_ms}, {"storage_ms", p.storage_ms}};
+}
+
+json feed_json(const FeedReport& f) {
+  json j = {{"found", f.found}, {"path", f.path}, {"channel", f.channel},
+            {"handoffs", f.handoffs}, {"items", f.items}, {"items_per_step", f.items_per_step},
+            {"bytes_per_item", f.bytes_per_item}, {"wait_ms_per_handoff", f.wait_ms_per_handoff},
+            {"cpu_ms_per_item", f.cpu_ms_per_item}, {"storage_ms_per_item", f.storage_ms_per_item},
+            {"busy_ms_per_item", f.busy_ms_per_item}};
+  j["producers"] = json::array();
+  for (const auto& p : f.producers) j["producers"].push_back(producer_json(p));
+  j["relays"] = json::array();
+  for (const auto& p : f.relays) j["relays"].push_back(producer_json(p));
+  return j;
+}
+
 json split_json(uint8_t bits) {
   json a = json::array();
   if (bits & kSplitLineage) a.push_back("lineage");
@@ -133,6 +151,7 @@ json rank_json(const RankReport& r) {
   for (const auto& m : r.settings)
     j["settings"].push_back({{"status", m.status}, {"key", m.key}, {"value", m.value},
                              {"site", m.site}, {"detail", m.detail}});
+  j["feed"] = feed_json(r.feed);
   j["phases"] = json::array();
   for (const auto& p : r.phases)
     j["phases"].push_back({{"name", p.name}, {"count", p.count}, {"total_ms", p.total_ms}});

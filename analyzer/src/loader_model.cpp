@@ -105,7 +105,8 @@ void LoaderModel::on_wait(const Ev& e) {
   if (e.phase != format::kComplete || !any_) return;
   // The shim's reading of the same wait off the queue's pipe: the hook's
   // own wait around __next__ stands for it.
-  if (e.work().worker == static_cast<uint32_t>(format::WaitSource::kPipe)) return;
+  const auto how = static_cast<format::WaitSource>(e.work().worker);
+  if (how == format::WaitSource::kPipe || how == format::WaitSource::kRelay) return;
   const uint64_t batch = e.work().batch != 0 ? e.work().batch : e.corr;
   Wait w{e.start, e.end, batch, e.track, false, 0};
   auto pos = waits_.end();

@@ -52,6 +52,7 @@ std::string_view stage_key(StageKind k) noexcept {
     case StageKind::kPinH2D: return "h2d";
     case StageKind::kTrainerLoad: return "trainer_load";
     case StageKind::kComm: return "comm";
+    case StageKind::kProducers: return "producers";
   }
   return "?";
 }
@@ -88,6 +89,11 @@ constexpr std::array<FigureName, static_cast<size_t>(Fig::kCount)> kFigures = {{
     {Fig::kLargeCollectiveKernels, "large_collective_kernels", ""},
     {Fig::kLargeBusBandwidth, "large_bus_bandwidth", "B/s"},
     {Fig::kUnjoinedCollectiveKernels, "unjoined_collective_kernels", ""},
+    {Fig::kProducers, "producers", ""},
+    {Fig::kRelays, "relays", ""},
+    {Fig::kItemsPerStep, "items_per_step", ""},
+    {Fig::kBytesPerItem, "bytes_per_item", "B"},
+    {Fig::kWaitPerItem, "wait_per_handoff", "ms"},
 }};
 constexpr bool figures_in_order() {
   for (size_t i = 0; i < kFigures.size(); ++i)

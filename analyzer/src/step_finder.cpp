@@ -38,6 +38,7 @@ void StepFinder::on_event(const Ev& e) {
     case Kind::kStep: on_step(e); break;
     case Kind::kRange: on_phase_range(e); on_range(e); break;
     case Kind::kDataWait: on_wait(e); break;
+    case Kind::kChannelHandoff: on_handoff(e); break;
     default: break;
   }
 }
@@ -127,6 +128,13 @@ void StepFinder::on_phase_range(const Ev& e) {
         decided_ ? accept(c) : waits_[e.track].push_back(c);
       }
       if (last != last_wait_start_.end()) last_wait_start_.erase(last);
+      auto h = last_handoff_step_.find(e.track);
+      if (h != last_handoff_step_.end() && e.start > h->second &&
+          (!decided_ || (source_ == StepSource::kHandoffs && e.track == trainer_))) {
+        StepCand c{handoff_steps_[e.track] - 1, h->second, e.start, e.track, false};
+        if (decided_) accept(c);
+      }
+      if (h != last_handoff_step_.end()) last_handoff_step_.erase(h);
     }
     st.push_back(e.name < trace_.names.size() ? e.name : 0);
   } else if (e.phase == format::kEnd && !st.empty()) {
@@ -151,6 +159,65 @@ void StepFinder::add_wait_step(uint32_t track, int64_t a) {
   last_wait_start_[track] = a;
 }
 
+// Every hand-off to a thread may open a step: the first of a group taken
+// together (see handoff_gap) does. Before deciding only the times are kept;
+// the steps are made from them once the gap is known.
+void StepFinder::on_handoff(const Ev& e) {
+  const auto& h = e.channel();
+  const std::pair<uint64_t, uint64_t> pair{uint64_t{h.producer_pid} << 32 | h.producer_tid,
+                                           thread_key(e.track)};
+  if (auto it = handing_.find(pair); it != handing_.end()) {
+    ++it->second;
+  } else if (handing_.size() < kMaxKeptHandoffs) {
+    handing_.emplace(pair, 1);
+  }
+  if (in_phase(e.track)) return;
+  const int64_t asked = h.asked_ns > 0 && h.asked_ns <= e.end ? h.asked_ns : e.end;
+  if (!decided_) {
+    auto& v = handoff_times_[e.track];
+    if (v.size() < kMaxKeptHandoffs) v.push_back(asked);
+    return;
+  }
+  if (source_ == StepSource::kHandoffs && e.track == trainer_) add_handoff_step(e.track, asked);
+}
+
+void StepFinder::add_handoff_step(uint32_t track, int64_t asked) {
+  auto last = last_handoff_.find(track);
+  const bool opens = last == last_handoff_.end() || asked - last->second >= handoff_gap_;
+  if (last == last_handoff_.end() || asked > last->second) last_handoff_[track] = asked;
+  if (!opens) return;
+  auto open = last_handoff_step_.find(track);
+  if (open != last_handoff_step_.end() && asked > open->second)
+    accept({handoff_steps_[track] - 1, open->second, asked, track, false});
+  ++handoff_steps_[track];
+  last_handoff_step_[track] = asked;
+}
+
+int64_t StepFinder::handoff_gap(uint32_t track) const {
+  auto it = handoff_times_.find(track);
+  if (it == handoff_times_.end() || it->second.size() < 4) return 0;
+  std::vector<int64_t> t = it->second;
+  std::sort(t.begin(), t.end());
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
+  std::sort(gaps.begin(), gaps.end());
+  // The largest ratio between neighbouring sorted gaps; a step holds several
+  // hand-offs only when it is a clear jump (×4) and the long gaps recur
+  // (at least 3 of them).
+  double best = 0;
+  size_t at = 0;
+  for (size_t i = 1; i + 2 < gaps.size(); ++i) {
+    const double lo = double(std::max<int64_t>(gaps[i - 1], 1000));  // 1 µs floor
+    const double r = double(gaps[i]) / lo;
+    if (r > best) {
+      best = r;
+      at = i;
+    }
+  }
+  if (best < 4 || at == 0) return 0;
+  return (gaps[at - 1] + gaps[at]) / 2;
+}
+
 uint32_t StepFinder::busiest(const std::map<uint32_t, std::vector<StepCand>>& by_track) const {
   uint32_t best = 0;
   size_t n = 0;
@@ -161,6 +228,56 @@ uint32_t StepFinder::busiest(const std::map<uint32_t, std::vector<StepCand>>& by
     }
   }
   return best;
+}
+
+uint64_t StepFinder::thread_key(uint32_t track) const {
+  if (track >= trace_.tracks.size()) return 0;
+  const TrackDesc& td = trace_.tracks[track];
+  return uint64_t{td.proc < trace_.procs.size() ? trace_.procs[td.proc].pid : 0} << 32 | td.tid;
+}
+
+// The thread whose hand-offs make steps: among the consumers, not one that
+// hands objects on to a third thread (a relay: Pool.imap's result thread;
+// at least a quarter as many as it receives, so that a trainer that handed
+// its pool one task list is none),
+// the process's main thread where it has at least half as many as the
+// busiest (a bounded queue's producer waits for free slots the trainer
+// signals: it is a consumer too), else the busiest; with at least as many
+// hand-offs as the thread waiting most has data waits. kNoTrack when none
+// qualifies.
+uint32_t StepFinder::handoff_consumer() const {
+  auto relays = [&](uint64_t key, size_t received) {
+    uint64_t on = 0;
+    for (auto it = handing_.lower_bound({key, 0}); it != handing_.end() && it->first.first == key;
+         ++it) {
+      // Handing to a thread that does not hand back to it.
+      if (handing_.count({it->first.second, key}) == 0) on += it->second;
+    }
+    return on >= 2 && 4 * on >= received;
+  };
+  uint32_t best = kNoTrack, main = kNoTrack;
+  size_t n = 0, n_main = 0;
+  for (const auto& [track, v] : handoff_times_) {
+    if (track >= trace_.tracks.size() || v.size() < 2) continue;
+    const uint64_t key = thread_key(track);
+    if (relays(key, v.size())) continue;
+    if (v.size() > n) {
+      n = v.size();
+      best = track;
+    }
+    if ((key >> 32) == (key & 0xffffffffu) && v.size() > n_main) {
+      n_main = v.size();
+      main = track;
+    }
+  }
+  if (main != kNoTrack && 2 * n_main >= n) {
+    best = main;
+    n = n_main;
+  }
+  if (best == kNoTrack) return kNoTrack;
+  size_t waits = 0;
+  for (const auto& [track, v] : waits_) waits = std::max(waits, v.size());
+  return n + 1 >= waits ? best : kNoTrack;
 }
 
 void StepFinder::decide() {
@@ -176,6 +293,24 @@ void StepFinder::decide() {
   } else if (has_any(ranges_)) {
     source_ = StepSource::kRanges;
     chosen = &ranges_;
+  } else if (const uint32_t h = handoff_consumer(); h != kNoTrack) {
+    // Hand-offs rather than data waits when the thread waiting most gets an
+    // object at every iteration: its waits are a subset (a trainer that
+    // waits now and then would see steps of several iterations).
+    source_ = StepSource::kHandoffs;
+    trainer_ = h;
+    handoff_gap_ = handoff_gap(h);
+    detail_ = handoff_gap_ > 0 ? "hand-offs to the trainer thread, a step per group taken together"
+                               : "hand-offs to the trainer thread";
+    has_trainer_ = decided_ = true;
+    auto times = std::move(handoff_times_[h]);
+    std::sort(times.begin(), times.end());
+    for (int64_t a : times) add_handoff_step(h, a);
+    steps_.clear();
+    ranges_.clear();
+    waits_.clear();
+    handoff_times_.clear();
+    return;
   } else if (has_any(waits_)) {
     source_ = StepSource::kDataWaits;
     chosen = &waits_;
@@ -212,6 +347,13 @@ std::vector<StepCand> StepFinder::pop_ready(int64_t t) {
 
 void StepFinder::finish(int64_t last_ns) {
   decide();
+  if (source_ == StepSource::kHandoffs) {
+    auto open = last_handoff_step_.find(trainer_);
+    if (open != last_handoff_step_.end() && last_ns > open->second)
+      accept({handoff_steps_[trainer_] - 1, open->second, last_ns, trainer_, true});
+    last_handoff_step_.clear();
+    return;
+  }
   if (source_ == StepSource::kDataWaits) {
     // The last wait opens a step no later wait closes: it runs to the end
     // of the input (a partial step, marked like other analyzer-closed ones).

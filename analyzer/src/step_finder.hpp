@@ -1,8 +1,10 @@
 // Finds the steps of a rank, streaming: from step events, else from user
-// ranges matching the step pattern, else from the period of the trainer
-// thread's data waits. The source is chosen once, from the first window of
-// events (or all of them when the input is shorter); steps then flow out in
-// start order as soon as they are complete.
+// ranges matching the step pattern, else from the hand-offs of objects to
+// the trainer thread (channel messages and relay wake-ups the preload shim
+// records, blocking or not), else from the period of the trainer thread's
+// data waits. The source is chosen once, from the first window of events
+// (or all of them when the input is shorter); steps then flow out in start
+// order as soon as they are complete.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +51,16 @@ class StepFinder {
   void on_range(const Ev& e);
   void on_wait(const Ev& e);
   void on_phase_range(const Ev& e);
+  void on_handoff(const Ev& e);
+  void add_handoff_step(uint32_t track, int64_t asked);
+  // The shortest gap between two hand-offs that starts a step, from the
+  // gaps seen before deciding: 0 when every hand-off opens a step; past
+  // the largest jump between sorted gaps when the trainer takes several
+  // objects per step (inputs and labels, micro-batches).
+  int64_t handoff_gap(uint32_t track) const;
+  uint32_t handoff_consumer() const;
+  static constexpr uint32_t kNoTrack = ~0u;
+  static constexpr size_t kMaxKeptHandoffs = 1u << 16;
   void add_range(uint32_t track, uint32_t name, int64_t a, int64_t b);
   void add_wait_step(uint32_t track, int64_t a);
   void accept(const StepCand& c);
@@ -64,6 +76,16 @@ class StepFinder {
   std::map<uint32_t, std::vector<StepCand>> steps_, ranges_, waits_;  // by track
   std::map<uint32_t, std::vector<Open>> open_steps_, open_ranges_;
   std::map<uint32_t, std::string> range_class_;
+  // Hand-offs to each consumer thread: when its gets began (before
+  // deciding), the last one that opened a step, how many steps they made.
+  std::map<uint32_t, std::vector<int64_t>> handoff_times_;
+  std::map<uint32_t, int64_t> last_handoff_, last_handoff_step_;
+  std::map<uint32_t, uint64_t> handoff_steps_;
+  // Who handed objects to whom (pid << 32 | tid each): a relay's own
+  // receives are not the trainer's.
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> handing_;  // -> count
+  uint64_t thread_key(uint32_t track) const;
+  int64_t handoff_gap_ = 0;
   std::map<uint32_t, int64_t> last_wait_start_;
   std::map<uint32_t, uint64_t> wait_count_;
   // Begin/end ranges open on each track (their names), to tell an open

@@ -190,6 +190,33 @@ class RankBuilder {
     return *this;
   }
 
+  // A channel_handoff on `track` (the consumer): put at `put`, got at
+  // `got`, asked for at `asked` (< 0: = got), from thread `ptid` of
+  // process `ppid` (the preload shim's records, docs/attach-preload.md).
+  struct HandoffOpts {
+    format::ChannelType type = format::ChannelType::kMpQueue;
+    uint64_t channel = 1;
+    uint64_t bytes = 4096;
+  };
+  RankBuilder& channel_handoff(uint32_t track, double put, double got, double asked, uint32_t ppid,
+                       uint32_t ptid, const HandoffOpts& o) {
+    add(Kind::kChannelHandoff, track, put, got);
+    auto& h = t.events.back().channel();
+    h = {};
+    h.channel = o.channel;
+    h.bytes = o.bytes;
+    h.asked_ns = asked < 0 ? ms(got) : ms(asked);
+    h.producer_pid = ppid;
+    h.producer_tid = ptid;
+    h.parts = 1;
+    h.type = o.type;
+    return *this;
+  }
+  RankBuilder& channel_handoff(uint32_t track, double put, double got, double asked, uint32_t ppid,
+                       uint32_t ptid) {
+    return channel_handoff(track, put, got, asked, ppid, ptid, HandoffOpts{});
+  }
+
   analyzer::RankReport analyze(analyzer::AnalyzeOptions o = {}) const { return analyzer::analyze_rank(t, o); }
 
   analyzer::RankTrace t;

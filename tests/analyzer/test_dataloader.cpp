@@ -374,7 +374,7 @@ BOOST_AUTO_TEST_CASE(train_loader_inside_steps_fed_the_optimizer_not_the_validat
   BOOST_TEST(text.str().find("phases (outside steps): eval 1x, 50.0 ms in all") !=
              std::string::npos);
   const auto j = nlohmann::json::parse(json.str());
-  BOOST_TEST(j["schema_minor"].get<int>() == 3);
+  BOOST_TEST(j["schema_minor"].get<int>() == stallscope::analyzer::kSchemaMinor);
   const auto& jr = j["ranks"][0];
   BOOST_TEST(jr["dataloaders"].size() == 2u);
   BOOST_TEST(jr["dataloaders"][1]["fed_optimizer"].get<bool>() == false);

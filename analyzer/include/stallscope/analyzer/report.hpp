@@ -21,8 +21,10 @@ inline constexpr int kSchemaVersion = 1;
 // 1.2: typed stages (collate, trainer_load; workers and busy time per item),
 // the CPU budget's utilization and capacity, no "cpu" stage;
 // 1.3: DataLoader blocks (`dataloaders`), `settings`, `phases`, the exact
-// split, remedies' `try` command.
-inline constexpr int kSchemaMinor = 3;
+// split, remedies' `try` command;
+// 1.4: `feed` (producers behind channels and relays), the `producers`
+// stage, step sources `handoffs`, `inferred`, `whole_trace`.
+inline constexpr int kSchemaMinor = 4;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
@@ -72,12 +74,16 @@ enum class StageKind : uint8_t {
   kPinH2D,       // pinning and host-to-device copies
   kTrainerLoad,  // loading done on the trainer thread itself (no workers)
   kComm,         // collectives (not an input stage)
+  kProducers,    // threads and processes handing the trainer its input through
+                 // channels or relays stallscope did not build (FeedReport)
 };
-inline constexpr size_t kStageCount = 6;
+inline constexpr size_t kStageCount = 7;
 inline constexpr std::array<StageKind, kStageCount> kStages = {
     StageKind::kStorage, StageKind::kPreprocess, StageKind::kCollate,
-    StageKind::kPinH2D,  StageKind::kTrainerLoad, StageKind::kComm};
-// "storage", "preprocessing", "collate", "h2d", "trainer_load", "comm".
+    StageKind::kPinH2D,  StageKind::kTrainerLoad, StageKind::kComm,
+    StageKind::kProducers};
+// "storage", "preprocessing", "collate", "h2d", "trainer_load", "comm",
+// "producers".
 std::string_view stage_key(StageKind k) noexcept;
 
 // A stage's figures. Each has one name and unit in the reports
@@ -96,6 +102,8 @@ enum class Fig : uint8_t {
   // comm
   kCollectiveKernels, kBusBandwidth, kLargeCollectiveKernels, kLargeBusBandwidth,
   kUnjoinedCollectiveKernels,
+  // producers
+  kProducers, kRelays, kItemsPerStep, kBytesPerItem, kWaitPerItem,
   kCount,
 };
 std::string_view figure_key(Fig f) noexcept;   // "bytes_per_batch", …
@@ -219,6 +227,33 @@ struct DataLoaderReport {
   std::vector<LoaderEpoch> epochs;
 };
 
+// Who feeds a trainer through channels or relays stallscope did not build
+// (the preload shim's hand-offs): a multiprocessing queue of forked
+// workers, a loader thread behind a pipe or a condition variable, a pool
+// whose result thread relays the workers' results.
+struct Producer {
+  uint32_t pid = 0, tid = 0;  // tid 0: the whole process (a forked worker)
+  std::string name;           // thread name, or "process PID"
+  uint64_t items = 0;         // objects it handed on (to the trainer or its relay)
+  double cpu_ms = -1;         // on CPU over the run, -1 unknown
+  double storage_ms = 0;      // in storage reads over the run
+};
+struct FeedReport {
+  bool found = false;
+  std::string path;           // e.g. "2 processes -> multiprocessing queue -> thread 12 -> semaphore -> trainer"
+  std::string channel;        // how the trainer gets its objects: "multiprocessing queue", "pipe", …
+  std::vector<Producer> producers;
+  std::vector<Producer> relays;  // threads between the producers and the trainer
+  uint64_t handoffs = 0;      // objects the trainer got
+  uint64_t items = 0;         // objects the producers handed on
+  double items_per_step = 0;
+  double bytes_per_item = 0;
+  double wait_ms_per_handoff = 0;  // the trainer's time from asking to getting
+  // Per item the producers handed on: on CPU, in storage reads, their sum;
+  // -1 where the CPU sampler did not see them.
+  double cpu_ms_per_item = -1, storage_ms_per_item = 0, busy_ms_per_item = -1;
+};
+
 // A `set …` mark (what became of a `stallscope run --set`).
 struct SettingMark {
   std::string status;  // applied, adjusted, refused, unmatched, reassigned
@@ -300,6 +335,7 @@ struct RankReport {
   std::string summary;           // the one-line summary
   std::vector<Remedy> remedies;  // best predicted gain first
   std::vector<DataLoaderReport> dataloaders;  // the DataLoader hooks' loaders, by first use
+  FeedReport feed;                             // producers behind channels and relays
   std::vector<SettingMark> settings;           // `set …` marks, in time order
   std::vector<PhaseStat> phases;               // `phase:*` ranges
   std::vector<std::string> command;            // the trainer's command line (metadata), "" unknown

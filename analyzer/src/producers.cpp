@@ -1,0 +1,213 @@
+#include "producers.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace stallscope::analyzer {
+
+namespace {
+
+using format::ChannelType;
+
+bool relay_type(ChannelType t) { return t == ChannelType::kCondVar || t == ChannelType::kSemaphore; }
+
+const char* type_name(ChannelType t) {
+  switch (t) {
+    case ChannelType::kPipe: return "pipe";
+    case ChannelType::kMpQueue: return "multiprocessing queue";
+    case ChannelType::kSocket: return "socketpair";
+    case ChannelType::kUser: return "queue";
+    case ChannelType::kEventfd: return "eventfd";
+    case ChannelType::kCondVar: return "condition variable";
+    case ChannelType::kSemaphore: return "semaphore";
+    default: return "channel";
+  }
+}
+
+// The channel types of a set of bits, in enum order ("pipe, semaphore").
+std::string types_text(uint32_t bits) {
+  std::string out;
+  for (uint32_t t = 0; t < 32; ++t) {
+    if ((bits >> t & 1) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += type_name(static_cast<ChannelType>(t));
+  }
+  return out.empty() ? "channel" : out;
+}
+
+uint32_t pid_of(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+uint32_t tid_of(uint64_t key) { return static_cast<uint32_t>(key); }
+
+}  // namespace
+
+uint64_t ProducerModel::track_key(uint32_t track) const {
+  if (track >= trace_.tracks.size()) return 0;
+  const TrackDesc& td = trace_.tracks[track];
+  return key(td.proc < trace_.procs.size() ? trace_.procs[td.proc].pid : 0, td.tid);
+}
+
+std::string ProducerModel::thread_name(uint32_t pid, uint32_t tid) const {
+  char buf[64];
+  if (tid == 0) {
+    std::snprintf(buf, sizeof buf, "process %u", pid);
+    return buf;
+  }
+  for (const TrackDesc& td : trace_.tracks) {
+    if (td.type != TrackType::kThread || td.tid != tid) continue;
+    if (td.proc < trace_.procs.size() && trace_.procs[td.proc].pid != pid) continue;
+    if (!td.name.empty()) {
+      std::snprintf(buf, sizeof buf, "thread %u", tid);
+      return std::string(buf) + " (" + td.name + ")";
+    }
+  }
+  std::snprintf(buf, sizeof buf, "thread %u", tid);
+  return buf;
+}
+
+bool ProducerModel::on_handoff(const Ev& e) {
+  const ChannelHandoff& h = e.channel();
+  const uint64_t producer = key(h.producer_pid, h.producer_tid);
+  const uint64_t consumer = track_key(e.track);
+  if (producer == consumer) return false;  // a thread waking itself
+  if (relay_type(h.type)) {
+    if (symmetric_.count(h.channel) != 0) return false;
+    auto it = object_first_.find(h.channel);
+    if (it == object_first_.end()) {
+      if (object_first_.size() < kMaxKeys) object_first_.emplace(h.channel, std::pair{producer, consumer});
+    } else if (it->second.first == consumer && it->second.second == producer) {
+      // Handed both ways: a lock, not data (its first record stays counted).
+      symmetric_.emplace(h.channel, true);
+      return false;
+    }
+  }
+  auto it = pairs_.find({producer, consumer});
+  if (it == pairs_.end()) {
+    if (pairs_.size() >= kMaxKeys) return true;
+    it = pairs_.emplace(std::pair{producer, consumer}, Agg{}).first;
+  }
+  Agg& a = it->second;
+  ++a.count;
+  a.bytes += h.bytes;
+  const int64_t asked = h.asked_ns > 0 && h.asked_ns <= e.end ? h.asked_ns : e.end;
+  a.wait_ns += e.end - asked;
+  a.types |= 1u << (static_cast<uint32_t>(h.type) & 31);
+  return true;
+}
+
+void ProducerModel::on_read(const Ev& e) {
+  const uint64_t k = track_key(e.track);
+  auto it = storage_ns_.find(k);
+  if (it == storage_ns_.end()) {
+    if (storage_ns_.size() >= kMaxKeys) return;
+    it = storage_ns_.emplace(k, 0).first;
+  }
+  it->second += e.dur();
+}
+
+FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const CpuOf& cpu_of) const {
+  FeedReport f;
+  const uint64_t trainer = track_key(trainer_track);
+  const uint32_t trainer_pid = pid_of(trainer);
+  // Who handed to `consumer`, and how much.
+  auto into = [&](uint64_t consumer) {
+    std::vector<std::pair<uint64_t, const Agg*>> v;
+    for (const auto& [pc, a] : pairs_)
+      if (pc.second == consumer) v.push_back({pc.first, &a});
+    return v;
+  };
+  const auto direct = into(trainer);
+  if (direct.empty()) return f;
+  f.found = true;
+  uint32_t trainer_types = 0, upstream_types = 0;
+  uint64_t bytes = 0;
+  int64_t wait_ns = 0;
+  // Producers keyed by process when they live in another one (a forked
+  // worker's feeder thread writes for the whole process).
+  std::map<uint64_t, Producer> producers;
+  auto add_producer = [&](uint64_t k, uint64_t items) {
+    const uint32_t pid = pid_of(k);
+    const uint64_t pk = pid != trainer_pid ? key(pid, 0) : k;
+    Producer& p = producers[pk];
+    p.pid = pid;
+    p.tid = tid_of(pk);
+    p.items += items;
+  };
+  for (const auto& [prod, a] : direct) {
+    f.handoffs += a->count;
+    bytes += a->bytes;
+    wait_ns += a->wait_ns;
+    trainer_types |= a->types;
+    // A relay: a thread that gets what it hands on from others.
+    std::vector<std::pair<uint64_t, const Agg*>> up;
+    for (const auto& x : into(prod))
+      if (x.first != trainer) up.push_back(x);
+    if (!up.empty() && pid_of(prod) == trainer_pid) {
+      Producer r;
+      r.pid = pid_of(prod);
+      r.tid = tid_of(prod);
+      r.items = a->count;
+      f.relays.push_back(r);
+      for (const auto& [u, ua] : up) {
+        add_producer(u, ua->count);
+        upstream_types |= ua->types;
+      }
+    } else {
+      add_producer(prod, a->count);
+    }
+  }
+  for (auto& [k, p] : producers) f.producers.push_back(p);
+  for (auto* v : {&f.producers, &f.relays}) {
+    for (Producer& p : *v) {
+      p.name = thread_name(p.pid, p.tid);
+      const double ns = cpu_of(p.pid, p.tid);
+      p.cpu_ms = ns >= 0 ? ns / 1e6 : -1;
+      for (const auto& [k, s] : storage_ns_)
+        if (pid_of(k) == p.pid && (p.tid == 0 || tid_of(k) == p.tid)) p.storage_ms += double(s) / 1e6;
+    }
+  }
+  f.channel = types_text(trainer_types);
+  for (const Producer& p : f.producers) f.items += p.items;
+  if (steps > 0) f.items_per_step = double(f.items) / double(steps);
+  if (f.handoffs > 0) {
+    f.bytes_per_item = double(bytes) / double(f.handoffs);
+    f.wait_ms_per_handoff = double(wait_ns) / 1e6 / double(f.handoffs);
+  }
+  if (f.items > 0) {
+    double cpu = 0, storage = 0;
+    bool cpu_known = true;
+    for (const Producer& p : f.producers) {
+      cpu_known = cpu_known && p.cpu_ms >= 0;
+      cpu += std::max(p.cpu_ms, 0.0);
+      storage += p.storage_ms;
+    }
+    f.storage_ms_per_item = storage / double(f.items);
+    if (cpu_known) {
+      f.cpu_ms_per_item = cpu / double(f.items);
+      f.busy_ms_per_item = f.cpu_ms_per_item + f.storage_ms_per_item;
+    }
+  }
+  // "2 processes -> multiprocessing queue -> thread 12 (…) -> semaphore -> trainer"
+  size_t procs = 0, threads = 0;
+  for (const Producer& p : f.producers) (p.tid == 0 ? procs : threads) += 1;
+  char buf[96];
+  std::string who;
+  if (procs > 0) {
+    std::snprintf(buf, sizeof buf, "%zu process%s", procs, procs == 1 ? "" : "es");
+    who = buf;
+  }
+  if (threads > 0) {
+    std::snprintf(buf, sizeof buf, "%s%zu thread%s", who.empty() ? "" : " and ", threads,
+                  threads == 1 ? "" : "s");
+    who += buf;
+  }
+  f.path = who;
+  if (!f.relays.empty()) {
+    f.path += " -> " + types_text(upstream_types) + " -> ";
+    for (size_t i = 0; i < f.relays.size(); ++i) f.path += (i ? ", " : "") + f.relays[i].name;
+  }
+  f.path += " -> " + f.channel + " -> trainer";
+  return f;
+}
+
+}  // namespace stallscope::analyzer

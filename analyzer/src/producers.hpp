@@ -1,0 +1,56 @@
+// Who feeds a trainer through channels stallscope did not build: the
+// channel_handoff records of the preload shim (a multiprocessing queue's
+// messages, a pipe's bursts, a condition variable or semaphore a producer
+// signalled). Hand-offs are summed per (producer, consumer) pair; at the
+// end the trainer's producers are found, through one relay where a thread
+// forwards what others handed to it (Pool.imap's result thread), and
+// described as a stage (report.hpp FeedReport).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "stallscope/analyzer/model.hpp"
+#include "stallscope/analyzer/report.hpp"
+
+namespace stallscope::analyzer {
+
+class ProducerModel {
+ public:
+  explicit ProducerModel(const RankTrace& t) : trace_(t) {}
+  // A hand-off; false when it is none: an object two threads handed each
+  // other in both directions (a lock both take and release, the
+  // interpreter's own condition variables) — its later records are dropped.
+  bool on_handoff(const Ev& e);
+  // A storage read: its thread's time blocked in storage.
+  void on_read(const Ev& e);
+  // CPU ns a producer used over the run: (pid, tid), tid 0 = the whole
+  // process; negative when unknown.
+  using CpuOf = std::function<double(uint32_t pid, uint32_t tid)>;
+  // The feed of the thread on `trainer_track` over `steps` steps.
+  FeedReport finish(uint32_t trainer_track, size_t steps, const CpuOf& cpu_of) const;
+
+  static uint64_t key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
+
+ private:
+  struct Agg {
+    uint64_t count = 0, bytes = 0;
+    int64_t wait_ns = 0;  // the consumer's time from asking to getting
+    uint32_t types = 0;   // bits of format::ChannelType
+  };
+  uint64_t track_key(uint32_t track) const;
+  std::string thread_name(uint32_t pid, uint32_t tid) const;
+
+  const RankTrace& trace_;
+  std::map<std::pair<uint64_t, uint64_t>, Agg> pairs_;  // (producer, consumer)
+  // Relay objects (condition variables, semaphores): the first pair seen
+  // on each, and those seen both ways.
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> object_first_;
+  std::map<uint64_t, bool> symmetric_;
+  std::map<uint64_t, int64_t> storage_ns_;  // by thread key
+  static constexpr size_t kMaxKeys = 1u << 16;
+};
+
+}  // namespace stallscope::analyzer
