@@ -150,4 +150,35 @@ BOOST_AUTO_TEST_CASE(step_events_win_over_handoffs) {
   BOOST_TEST(r.feed.items_per_step == 2.0, boost::test_tools::tolerance(0.01));
 }
 
+// Two forked workers, each 30 ms of CPU per item, feed a trainer that works
+// 10 ms per step: the step is 15 ms, a third of it waiting. Three workers
+// keep up (Little's law): the remedy says so, with the step it predicts.
+BOOST_AUTO_TEST_CASE(producers_that_do_not_keep_up_get_more_workers) {
+  RankBuilder b;
+  const uint32_t w1 = b.worker_thread(201), w2 = b.worker_thread(202);
+  const int steps = 40;
+  for (int i = 0; i < steps; ++i) {
+    const double at = 15.0 * i;
+    b.wait(at, at + 5);
+    b.channel_handoff(b.trainer, at + 4.9, at + 5, at, i % 2 ? 202 : 201, i % 2 ? 202 : 201);
+  }
+  // Each worker's process CPU clock: 30 ms per item it made.
+  for (int k = 1; k <= steps / 2; ++k) {
+    b.counter("cpu.process_ns", 30.0 * k, 30e6 * k, 0, w1 - 1);
+    b.counter("cpu.process_ns", 30.0 * k + 1, 30e6 * k, 0, w2 - 1);
+  }
+  b.add(Kind::kRange, b.trainer, 15.0 * steps - 1, 15.0 * steps);  // the last step's work
+  const auto r = b.analyze();
+  BOOST_TEST(static_cast<int>(r.source) == static_cast<int>(StepSource::kHandoffs));
+  BOOST_TEST(r.cause.rfind("input-bound", 0) == 0, r.cause);
+  BOOST_TEST(r.feed.producers.size() == 2u);
+  BOOST_TEST(r.feed.cpu_ms_per_item == 30.0, boost::test_tools::tolerance(0.05));
+  BOOST_REQUIRE(!r.remedies.empty());
+  const auto& m = r.remedies.front();
+  BOOST_TEST(m.id == "more_workers");
+  BOOST_TEST(m.title == "Add producer processes");
+  BOOST_TEST(m.pytorch_knob.find("3 producer processes") == 0, m.pytorch_knob << " / " << m.evidence);
+  BOOST_TEST(m.predicted_step_ms == 10.0, boost::test_tools::tolerance(0.05));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

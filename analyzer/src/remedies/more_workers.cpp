@@ -46,11 +46,70 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   return m;
 }
 
+// Producers behind a channel or relay (FeedReport): the workers that keep
+// up come from Little's law, busy time per item × items per step over the
+// trainer's own time per step; within the idle CPUs unless the producers
+// mostly wait on storage (then more of them overlap their reads).
+std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f) {
+  const Stage* st = c.stage(StageKind::kProducers);
+  const double data = c.data_ms();
+  if (st == nullptr || !st->measured || f.busy_ms_per_item <= 0 || data < 0.1 * c.step_ms)
+    return std::nullopt;
+  const double w = double(f.producers.size());
+  const double per_step = f.busy_ms_per_item * std::max(f.items_per_step, 1e-9);
+  const double trainer_ms = std::max(c.step_ms - data, 0.01 * c.step_ms);
+  // 5 % slack: a measured ratio of 3.02 asks for 3 workers, not 4.
+  const int needed = int(std::ceil(per_step / trainer_ms - 0.05));
+  if (needed <= int(w)) return std::nullopt;  // they keep up on average: not their number
+  const bool storage_bound = f.storage_ms_per_item > 0.5 * f.busy_ms_per_item;
+  const double idle = c.r.cpu.idle_during_stalls;
+  int proposed = needed;
+  bool capped = false;
+  if (!storage_bound && idle >= 0) {
+    const int most = int(w + std::floor(idle + 0.5));
+    if (most < proposed) {
+      proposed = most;
+      capped = true;
+    }
+  }
+  if (proposed <= int(w)) return std::nullopt;
+  const std::string n = std::to_string(proposed);
+  const bool processes = f.producers.front().tid == 0;
+  const std::string what = processes ? "producer processes" : "producer threads";
+  Remedy m = make_remedy(
+      c, "more_workers", "Add " + what, "none",
+      strf("%d %s feeding the trainer (now %.0f)%s", proposed, what.c_str(), w,
+           f.relays.empty() ? "" : strf(": Pool(processes=%d) / ProcessPoolExecutor(max_workers=%d)",
+                                        proposed, proposed).c_str()));
+  const double stall = std::max(0.0, per_step / proposed - trainer_ms);
+  m.predicted_step_ms = c.step_ms - data + std::min(stall, data);
+  m.model = "workers = ceil(busy_per_item * items_per_step / (step - data_stall)), at most "
+            "producers + idle CPUs during stalls unless storage-bound; step - data_stall + "
+            "max(0, busy_per_item * items_per_step / workers - (step - data_stall))";
+  m.evidence = strf("%s: %.0f producer(s) each busy %.2f ms per item (on CPU %.2f, in storage "
+                    "reads %.2f), %.2f item(s) per step; the trainer works %.2f ms per step "
+                    "outside its waits, so %d keep up",
+                    f.path.c_str(), w, f.busy_ms_per_item, f.cpu_ms_per_item, f.storage_ms_per_item,
+                    f.items_per_step, trainer_ms, needed);
+  if (idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", idle);
+  if (capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", proposed);
+  if (storage_bound) m.evidence += "; they mostly wait on storage, so more of them than cores can help";
+  m.inputs = {{"producers", w, ""}, {"suggested_producers", double(proposed), ""},
+              {"producers_needed", double(needed), ""},
+              {"busy_ms_per_item", f.busy_ms_per_item, "ms"},
+              {"items_per_step", f.items_per_step, ""}, {"trainer_ms_per_step", trainer_ms, "ms"},
+              {"idle_cpus_during_stalls", idle, ""}};
+  return m;
+}
+
 class MoreWorkers final : public RemedyRule {
  public:
   std::string_view id() const override { return "more_workers"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     if (const DataLoaderReport* l = fed_loader(c.r)) return for_dataloader(c, *l);
+    if (c.r.feed.found && !c.r.feed.producers.empty()) {
+      if (auto m = for_producers(c, c.r.feed)) return m;
+    }
     const double pre = c.ms(Part::kDataPreprocess);
     const double workers = c.figure(StageKind::kPreprocess, Fig::kWorkers).value_or(0);
     const double idle = c.r.cpu.idle_during_stalls;
