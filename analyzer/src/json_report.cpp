@@ -81,15 +81,16 @@ json loader_json(const DataLoaderReport& l) {
 
 json producer_json(const Producer& p) {
   return {{"pid", p.pid}, {"tid", p.tid}, {"name", p.name}, {"items", p.items},
-          {"cpu_ms", p.cpu_ms}, {"storage_ms", p.storage_ms}};
+          {"cpu_ms", p.cpu_ms}, {"storage_ms", p.storage_ms}, {"interval_ms", p.interval_ms}};
 }
 
 json feed_json(const FeedReport& f) {
   json j = {{"found", f.found}, {"path", f.path}, {"channel", f.channel},
             {"handoffs", f.handoffs}, {"items", f.items}, {"items_per_step", f.items_per_step},
             {"bytes_per_item", f.bytes_per_item}, {"wait_ms_per_handoff", f.wait_ms_per_handoff},
-            {"cpu_ms_per_item", f.cpu_ms_per_item}, {"storage_ms_per_item", f.storage_ms_per_item},
-            {"busy_ms_per_item", f.busy_ms_per_item}};
+            {"waited_share", f.waited_share}, {"cpu_ms_per_item", f.cpu_ms_per_item},
+            {"storage_ms_per_item", f.storage_ms_per_item}, {"other_ms_per_item", f.other_ms_per_item},
+            {"busy_ms_per_item", f.busy_ms_per_item}, {"interval_ms_per_item", f.interval_ms_per_item}};
   j["producers"] = json::array();
   for (const auto& p : f.producers) j["producers"].push_back(producer_json(p));
   j["relays"] = json::array();

@@ -36,6 +36,9 @@ std::string types_text(uint32_t bits) {
   return out.empty() ? "channel" : out;
 }
 
+constexpr int64_t kWaitedNs = 50'000;
+constexpr double kStarved = 0.8;
+
 uint32_t pid_of(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
 uint32_t tid_of(uint64_t key) { return static_cast<uint32_t>(key); }
 
@@ -91,6 +94,9 @@ bool ProducerModel::on_handoff(const Ev& e) {
   a.bytes += h.bytes;
   const int64_t asked = h.asked_ns > 0 && h.asked_ns <= e.end ? h.asked_ns : e.end;
   a.wait_ns += e.end - asked;
+  if (e.end - asked > kWaitedNs) ++a.waited;
+  a.first_put = std::min(a.first_put, e.start);
+  a.last_put = std::max(a.last_put, e.start);
   a.types |= 1u << (static_cast<uint32_t>(h.type) & 31);
   return true;
 }
@@ -125,16 +131,24 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const Cpu
   // Producers keyed by process when they live in another one (a forked
   // worker's feeder thread writes for the whole process).
   std::map<uint64_t, Producer> producers;
-  auto add_producer = [&](uint64_t k, uint64_t items) {
+  std::map<uint64_t, std::pair<int64_t, int64_t>> spans;  // first and last put
+  auto add_producer = [&](uint64_t k, const Agg& a) {
     const uint32_t pid = pid_of(k);
     const uint64_t pk = pid != trainer_pid ? key(pid, 0) : k;
     Producer& p = producers[pk];
     p.pid = pid;
     p.tid = tid_of(pk);
-    p.items += items;
+    p.items += a.count;
+    auto [it, fresh] = spans.try_emplace(pk, a.first_put, a.last_put);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, a.first_put);
+      it->second.second = std::max(it->second.second, a.last_put);
+    }
   };
+  uint64_t waited = 0;
   for (const auto& [prod, a] : direct) {
     f.handoffs += a->count;
+    waited += a->waited;
     bytes += a->bytes;
     wait_ns += a->wait_ns;
     trainer_types |= a->types;
@@ -149,14 +163,18 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const Cpu
       r.items = a->count;
       f.relays.push_back(r);
       for (const auto& [u, ua] : up) {
-        add_producer(u, ua->count);
+        add_producer(u, *ua);
         upstream_types |= ua->types;
       }
     } else {
-      add_producer(prod, a->count);
+      add_producer(prod, *a);
     }
   }
-  for (auto& [k, p] : producers) f.producers.push_back(p);
+  for (auto& [k, p] : producers) {
+    const auto& [first, last] = spans[k];
+    if (p.items >= 2 && last > first) p.interval_ms = double(last - first) / 1e6 / double(p.items - 1);
+    f.producers.push_back(p);
+  }
   for (auto* v : {&f.producers, &f.relays}) {
     for (Producer& p : *v) {
       p.name = thread_name(p.pid, p.tid);
@@ -170,6 +188,7 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const Cpu
   for (const Producer& p : f.producers) f.items += p.items;
   if (steps > 0) f.items_per_step = double(f.items) / double(steps);
   if (f.handoffs > 0) {
+    f.waited_share = double(waited) / double(f.handoffs);
     f.bytes_per_item = double(bytes) / double(f.handoffs);
     f.wait_ms_per_handoff = double(wait_ns) / 1e6 / double(f.handoffs);
   }
@@ -185,6 +204,24 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const Cpu
     if (cpu_known) {
       f.cpu_ms_per_item = cpu / double(f.items);
       f.busy_ms_per_item = f.cpu_ms_per_item + f.storage_ms_per_item;
+    }
+    // A starved trainer (it waited for most objects): every producer was
+    // busy all along, so the time between its items is its time per item —
+    // on CPU, in storage reads, or blocked elsewhere (a network call, a
+    // sleep, a lock) that neither the sampler nor the reads see.
+    double interval = 0, weight = 0;
+    for (const Producer& p : f.producers) {
+      if (p.interval_ms <= 0) continue;
+      interval += p.interval_ms * double(p.items);
+      weight += double(p.items);
+    }
+    if (weight > 0) f.interval_ms_per_item = interval / weight;
+    if (f.waited_share >= kStarved && f.interval_ms_per_item > 0) {
+      const double seen = std::max(f.busy_ms_per_item, 0.0);
+      if (f.interval_ms_per_item > seen) {
+        f.other_ms_per_item = f.interval_ms_per_item - seen;
+        f.busy_ms_per_item = f.interval_ms_per_item;
+      }
     }
   }
   // "2 processes -> multiprocessing queue -> thread 12 (…) -> semaphore -> trainer"

@@ -37,7 +37,9 @@ class ProducerModel {
  private:
   struct Agg {
     uint64_t count = 0, bytes = 0;
+    uint64_t waited = 0;  // hand-offs the consumer waited for (over 50 µs)
     int64_t wait_ns = 0;  // the consumer's time from asking to getting
+    int64_t first_put = INT64_MAX, last_put = INT64_MIN;
     uint32_t types = 0;   // bits of format::ChannelType
   };
   uint64_t track_key(uint32_t track) const;

@@ -193,9 +193,12 @@ void feed(std::ostream& o, const RankReport& r) {
   if (!fr.found || !r.dataloaders.empty()) return;
   o << "producers: " << fr.path << f("; %.2f item(s) per step", fr.items_per_step);
   if (fr.bytes_per_item > 0) o << f(", %.0f KB per hand-off", fr.bytes_per_item / 1e3);
-  if (fr.busy_ms_per_item >= 0)
-    o << f("; per item %.2f ms busy (on CPU %.2f, in storage reads %.2f)", fr.busy_ms_per_item,
+  if (fr.busy_ms_per_item >= 0) {
+    o << f("; per item %.2f ms busy (on CPU %.2f, in storage reads %.2f", fr.busy_ms_per_item,
            fr.cpu_ms_per_item, fr.storage_ms_per_item);
+    if (fr.other_ms_per_item > 0) o << f(", blocked elsewhere %.2f", fr.other_ms_per_item);
+    o << ")";
+  }
   o << f("; the trainer waited %.2f ms per hand-off\n", fr.wait_ms_per_handoff);
   const size_t shown = std::min<size_t>(fr.producers.size(), 8);
   for (size_t i = 0; i < shown; ++i) {
@@ -203,6 +206,7 @@ void feed(std::ostream& o, const RankReport& r) {
     o << "  " << p.name << ": " << p.items << " item(s)";
     if (p.cpu_ms >= 0) o << f(", on CPU %.1f ms", p.cpu_ms);
     if (p.storage_ms > 0) o << f(", in storage reads %.1f ms", p.storage_ms);
+    if (p.interval_ms > 0) o << f(", one every %.2f ms", p.interval_ms);
     o << "\n";
   }
   if (shown < fr.producers.size()) o << "  (" << fr.producers.size() - shown << " more)\n";

@@ -61,11 +61,11 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   // 5 % slack: a measured ratio of 3.02 asks for 3 workers, not 4.
   const int needed = int(std::ceil(per_step / trainer_ms - 0.05));
   if (needed <= int(w)) return std::nullopt;  // they keep up on average: not their number
-  const bool storage_bound = f.storage_ms_per_item > 0.5 * f.busy_ms_per_item;
+  const bool blocked = f.storage_ms_per_item + f.other_ms_per_item > 0.5 * f.busy_ms_per_item;
   const double idle = c.r.cpu.idle_during_stalls;
   int proposed = needed;
   bool capped = false;
-  if (!storage_bound && idle >= 0) {
+  if (!blocked && idle >= 0) {
     const int most = int(w + std::floor(idle + 0.5));
     if (most < proposed) {
       proposed = most;
@@ -84,16 +84,16 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const double stall = std::max(0.0, per_step / proposed - trainer_ms);
   m.predicted_step_ms = c.step_ms - data + std::min(stall, data);
   m.model = "workers = ceil(busy_per_item * items_per_step / (step - data_stall)), at most "
-            "producers + idle CPUs during stalls unless storage-bound; step - data_stall + "
+            "producers + idle CPUs during stalls unless they mostly wait; step - data_stall + "
             "max(0, busy_per_item * items_per_step / workers - (step - data_stall))";
   m.evidence = strf("%s: %.0f producer(s) each busy %.2f ms per item (on CPU %.2f, in storage "
-                    "reads %.2f), %.2f item(s) per step; the trainer works %.2f ms per step "
-                    "outside its waits, so %d keep up",
+                    "reads %.2f, blocked elsewhere %.2f), %.2f item(s) per step; the trainer "
+                    "works %.2f ms per step outside its waits, so %d keep up",
                     f.path.c_str(), w, f.busy_ms_per_item, f.cpu_ms_per_item, f.storage_ms_per_item,
-                    f.items_per_step, trainer_ms, needed);
+                    f.other_ms_per_item, f.items_per_step, trainer_ms, needed);
   if (idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", idle);
   if (capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", proposed);
-  if (storage_bound) m.evidence += "; they mostly wait on storage, so more of them than cores can help";
+  if (blocked) m.evidence += "; they mostly wait (storage, or elsewhere), so more of them than cores can help";
   m.inputs = {{"producers", w, ""}, {"suggested_producers", double(proposed), ""},
               {"producers_needed", double(needed), ""},
               {"busy_ms_per_item", f.busy_ms_per_item, "ms"},

@@ -237,6 +237,7 @@ struct Producer {
   uint64_t items = 0;         // objects it handed on (to the trainer or its relay)
   double cpu_ms = -1;         // on CPU over the run, -1 unknown
   double storage_ms = 0;      // in storage reads over the run
+  double interval_ms = -1;    // mean time between its items (-1: fewer than 2)
 };
 struct FeedReport {
   bool found = false;
@@ -249,9 +250,14 @@ struct FeedReport {
   double items_per_step = 0;
   double bytes_per_item = 0;
   double wait_ms_per_handoff = 0;  // the trainer's time from asking to getting
-  // Per item the producers handed on: on CPU, in storage reads, their sum;
-  // -1 where the CPU sampler did not see them.
-  double cpu_ms_per_item = -1, storage_ms_per_item = 0, busy_ms_per_item = -1;
+  double waited_share = 0;         // hand-offs it waited for (over 50 µs)
+  // Per item the producers handed on: on CPU, in storage reads; blocked
+  // elsewhere (what the time between a producer's items holds beyond those,
+  // counted where the trainer waited for at least 80 % of its objects: the
+  // producers were busy all along); their sum, -1 where the CPU sampler
+  // did not see them. interval: the mean time between a producer's items.
+  double cpu_ms_per_item = -1, storage_ms_per_item = 0, other_ms_per_item = 0;
+  double busy_ms_per_item = -1, interval_ms_per_item = -1;
 };
 
 // A `set …` mark (what became of a `stallscope run --set`).
