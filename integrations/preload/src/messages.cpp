@@ -32,6 +32,7 @@ struct Message {
   uint32_t channel = 0;
   uint32_t parts = 0;
   uint64_t left = 0;       // mp payload bytes not read yet
+  uint64_t unfilled = 0;   // what the last read asked for and did not get
   uint64_t bytes = 0;
   uint64_t requested = 0;  // ticks: the get began (first read or its poll)
   uint64_t last_end = 0;   // ticks: the last read ended
@@ -135,8 +136,10 @@ uint64_t be64(const void* p) noexcept {
 }
 
 // The read adds to the message in progress.
-void add_part(uint64_t got, uint64_t t0, uint64_t t1, const ChannelWrite& w) noexcept {
+void add_part(uint64_t asked, uint64_t got, uint64_t t0, uint64_t t1,
+              const ChannelWrite& w) noexcept {
   Message& m = t_msg;
+  m.unfilled = asked > got ? asked - got : 0;
   ++m.parts;
   m.bytes += got;
   m.blocked += t1 - t0;
@@ -153,7 +156,7 @@ bool continues(int fd, uint32_t channel, const void* buf, uint64_t asked, ssize_
   switch (m.stage) {
     case Stage::kMpLength:
       if (asked != 8 || got != 8 || buf == nullptr) return false;
-      add_part(got, t0, t1, w);
+      add_part(asked, got, t0, t1, w);
       m.left = be64(buf);
       m.stage = Stage::kMpPayload;
       m.mp_started = true;
@@ -162,15 +165,20 @@ bool continues(int fd, uint32_t channel, const void* buf, uint64_t asked, ssize_
     case Stage::kMpPayload:
       // Connection._recv asks for exactly what is left each time.
       if (asked != m.left || got > m.left) return false;
-      add_part(got, t0, t1, w);
+      add_part(asked, got, t0, t1, w);
       m.left -= got;
       m.mp_started = true;
       if (m.left == 0) finish(format::ChannelType::kMpQueue);
       return true;
     case Stage::kBurst:
-      if (channel_type(channel) == format::ChannelType::kEventfd) return false;
-      if (t0 < m.last_end || ns_of(t0 - m.last_end) >= kBurstGapNs) return false;
-      add_part(got, t0, t1, w);
+      // A read asking for exactly what the last one left unfilled is the
+      // rest of the reader's buffer, however late it comes (a preempted
+      // reader); any other read must follow closely.
+      if ((m.unfilled == 0 || asked != m.unfilled) &&
+          (t0 < m.last_end || ns_of(t0 - m.last_end) >= kBurstGapNs)) {
+        return false;
+      }
+      add_part(asked, got, t0, t1, w);
       return true;
     case Stage::kNone:
       break;
@@ -200,7 +208,7 @@ void start(int fd, uint32_t channel, const void* buf, uint64_t asked, ssize_t re
   m.channel = channel;
   m.requested = requested;
   m.stage = Stage::kBurst;
-  add_part(static_cast<uint64_t>(result), t0, t1, w);
+  add_part(asked, static_cast<uint64_t>(result), t0, t1, w);
   m.blocked += poll_ticks;
   const format::ChannelType type = channel_type(channel);
   if (type == format::ChannelType::kEventfd) {

@@ -10,7 +10,6 @@
 #include "shim.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
-#include "recorder/inline_events.hpp"
 
 namespace stallscope::preload {
 
@@ -194,9 +193,9 @@ void relay_wait_end(const SyncWait& w) noexcept {
   const auto ns = static_cast<double>(t1 - w.t0) * ns_per_tick();
   if (ns < static_cast<double>(config().wait_min_ns)) return;
   if (!confirmed(s, w, me, producer)) return;
-  // A condition variable's wait returns holding the caller's mutex: no
-  // allocation then, so a thread without a trace buffer yet records none.
-  if (w.kind == SyncKind::kCond && stallscope::detail::t_buf == nullptr) return;
+  // The record path (a confirmed relay, after a wait of at least wait_min)
+  // is the only one that may allocate: the thread's first record creates
+  // its trace buffer in the recorder, once per thread.
   record_relay(w, producer, put, t1);
 }
 
