@@ -109,6 +109,7 @@ struct Ev {
   format::IoExt io{};
   format::WorkExt work{};
   format::RangeExt range{};
+  format::ChannelHandoffExt handoff{};
 };
 
 struct FileInfo {
@@ -152,6 +153,7 @@ inline RunTrace load_run(const std::string& dir) {
       if (e.has(format::Ext::kIo)) ev.io = e.io;
       if (e.has(format::Ext::kWork)) ev.work = e.work;
       if (e.has(format::Ext::kRange)) ev.range = e.range;
+      if (e.has(format::Ext::kChannelHandoff)) ev.handoff = e.channel_handoff;
       t.events.push_back(ev);
     }
     fi.status = r.status();

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "stallscope/format.hpp"
+
 namespace stallscope::preload {
 
 enum ChannelWriter : uint8_t {
@@ -19,10 +21,23 @@ enum ChannelWriter : uint8_t {
 // Maps the board (constructor); false when mmap failed (no channel is then
 // recognised and pipe waits are not recorded).
 bool channels_init() noexcept;
-// A new channel slot (0 = none left or no board).
-uint32_t channel_new() noexcept;
-// Called on every write into a channel: sets the writer bit once.
+// A new channel slot (0 = none left or no board); `type` is kPipe,
+// kSocket (a socketpair) or kEventfd.
+uint32_t channel_new(format::ChannelType type) noexcept;
+// Called on every write into a channel, before the write: sets the writer
+// bit once and notes this thread and the tick as the channel's last write.
 void channel_note_write(uint32_t channel) noexcept;
+// The channel's last write (zeros when unknown). The three fields are
+// stored apart: under concurrent writers they may come from two writes.
+struct ChannelWrite {
+  uint32_t pid = 0, tid = 0;
+  uint64_t tick = 0;
+};
+ChannelWrite channel_last_write(uint32_t channel) noexcept;
+format::ChannelType channel_type(uint32_t channel) noexcept;
+// A stable id for hand-off records: the creator's pid (high 32 bits) and
+// the board slot (low 32), unique within the process tree.
+uint64_t channel_stable_id(uint32_t channel) noexcept;
 // Fork child: the cached thread id is the parent's.
 void channels_reset_tid_after_fork() noexcept;
 // ChannelWriter bits seen so far, excluding writes by `reader_tid` itself.

@@ -1,7 +1,7 @@
 // The recording side of every read wrapper: look the descriptor up, time
 // the call, and record a storage read (regular files, network sockets:
-// socket_reads.hpp) or a data wait (a blocking read of a producer's
-// channel).
+// socket_reads.hpp) or a part of a message on a producer's channel
+// (messages.hpp: hand-offs and data waits).
 //
 // The common case — an unclassified read of a known regular file — is
 // inline in the wrapper, with no call besides the real function's: the
@@ -43,8 +43,12 @@ class ReadScope {
  public:
   // `offset` is the file offset, or kTablePosition for calls that use and
   // advance the descriptor's position. `len` is the bytes asked for.
-  // `nowait`: the call cannot block (MSG_DONTWAIT), so it is no data wait.
-  ReadScope(int fd, uint64_t offset, uint64_t len, bool nowait = false) noexcept : fd_(fd) {
+  // `nowait`: the call cannot block (MSG_DONTWAIT). `buf`: where the bytes
+  // land (contiguous for at least min(len, 8) bytes), or nullptr; read only
+  // for channels, whose messages are framed from their first bytes
+  // (messages.hpp).
+  ReadScope(int fd, uint64_t offset, uint64_t len, bool nowait = false,
+            const void* buf = nullptr) noexcept : fd_(fd) {
     if (__builtin_expect(!guard_.entered() || !enabled() || !fd_table().read(fd, &info_), 0)) {
       return;
     }
@@ -55,7 +59,7 @@ class ReadScope {
       active_ = true;
       t0_ = ticks_now();
     } else {
-      begin_other(offset, len, nowait);
+      begin_other(offset, len, nowait, buf);
     }
   }
   // Records the call that returned `result` (bytes, or -1). Leaves errno
@@ -118,7 +122,7 @@ class ReadScope {
   // Out of line (io.cpp): a descriptor not seen yet or a channel; the end
   // of the classification countdown; the page-cache state before and after
   // a classified read; every other ending.
-  void begin_other(uint64_t offset, uint64_t len, bool nowait) noexcept;
+  void begin_other(uint64_t offset, uint64_t len, bool nowait, const void* buf) noexcept;
   static bool classify_due(uint64_t len) noexcept;
   void begin_classified(uint64_t len) noexcept;
   void classified_verdict(uint64_t bytes) noexcept;
@@ -131,8 +135,9 @@ class ReadScope {
   bool advance_ = false;
   bool classify_ = false;
   bool cache_known_ = false;
-  uint64_t offset_ = 0;
+  uint64_t offset_ = 0;   // a channel's read: the bytes asked for
   uint64_t t0_ = 0;
+  const void* buf_ = nullptr;  // a channel's read: its buffer
   int64_t ns0_ = 0;
   CacheVerdict cache_;
 };
@@ -140,8 +145,9 @@ class ReadScope {
 // Looks `fd` up, classifying it at first use. False when untracked.
 bool lookup_fd(int fd, FdInfo* info) noexcept;
 
-// A blocking wait on several descriptors (poll, select, epoll_wait):
-// recorded as a data wait when one of them is a producer's channel.
+// A blocking wait on several descriptors (poll, select, epoll_wait): when
+// one of them is a producer's channel, the start of the message read next
+// (messages.hpp), whose data wait it then is part of.
 class WaitScope {
  public:
   WaitScope() noexcept;
@@ -153,13 +159,10 @@ class WaitScope {
  private:
   Guard guard_;
   uint32_t channel_ = 0;
+  bool epoll_ = false;       // channel_ is one of those an epoll instance watches
   int socket_ = -1;          // the one network socket waited on for input
   bool sockets_ = false;     // more than one: the wait is no single read's
   uint64_t t0_ = 0;
 };
-
-// Records [t0, now) as a data wait on `channel` if its writers are
-// producers and it lasted long enough.
-void record_channel_wait(uint32_t channel, uint64_t t0) noexcept;
 
 }  // namespace stallscope::preload

@@ -9,9 +9,10 @@ thread_local bool t_resolving __attribute__((tls_model("initial-exec"))) = false
 
 bool resolving() noexcept { return t_resolving; }
 
-void* resolve_next(const char* name) noexcept {
+void* resolve_next(const char* name, const char* version) noexcept {
   t_resolving = true;
-  void* p = ::dlsym(RTLD_NEXT, name);
+  void* p = version != nullptr ? ::dlvsym(RTLD_NEXT, name, version) : nullptr;
+  if (p == nullptr) p = ::dlsym(RTLD_NEXT, name);
   t_resolving = false;
   return p;
 }

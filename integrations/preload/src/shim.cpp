@@ -94,6 +94,7 @@ void load_shim_config() noexcept {
   g_config.wait_min_ns = env_u32("STALLSCOPE_PRELOAD_WAIT_MIN_US", 20, 0, 1000000) * 1000u;
   g_config.socket_min_ns = env_u32("STALLSCOPE_PRELOAD_SOCKET_MIN_US", 20, 0, 1000000) * 1000u;
   g_config.socket_reads = env_on_off("STALLSCOPE_PRELOAD_SOCKETS", true);
+  g_config.relays = env_on_off("STALLSCOPE_PRELOAD_RELAYS", true);
   const char* direct = std::getenv("STALLSCOPE_PRELOAD_DIRECT");
   if (direct != nullptr && std::strcmp(direct, "off") == 0) {
     g_config.direct_reads = false;

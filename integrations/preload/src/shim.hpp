@@ -20,6 +20,7 @@ struct ShimConfig {
   bool direct_reads = true;     // STALLSCOPE_PRELOAD_DIRECT=on|off (direct_read.hpp)
   bool socket_reads = true;     // STALLSCOPE_PRELOAD_SOCKETS=on|off (socket_reads.hpp)
   uint32_t socket_min_ns = 20000; // STALLSCOPE_PRELOAD_SOCKET_MIN_US: shorter reads are summed
+  bool relays = true;           // STALLSCOPE_PRELOAD_RELAYS=on|off (relays.hpp)
 };
 
 // False until the constructor ran, and for good in an excluded program;

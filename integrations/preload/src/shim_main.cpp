@@ -18,6 +18,8 @@
 #include "direct_read.hpp"
 #include "env_policy.hpp"
 #include "fault_sampler.hpp"
+#include "messages.hpp"
+#include "relays.hpp"
 #include "shim.hpp"
 #include "socket_reads.hpp"
 #include "stallscope/clock.hpp"
@@ -27,7 +29,6 @@ extern "C" char* program_invocation_short_name;
 
 namespace stallscope::preload {
 
-void io_reset_tid_after_fork() noexcept;
 void resolve_recorder_exit() noexcept;
 
 namespace {
@@ -74,10 +75,14 @@ void claim_injection() {
 void after_fork_child_handler() {
   set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));
   channels_reset_tid_after_fork();
-  io_reset_tid_after_fork();
+  messages_after_fork();
+  relays_after_fork();
   socket_reads_after_fork();
   fault_sampler_forget_after_fork();
 }
+
+// The exiting thread's message in progress (messages.hpp).
+void flush_at_exit() { channel_flush_thread(); }
 
 __attribute__((constructor)) void shim_constructor() {
   set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));
@@ -99,6 +104,9 @@ __attribute__((constructor)) void shim_constructor() {
     stallscope_init();
     fault_sampler_arm();
   }
+  // After the recorder's own handler, so run before it closes the file.
+  std::atexit(flush_at_exit);
+  relays_init();
   g_active.store(true, std::memory_order_release);
 }
 

@@ -12,6 +12,7 @@
 #include "channels.hpp"
 #include "classify.hpp"
 #include "fd_table.hpp"
+#include "messages.hpp"
 #include "real.hpp"
 #include "shim.hpp"
 #include "socket_reads.hpp"
@@ -98,11 +99,11 @@ int duplicated(int from, int to) {
   return to;
 }
 
-void new_channel(int a, int b) {
+void new_channel(int a, int b, stallscope::format::ChannelType type) {
   if (!owns_table()) return;
   pl::FdInfo info;
   info.kind = pl::FdKind::kChannel;
-  info.channel = pl::channel_new();
+  info.channel = pl::channel_new(type);
   if (info.channel == 0) info.kind = pl::FdKind::kForeign;
   pl::fd_table().write(a, info);
   if (b >= 0) pl::fd_table().write(b, info);
@@ -119,6 +120,7 @@ int do_close(Real& real, int fd) {
   // number, and its entry must not be wiped after the fact.
   if (owns_table()) {
     pl::socket_reads_closing(fd);
+    pl::channel_closing(fd);
     pl::fd_table().forget(fd);
   }
   return fn(fd);
@@ -217,12 +219,12 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
 
 EXPORT int pipe(int fds[2]) {
   const int r = real_pipe.get()(fds);
-  if (r == 0) new_channel(fds[0], fds[1]);
+  if (r == 0) new_channel(fds[0], fds[1], stallscope::format::ChannelType::kPipe);
   return r;
 }
 EXPORT int pipe2(int fds[2], int flags) {
   const int r = real_pipe2.get()(fds, flags);
-  if (r == 0) new_channel(fds[0], fds[1]);
+  if (r == 0) new_channel(fds[0], fds[1], stallscope::format::ChannelType::kPipe);
   if (r == 0 && (flags & O_NONBLOCK) && owns_table()) {
     pl::fd_table().add_flags(fds[0], pl::kNonBlocking);
   }
@@ -230,7 +232,7 @@ EXPORT int pipe2(int fds[2], int flags) {
 }
 EXPORT int socketpair(int domain, int type, int proto, int fds[2]) {
   const int r = real_socketpair.get()(domain, type, proto, fds);
-  if (r == 0) new_channel(fds[0], fds[1]);
+  if (r == 0) new_channel(fds[0], fds[1], stallscope::format::ChannelType::kSocket);
   if (r == 0 && (type & SOCK_NONBLOCK) && owns_table()) {
     pl::fd_table().add_flags(fds[0], pl::kNonBlocking);
     pl::fd_table().add_flags(fds[1], pl::kNonBlocking);
@@ -251,7 +253,7 @@ EXPORT int socket(int domain, int type, int proto) {
 }
 EXPORT int eventfd(unsigned init, int flags) {
   const int fd = real_eventfd.get()(init, flags);
-  if (fd >= 0) new_channel(fd, -1);
+  if (fd >= 0) new_channel(fd, -1, stallscope::format::ChannelType::kEventfd);
   if (fd >= 0 && (flags & EFD_NONBLOCK) && owns_table()) {
     pl::fd_table().add_flags(fd, pl::kNonBlocking);
   }

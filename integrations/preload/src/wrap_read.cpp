@@ -55,17 +55,25 @@ uint64_t iov_bytes(const iovec* iov, int n) {
   return sum;
 }
 
+// The first buffer of a vector read, where a message's first bytes land
+// (ReadScope: contiguous for min(len, 8) bytes).
+const void* first_buf(const iovec* iov, int n) {
+  if (iov == nullptr || n < 1) return nullptr;
+  return n == 1 || iov[0].iov_len >= 8 ? iov[0].iov_base : nullptr;
+}
+
 uint64_t at(off64_t off) { return off < 0 ? kTablePosition : static_cast<uint64_t>(off); }
 
 // ReadScope keeps the errno the call set (io.hpp): no save here.
 template <typename Real, typename... Args>
-inline ssize_t traced(Real& real, int fd, uint64_t offset, uint64_t len, Args... args) {
+inline ssize_t traced(Real& real, const void* buf, int fd, uint64_t offset, uint64_t len,
+                      Args... args) {
   auto fn = real.get();
   if (__builtin_expect(fn == nullptr, 0)) {
     errno = ENOSYS;
     return -1;
   }
-  ReadScope scope(fd, offset, len);
+  ReadScope scope(fd, offset, len, false, buf);
   const ssize_t n = fn(fd, args...);
   scope.done(n);
   return n;
@@ -82,7 +90,7 @@ inline ssize_t traced_read(Real& real, bool fits, int fd, void* buf, size_t n, A
     errno = ENOSYS;
     return -1;
   }
-  ReadScope scope(fd, kTablePosition, n);
+  ReadScope scope(fd, kTablePosition, n, false, buf);
   const ssize_t got = __builtin_expect(scope.direct() && fits, 1) ? direct::read(fd, buf, n)
                                                                    : fn(fd, buf, n, args...);
   scope.done(got);
@@ -122,7 +130,7 @@ EXPORT ssize_t read(int fd, void* buf, size_t n) {
   return traced_read(real_read, true, fd, buf, n);
 }
 EXPORT ssize_t __read(int fd, void* buf, size_t n) {
-  return traced(real___read, fd, kTablePosition, n, buf, n);
+  return traced(real___read, buf, fd, kTablePosition, n, buf, n);
 }
 EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
   return traced_read(real___read_chk, n <= buflen, fd, buf, n, buflen);
@@ -143,19 +151,20 @@ EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t bu
   return traced_pread(real___pread64_chk, n <= buflen, fd, buf, n, off, buflen);
 }
 EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
-  return traced(real_readv, fd, kTablePosition, iov_bytes(iov, cnt), iov, cnt);
+  return traced(real_readv, first_buf(iov, cnt), fd, kTablePosition, iov_bytes(iov, cnt), iov,
+                cnt);
 }
 EXPORT ssize_t preadv(int fd, const iovec* iov, int cnt, off_t off) {
-  return traced(real_preadv, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off);
+  return traced(real_preadv, nullptr, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off);
 }
 EXPORT ssize_t preadv64(int fd, const iovec* iov, int cnt, off64_t off) {
-  return traced(real_preadv64, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off);
+  return traced(real_preadv64, nullptr, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off);
 }
 EXPORT ssize_t preadv2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
-  return traced(real_preadv2, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off, flags);
+  return traced(real_preadv2, nullptr, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off, flags);
 }
 EXPORT ssize_t preadv64v2(int fd, const iovec* iov, int cnt, off64_t off, int flags) {
-  return traced(real_preadv64v2, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off, flags);
+  return traced(real_preadv64v2, nullptr, fd, at(off), iov_bytes(iov, cnt), iov, cnt, off, flags);
 }
 
 // Cancelling a thread ends direct reads for good (direct_read.hpp), before

@@ -1,6 +1,8 @@
 // Channel traffic: writes mark who feeds a channel (a producer thread or a
-// forked worker); blocking receives and polls on such a channel become
-// data waits. Reads of channels go through the read wrappers. Receives
+// forked worker) and when; receives on such a channel are assembled into
+// messages, each a hand-off and, when it blocked, a data wait
+// (messages.hpp), and a blocking poll of it is the start of the message
+// read next. Reads of channels go through the read wrappers. Receives
 // from network sockets are storage reads (socket_reads.hpp), and a poll
 // for one socket's input is the wait of the read that follows it.
 #include <poll.h>
@@ -55,9 +57,9 @@ void writing(int fd) {
 // of a network socket. MSG_PEEK leaves the bytes for the next receive, which
 // records them: not traced.
 template <typename R, typename Fn>
-R received(int fd, uint64_t len, int flags, Fn call) {
+R received(int fd, const void* buf, uint64_t len, int flags, Fn call) {
   if (flags & MSG_PEEK) return call();
-  pl::ReadScope scope(fd, pl::kTablePosition, len, (flags & MSG_DONTWAIT) != 0);
+  pl::ReadScope scope(fd, pl::kTablePosition, len, (flags & MSG_DONTWAIT) != 0, buf);
   const R r = call();
   scope.done(r);  // keeps the errno the call set (io.hpp)
   return r;
@@ -137,27 +139,33 @@ EXPORT ssize_t sendmsg(int fd, const msghdr* m, int flags) {
 #define HOT_EXPORT STALLSCOPE_SHIM_EXPORT __attribute__((hot))
 
 HOT_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  return received<ssize_t>(fd, n, flags, [&] { return real_recv.get()(fd, buf, n, flags); });
+  return received<ssize_t>(fd, buf, n, flags, [&] { return real_recv.get()(fd, buf, n, flags); });
 }
 HOT_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
-  return received<ssize_t>(fd, n, flags,
+  return received<ssize_t>(fd, buf, n, flags,
                            [&] { return real___recv_chk.get()(fd, buf, n, buflen, flags); });
 }
 HOT_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* a, socklen_t* al) {
-  return received<ssize_t>(fd, n, flags,
+  return received<ssize_t>(fd, buf, n, flags,
                            [&] { return real_recvfrom.get()(fd, buf, n, flags, a, al); });
 }
 HOT_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* a,
                               socklen_t* al) {
   return received<ssize_t>(
-      fd, n, flags, [&] { return real___recvfrom_chk.get()(fd, buf, n, buflen, flags, a, al); });
+      fd, buf, n, flags, [&] { return real___recvfrom_chk.get()(fd, buf, n, buflen, flags, a, al); });
 }
 HOT_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) {
   uint64_t len = 0;
   for (size_t i = 0; m != nullptr && m->msg_iov != nullptr && i < m->msg_iovlen; ++i) {
     len += m->msg_iov[i].iov_len;
   }
-  return received<ssize_t>(fd, len, flags, [&] { return real_recvmsg.get()(fd, m, flags); });
+  const void* first = nullptr;
+  if (m != nullptr && m->msg_iov != nullptr && m->msg_iovlen >= 1 &&
+      (m->msg_iovlen == 1 || m->msg_iov[0].iov_len >= 8)) {
+    first = m->msg_iov[0].iov_base;
+  }
+  return received<ssize_t>(fd, first, len, flags,
+                           [&] { return real_recvmsg.get()(fd, m, flags); });
 }
 
 EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
