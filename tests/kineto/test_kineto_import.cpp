@@ -442,8 +442,7 @@ BOOST_AUTO_TEST_CASE(missing_fields_skip_the_event_or_fail_the_file) {
 
   std::string e = import_error(
       [] { import_text(R"({"schemaVersion": 1, "deviceProperties": []})", "empty.json"); });
-  BOOST_TEST(e.find("empty.json") != std::string::npos, e);
-  BOOST_TEST(e.find("traceEvents") != std::string::npos, e);
+  BOOST_TEST(e == "empty.json: JSON without \"traceEvents\": not a PyTorch profiler trace", e);
   e = import_error(
       [] { import_text(R"({"schemaVersion": 1, "traceEvents": {"a": 1}})", "obj.json"); });
   BOOST_TEST(e.find("\"traceEvents\" is not an array") != std::string::npos, e);

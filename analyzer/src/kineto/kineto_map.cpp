@@ -367,6 +367,12 @@ void Mapper::add_inferred_steps() {
   }
   InferredSteps inf = infer_steps(host_recs_, kernel_recs_, first, last);
   if (inf.steps.empty()) return;
+  for (const Ev& ev : t_.events) {  // no host range: the thread launching the kernels
+    if (inf.has_track) break;
+    if (ev.kind != Kind::kApiCall && ev.kind != Kind::kSync) continue;
+    inf.track = ev.track;
+    inf.has_track = true;
+  }
   if (!inf.has_track) inf.track = scope_.add_track({0, TrackType::kThread, 0, 0, "steps (inferred)"});
   for (size_t i = 0; i < inf.steps.size(); ++i) {
     Ev ev = Ev::span(Kind::kStep, inf.track, inf.steps[i].first, inf.steps[i].second);
