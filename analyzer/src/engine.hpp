@@ -74,6 +74,7 @@ class RankEngine {
   void add_phase(uint32_t name, int64_t a, int64_t b);
   void close_open_phases();  // at the end of input: a phase training never closed
   void finalize(const StepCand& c);
+  void take_ops(int64_t a, int64_t b, StepInputs& in) const;
   void trim(int64_t before);
   DataSplit split_stall(const Ivs& stall, int64_t s, int64_t e);
   DataSplit split_by_lineage(const Ivs& piece, const WaitRec& w, bool* ok);

@@ -102,7 +102,11 @@ struct Compared {
   analyzer::RankReport marked, inferred;
 };
 
-Compared compare(const std::string& marked_json, const std::string& bare_json) {
+// `floor_ms`: where steps last well under a millisecond (the recorded
+// loader-bound trace's prefetched batches), the p50 may also differ by the
+// few tens of µs between prof.step() and the DataLoader call that opens a step.
+Compared compare(const std::string& marked_json, const std::string& bare_json,
+                 double floor_ms = 0) {
   const auto m = import(marked_json, "marked.json");
   const auto b = import(bare_json, "bare.json");
   BOOST_TEST(m.stats.steps > 0u);
@@ -116,7 +120,10 @@ Compared compare(const std::string& marked_json, const std::string& bare_json) {
                                 << k << " steps, p50 " << c.inferred.step_p50_ms << " ms from "
                                 << c.inferred.source_detail << "; cause " << c.inferred.cause);
   BOOST_TEST(std::abs(n - k) <= 1, "marked " << n << " steps, inferred " << k);
-  BOOST_TEST(c.inferred.step_p50_ms == c.marked.step_p50_ms, boost::test_tools::tolerance(0.05));
+  const double off = std::abs(c.inferred.step_p50_ms - c.marked.step_p50_ms);
+  BOOST_TEST((off <= 0.05 * c.marked.step_p50_ms || off <= floor_ms),
+             "step p50 " << c.inferred.step_p50_ms << " ms inferred, " << c.marked.step_p50_ms
+                         << " ms marked");
   BOOST_TEST(c.inferred.steady_steps > 0u);
   return c;
 }
@@ -200,7 +207,7 @@ BOOST_AUTO_TEST_CASE(recorded_cpu_traces_stripped_of_steps_give_the_same_steps,
   for (const char* name : {"cpu_loader_bound.json.gz", "cpu_compute_bound.json.gz"}) {
     BOOST_TEST_CONTEXT(name) {
       const std::string marked = read_gz(dir / name);
-      const Compared c = compare(marked, strip_steps(marked));
+      const Compared c = compare(marked, strip_steps(marked), 0.05);
       // A range every step holds once (the DataLoader's __next__, or an
       // operator the loop calls once, like zero_): torch 1.13's autograd
       // profiler writes no categories to tell annotations from operators.

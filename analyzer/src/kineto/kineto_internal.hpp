@@ -114,6 +114,7 @@ class Mapper {
   uint32_t device_track(const RawEvent& e);
   void push(Ev ev);
   void add_inferred_steps();
+  void trainer_ops();
 
   ImportedRank& out_;
   RankTrace& t_;

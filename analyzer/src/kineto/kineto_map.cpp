@@ -338,6 +338,7 @@ void Mapper::finish() {
     ev.coll().seq = ++seq[ev.coll().comm];
   }
   if (out_.stats.steps == 0) add_inferred_steps();
+  trainer_ops();
   host_recs_ = {};
   kernel_recs_ = {};
   out_.schema = !saw_cat_ ? Schema::kAutograd
@@ -351,6 +352,37 @@ void Mapper::finish() {
                             " NCCL collective(s) with an impossible message size (past 1 TiB) "
                             "count as time only, with no bandwidth; the first: " +
                             out_.stats.first_implausible);
+}
+
+// The CPU operators of the thread holding the steps, as one union: what a
+// trace without device activity counts as compute (docs/kineto-import.md).
+void Mapper::trainer_ops() {
+  uint32_t track = 0;
+  bool found = false;
+  for (const Ev& ev : t_.events)
+    if (ev.kind == Kind::kStep) {
+      track = ev.track;
+      found = true;
+      break;
+    }
+  if (!found) return;
+  auto& ops = t_.trainer_ops;
+  for (const HostRec& h : host_recs_) {
+    // Operators (the autograd profiler writes no categories: all but its
+    // DataLoader waits); a DataLoader wait is a data stall, never compute.
+    if (h.track != track || (h.cat != Cat::kHostOp && h.cat != Cat::kNone)) continue;
+    if (h.name.starts_with("enumerate(DataLoader)#") || h.b <= h.a) continue;
+    ops.push_back({h.a, h.b});
+  }
+  std::sort(ops.begin(), ops.end());
+  size_t n = 0;
+  for (const auto& x : ops) {
+    if (n > 0 && x.first <= ops[n - 1].second)
+      ops[n - 1].second = std::max(ops[n - 1].second, x.second);
+    else
+      ops[n++] = x;
+  }
+  ops.resize(n);
 }
 
 // No ProfilerStep#N: steps inferred from what repeats (kineto_steps.cpp),

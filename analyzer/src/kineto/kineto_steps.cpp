@@ -122,11 +122,13 @@ bool from_family(const std::vector<const HostRec*>& recs, InferredSteps& out) {
     const std::vector<int64_t>* best = pick_family(fam, &name);
     if (best == nullptr) continue;
     const auto& s = *best;
-    std::vector<int64_t> d_starts;
-    for (size_t i = 1; i < s.size(); ++i) d_starts.push_back(s[i] - s[i - 1]);
-    for (size_t i = 1; i < s.size(); ++i) out.steps.push_back({s[i - 1], s[i]});
-    // The last one ends with the trainer's activity, at most a typical step later.
-    out.steps.push_back({s.back(), std::max(s.back() + 1, std::min(s.back() + median(d_starts), last_end))});
+    int64_t longest = 0;
+    for (size_t i = 1; i < s.size(); ++i) {
+      out.steps.push_back({s[i - 1], s[i]});
+      longest = std::max(longest, s[i] - s[i - 1]);
+    }
+    // The last one ends with the trainer's activity, at most the longest step later.
+    out.steps.push_back({s.back(), std::max(s.back() + 1, std::min(s.back() + longest, last_end))});
     out.detail = "repeated range " + std::string(name) + " on the trainer thread: " +
                  std::to_string(s.size()) + " times";
     return true;

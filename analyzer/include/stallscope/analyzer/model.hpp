@@ -322,6 +322,11 @@ struct RankTrace {
   static constexpr uint32_t kManyFiles = ~0u;
   std::vector<Ev> events;
   Probes probes;
+  // CPU operators of the trainer thread, as the union of their spans
+  // (sorted, disjoint [start, end) ns); empty = not recorded. Only a
+  // profiler trace has them: a rank without device activity counts the time
+  // inside them as compute, the gaps between them as host on-CPU.
+  std::vector<std::pair<int64_t, int64_t>> trainer_ops;
 
   uint32_t name_id(const std::string& n);  // interns n
   // Appends a batch_ready at `at` for `batch` holding `samples`.
