@@ -84,11 +84,22 @@ StepParts attribute_cpu_only(const StepInputs& in) {
   subtract(whole, stall, busy_host);
   intersect(busy_host, in.api_calls, launch);
   subtract(busy_host, launch, rest);
+  out.parts[idx(Part::kHostLaunch)] = length(launch);
+  split_data(in, stall, out);
+  if (in.ops_known) {
+    // A profiler trace: inside an operator is compute, between them host
+    // overhead (on-CPU as far as the trace can tell: it has no CPU samples).
+    Ivs &inside = s.t1, &between = s.t2;
+    intersect(rest, in.cpu_ops, inside);
+    subtract(rest, inside, between);
+    out.parts[idx(Part::kCompute)] = length(inside);
+    out.parts[idx(Part::kHostCpu)] = length(between);
+    out.cpu_unknown = out.cpu_unknown || !between.empty();
+    return out;
+  }
   const int64_t cpu = cpu_within(in, rest, &out.cpu_unknown);
   out.parts[idx(Part::kCompute)] = cpu;
-  out.parts[idx(Part::kHostLaunch)] = length(launch);
   out.parts[idx(Part::kHostBlocked)] = length(rest) - cpu;
-  split_data(in, stall, out);
   return out;
 }
 

@@ -25,6 +25,10 @@ struct StepInputs {
   // Trainer thread, normalized and clipped.
   Ivs data_waits, api_calls;
   std::vector<int64_t> sync_returns;  // ends of blocking syncs / D2H copies, sorted
+  // The trainer's CPU operators (RankTrace::trainer_ops), clipped; with no
+  // device activity they, not CPU samples, tell compute from host overhead.
+  bool ops_known = false;
+  Ivs cpu_ops;
   // CPU ns the trainer thread used within a set of intervals (-1: unknown).
   std::function<int64_t(const Ivs&)> trainer_cpu;
   // Splits stalled intervals (normalized) into storage / preprocessing / unknown.

@@ -68,8 +68,11 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
   v.clear_payload();
   switch (v.kind) {
     case Kind::kStep:
-      if (e.has(Ext::kStep))
+      if (e.has(Ext::kStep)) {
         v.corr = e.ext_field<uint64_t>(Ext::kStep, offsetof(format::StepExt, index));
+        v.step().source = static_cast<format::StepSource>(
+            e.ext_field<uint32_t>(Ext::kStep, offsetof(format::ExtHeader, aux)) & 0xff);
+      }
       break;
     case Kind::kMark: v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id))); break;
     case Kind::kRange: case Kind::kCounter: {

@@ -75,6 +75,7 @@ class RankEngine {
   void add_phase(uint32_t name, int64_t a, int64_t b);
   void close_open_phases();  // at the end of input: a phase training never closed
   void finalize(const StepCand& c);
+  void take_ops(int64_t a, int64_t b, StepInputs& in) const;
   void trim(int64_t before);
   DataSplit split_stall(const Ivs& stall, int64_t s, int64_t e);
   DataSplit split_by_lineage(const Ivs& piece, const WaitRec& w, bool* ok);
@@ -145,6 +146,8 @@ class RankEngine {
   int64_t finalized_until_ = INT64_MIN;
   bool device_seen_ = false, cpu_unknown_seen_ = false, gpu_track_ = false;
   uint64_t cuda_api_ = 0;
+  // Step events an importer inferred (StepSource::kInferred) and the others.
+  uint64_t steps_inferred_ = 0, steps_marked_ = 0;
   uint64_t last_file_ = ~uint64_t{0};                 // of the previous read
   std::pair<uint32_t, uint32_t> last_worker_{~0u, ~0u};  // of the previous preprocess item
   uint32_t trainer_proc_ = 0, trainer_tid_ = 0;
@@ -165,7 +168,10 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
     ++drops_.late_events;
   }
   switch (e.kind) {
-    case Kind::kStep: finder_.on_event(e); break;
+    case Kind::kStep:
+      ++(e.step().source == format::StepSource::kInferred ? steps_inferred_ : steps_marked_);
+      finder_.on_event(e);
+      break;
     case Kind::kRange: finder_.on_event(e); on_phase(e); break;
     case Kind::kDataWait: finder_.on_event(e); route_trainer(e); loaders_.on_wait(e); break;
     case Kind::kSample: loaders_.on_sample(e); break;

@@ -27,6 +27,12 @@ RankReport RankEngine::finish() {
   r.events = events_;
   r.source = finder_.source();
   r.source_detail = finder_.detail();
+  // Step events that were all inferred (a profiler trace without step
+  // marks) are no marks: the report says so.
+  if (r.source == StepSource::kStepEvents && steps_inferred_ > 0 && steps_marked_ == 0) {
+    r.source = StepSource::kInferred;
+    r.source_detail = "step events inferred by the importer";
+  }
   r.trainer_tid = finder_.has_trainer() ? trace_.tracks[finder_.trainer_track()].tid : 0;
   r.device_activity = device_seen_;
   for (const auto& t : trace_.tracks) gpu_track_ = gpu_track_ || t.type == TrackType::kGpuStream;

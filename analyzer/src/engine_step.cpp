@@ -68,6 +68,16 @@ double RankEngine::producer_cpu(const Ivs& set) {
   return sum;
 }
 
+// The trainer's CPU operators within [a, b) (a profiler trace's; none else).
+void RankEngine::take_ops(int64_t a, int64_t b, StepInputs& in) const {
+  const auto& ops = trace_.trainer_ops;
+  in.ops_known = !ops.empty();
+  in.cpu_ops.clear();
+  auto it = std::partition_point(ops.begin(), ops.end(), [a](const auto& x) { return x.second <= a; });
+  for (; it != ops.end() && it->first < b; ++it)
+    in.cpu_ops.push_back({std::max(it->first, a), std::min(it->second, b)});
+}
+
 void RankEngine::finalize(const StepCand& c) {
   // The inputs' vectors are the previous step's, refilled: no allocation
   // per step once their capacity has grown.
@@ -93,6 +103,7 @@ void RankEngine::finalize(const StepCand& c) {
     std::sort(in.sync_returns.begin(), in.sync_returns.end());
   }
   in.device_activity = device_seen_;
+  take_ops(c.start, c.end, in);
   in.trainer_cpu = [this](const Ivs& set) { return trainer_cpu(set); };
   in.split_stall = [this, &c](const Ivs& stall) { return split_stall(stall, c.start, c.end); };
   loaders_.on_step(c.start, c.end);

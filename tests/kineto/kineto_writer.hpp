@@ -87,6 +87,16 @@ class KinetoWriter {
          "\"cbid\": 211, \"correlation\": " + std::to_string(corr_ + 1) + ", " + ext + ": 7");
     return *this;
   }
+  // A record_function range ("Optimizer.step#AdamW.step", "eval").
+  KinetoWriter& annotation(const std::string& name, double a, double b) {
+    host(cat("user_annotation", "Operator"), name, a, b);
+    return *this;
+  }
+  // The stream of the device events that follow (default 7).
+  KinetoWriter& on_stream(int s) {
+    stream_ = s;
+    return *this;
+  }
   // A raw event line (malformed-input tests).
   KinetoWriter& raw(const std::string& event) {
     events_.push_back(event);
@@ -120,8 +130,8 @@ class KinetoWriter {
   }
   std::string corr_args(int c) const {
     const std::string ext = s_ == kCurrent ? "\"External id\"" : "\"external id\"";
-    return "\"device\": 0, \"stream\": 7, \"correlation\": " + std::to_string(c) + ", " + ext +
-           ": 7";
+    return "\"device\": 0, \"stream\": " + std::to_string(stream_) +
+           ", \"correlation\": " + std::to_string(c) + ", " + ext + ": 7";
   }
   void host(const std::string& c, const std::string& name, double a, double b,
             const std::string& args = "") {
@@ -132,7 +142,8 @@ class KinetoWriter {
   }
   void dev(const std::string& c, const std::string& name, double a, double b,
            const std::string& args) {
-    const std::string tid = s_ == kCurrent ? "7" : "\"stream 7\"";
+    const std::string st = std::to_string(stream_);
+    const std::string tid = s_ == kCurrent ? st : "\"stream " + st + "\"";
     events_.push_back("{\"ph\": \"X\", \"cat\": \"" + c + "\", \"name\": \"" + name +
                       "\", \"pid\": 0, \"tid\": " + tid + ", \"ts\": " + us(a) +
                       ", \"dur\": " + us(b - a) + ", \"args\": {" + args + "}}");
@@ -147,6 +158,7 @@ class KinetoWriter {
 
   Schema s_;
   int corr_ = 0;
+  int stream_ = 7;
   std::vector<std::string> events_;
 };
 

@@ -41,6 +41,7 @@ std::string_view schema_name(Schema s) noexcept;
 struct ImportStats {
   uint64_t events = 0;  // trace events seen
   uint64_t kept = 0;    // mapped to analyzer events
+  uint64_t inferred_steps = 0;  // step events the importer inferred (no ProfilerStep#N)
   uint64_t steps = 0, data_waits = 0, kernels = 0, collectives = 0, copies = 0, api_calls = 0,
            syncs = 0;
   // Of the data waits, those in _SingleProcessDataLoaderIter.__next__: a
@@ -65,6 +66,10 @@ struct ImportedRank {
   uint64_t json_bytes = 0;  // decompressed size
   ImportStats stats;
   std::vector<std::string> warnings;
+  // A trace without ProfilerStep#N: how its steps were inferred (kInferred,
+  // kWholeTrace; kNone when it marks steps or holds no activity at all).
+  StepSource step_source = StepSource::kNone;
+  std::string step_detail;
 };
 
 // True when `path` is a regular file whose content (after gunzip) is a

@@ -68,6 +68,35 @@ struct RawEvent {
 
 Cat classify_cat(std::string_view c, bool* lower);
 
+// What step inference reads of a trace without ProfilerStep#N (names are
+// views into the JSON text: valid until the import returns).
+struct HostRec {  // a host range: operator, annotation, Python frame
+  int64_t a, b;
+  std::string_view name;
+  uint32_t track;
+  Cat cat;
+};
+struct KernelRec {  // a kernel on a stream
+  int64_t a, b;
+  std::string_view name;
+  uint32_t track;
+  uint32_t stream;  // the trace's stream id
+};
+
+// Steps of a trace that marks none (docs/kineto-import.md "Steps when none
+// are marked"): from the trainer thread's repeated top-level ranges, else
+// from the period of the kernel sequence on the main compute stream, else
+// one whole-trace window. `host` and `kernels` are reordered.
+struct InferredSteps {
+  StepSource source = StepSource::kNone;  // kInferred, kWholeTrace or kNone (no activity)
+  std::string detail;                     // what delimited them
+  bool has_track = false;                 // `track`: the trainer thread found
+  uint32_t track = 0;
+  std::vector<std::pair<int64_t, int64_t>> steps;  // [start, end) ns, in start order
+};
+InferredSteps infer_steps(std::vector<HostRec>& host, std::vector<KernelRec>& kernels,
+                          int64_t first_ns, int64_t last_ns);
+
 // Builds one rank's events from raw trace events.
 class Mapper {
  public:
@@ -84,6 +113,8 @@ class Mapper {
   uint32_t host_track(const RawEvent& e);
   uint32_t device_track(const RawEvent& e);
   void push(Ev ev);
+  void add_inferred_steps();
+  void trainer_ops();
 
   ImportedRank& out_;
   RankTrace& t_;
@@ -94,6 +125,8 @@ class Mapper {
   size_t range_names_ = 0;  // distinct range names kept
   std::unordered_set<int64_t> sync_corr_;
   uint64_t waits_ = 0;
+  std::vector<HostRec> host_recs_;      // for step inference
+  std::vector<KernelRec> kernel_recs_;
   bool saw_lower_ = false, saw_upper_ = false, saw_cat_ = false;
 };
 

@@ -234,8 +234,15 @@ void Mapper::host_event(const RawEvent& e) {
   Ev ev = Ev::span(Kind::kStep, 0, e.ts_ns, e.ts_ns + e.dur_ns);
   if (e.name.starts_with("ProfilerStep#")) {
     ev.corr = step_number(e.name.view());
+    ev.step().source = format::StepSource::kRange;
     ++out_.stats.steps;
-  } else if (e.name.starts_with("enumerate(DataLoader)#")) {
+    ev.track = host_track(e);
+    return push(ev);
+  }
+  // Every other host range may delimit steps when none are marked.
+  const uint32_t track = host_track(e);
+  host_recs_.push_back({e.ts_ns, e.ts_ns + e.dur_ns, e.name.view(), track, e.cat});
+  if (e.name.starts_with("enumerate(DataLoader)#")) {
     if (!ends_with(e.name.view(), "__next__")) return;
     ev.kind = Kind::kDataWait;
     ev.corr = ev.work().batch = ++waits_;
@@ -253,9 +260,9 @@ void Mapper::host_event(const RawEvent& e) {
     ev.kind = Kind::kRange;
     ev.name = name;
   } else {
-    return;  // operators and Python frames: the analysis needs none of them
+    return;  // operators and Python frames: only step inference reads them
   }
-  ev.track = host_track(e);
+  ev.track = track;
   push(ev);
 }
 
@@ -286,6 +293,7 @@ void Mapper::device_event(const RawEvent& e) {
     } else {
       ++out_.stats.kernels;
     }
+    kernel_recs_.push_back({ev.start, ev.end, e.name.view(), ev.track, t_.tracks[ev.track].tid});
   } else {
     format::MemKind src = format::MemKind::kUnknown, dst = format::MemKind::kUnknown;
     ev.kind = e.cat == Cat::kMemset ? Kind::kMemset : memcpy_kind(e.name.view(), &src, &dst);
@@ -329,6 +337,10 @@ void Mapper::finish() {
     ev.corr = k + 1;
     ev.coll().seq = ++seq[ev.coll().comm];
   }
+  if (out_.stats.steps == 0) add_inferred_steps();
+  trainer_ops();
+  host_recs_ = {};
+  kernel_recs_ = {};
   out_.schema = !saw_cat_ ? Schema::kAutograd
                           : (saw_upper_ && !saw_lower_ ? Schema::kLegacy : Schema::kKineto);
   t_.rank = out_.rank;
@@ -340,6 +352,69 @@ void Mapper::finish() {
                             " NCCL collective(s) with an impossible message size (past 1 TiB) "
                             "count as time only, with no bandwidth; the first: " +
                             out_.stats.first_implausible);
+}
+
+// The CPU operators of the thread holding the steps, as one union: what a
+// trace without device activity counts as compute (docs/kineto-import.md).
+void Mapper::trainer_ops() {
+  uint32_t track = 0;
+  bool found = false;
+  for (const Ev& ev : t_.events)
+    if (ev.kind == Kind::kStep) {
+      track = ev.track;
+      found = true;
+      break;
+    }
+  if (!found) return;
+  auto& ops = t_.trainer_ops;
+  for (const HostRec& h : host_recs_) {
+    // Operators (the autograd profiler writes no categories: all but its
+    // DataLoader waits); a DataLoader wait is a data stall, never compute.
+    if (h.track != track || (h.cat != Cat::kHostOp && h.cat != Cat::kNone)) continue;
+    if (h.name.starts_with("enumerate(DataLoader)#") || h.b <= h.a) continue;
+    ops.push_back({h.a, h.b});
+  }
+  std::sort(ops.begin(), ops.end());
+  size_t n = 0;
+  for (const auto& x : ops) {
+    if (n > 0 && x.first <= ops[n - 1].second)
+      ops[n - 1].second = std::max(ops[n - 1].second, x.second);
+    else
+      ops[n++] = x;
+  }
+  ops.resize(n);
+}
+
+// No ProfilerStep#N: steps inferred from what repeats (kineto_steps.cpp),
+// as step events the analyzer takes like marked ones (source kInferred).
+void Mapper::add_inferred_steps() {
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const Ev& ev : t_.events) {
+    first = std::min(first, ev.start);
+    last = std::max(last, ev.end);
+  }
+  for (const HostRec& h : host_recs_) {
+    first = std::min(first, h.a);
+    last = std::max(last, h.b);
+  }
+  InferredSteps inf = infer_steps(host_recs_, kernel_recs_, first, last);
+  if (inf.steps.empty()) return;
+  for (const Ev& ev : t_.events) {  // no host range: the thread launching the kernels
+    if (inf.has_track) break;
+    if (ev.kind != Kind::kApiCall && ev.kind != Kind::kSync) continue;
+    inf.track = ev.track;
+    inf.has_track = true;
+  }
+  if (!inf.has_track) inf.track = scope_.add_track({0, TrackType::kThread, 0, 0, "steps (inferred)"});
+  for (size_t i = 0; i < inf.steps.size(); ++i) {
+    Ev ev = Ev::span(Kind::kStep, inf.track, inf.steps[i].first, inf.steps[i].second);
+    ev.corr = i + 1;
+    ev.step().source = format::StepSource::kInferred;
+    push(ev);
+  }
+  out_.stats.inferred_steps = inf.steps.size();
+  out_.step_source = inf.source;
+  out_.step_detail = std::move(inf.detail);
 }
 
 }  // namespace stallscope::analyzer::kineto

@@ -336,7 +336,7 @@ void parse_object(ond::document& doc, const char* base, Mapper& m, ImportedRank&
     }
   }
   if (!events)
-    throw ImportError(out.file + ": no \"traceEvents\" field: not a PyTorch profiler trace");
+    throw ImportError(out.file + ": JSON without \"traceEvents\": not a PyTorch profiler trace");
 }
 
 std::string where(ond::document& doc, const char* base, size_t size) {

@@ -60,9 +60,18 @@ RankReport analyze_imported(const ImportedRank& imp, const AnalyzeOptions& opt) 
         "a profiler trace does not show the DataLoader's workers: the data stall cannot be "
         "split into storage and preprocessing (run under `stallscope run` to split it)");
   single_process_loader(imp, r, notes);
-  if (imp.stats.steps == 0 && r.source != StepSource::kNone)
-    notes.push_back("no ProfilerStep#N in the trace: steps from " +
-                    std::string(step_source_key(r.source)));
+  if (imp.step_source != StepSource::kNone && r.source == StepSource::kInferred) {
+    // The importer's steps: the report names what delimited them.
+    r.source = imp.step_source;
+    r.source_detail = imp.step_detail;
+  }
+  if (r.source == StepSource::kWholeTrace)
+    notes.push_back("no ProfilerStep#N and nothing that repeats like a step: the whole trace is "
+                    "analyzed as one window (step times are not per step)");
+  else if (imp.stats.steps == 0 && r.source != StepSource::kNone)
+    notes.push_back("no ProfilerStep#N in the trace: steps " +
+                    std::string(r.source == StepSource::kInferred ? "inferred from the " : "from ") +
+                    r.source_detail);
   notes.insert(notes.end(), imp.warnings.begin(), imp.warnings.end());
   r.warnings.insert(r.warnings.begin(), notes.begin(), notes.end());
   return r;

@@ -79,6 +79,12 @@ struct StorageRead {
   }
 };
 
+// kStep: who delimited it (format::StepSource: the API, a range, a hook,
+// or an importer that inferred it from a trace without step marks).
+struct StepMark {
+  format::StepSource source;
+};
+
 // kPreprocess, kDataWait, kBatchReady.
 struct Work {
   uint64_t sample;  // first sample of the item (0 = none)
@@ -200,6 +206,8 @@ struct Ev {
   // The payload of this kind.
   StorageRead& io() { return is(Kind::kStorageRead), u_.io; }
   const StorageRead& io() const { return is(Kind::kStorageRead), u_.io; }
+  StepMark& step() { return is(Kind::kStep), u_.step; }
+  const StepMark& step() const { return is(Kind::kStep), u_.step; }
   Work& work() { return is_work(), u_.work; }
   const Work& work() const { return is_work(), u_.work; }
   Copy& copy() { return is_copy(), u_.copy; }
@@ -234,6 +242,7 @@ struct Ev {
   union Payload {
     uint64_t raw[6] = {};  // zero-initialized: every payload starts at 0
     StorageRead io;
+    StepMark step;
     Work work;
     Copy copy;
     Collective coll;
@@ -313,6 +322,11 @@ struct RankTrace {
   static constexpr uint32_t kManyFiles = ~0u;
   std::vector<Ev> events;
   Probes probes;
+  // CPU operators of the trainer thread, as the union of their spans
+  // (sorted, disjoint [start, end) ns); empty = not recorded. Only a
+  // profiler trace has them: a rank without device activity counts the time
+  // inside them as compute, the gaps between them as host on-CPU.
+  std::vector<std::pair<int64_t, int64_t>> trainer_ops;
 
   uint32_t name_id(const std::string& n);  // interns n
   // Appends a batch_ready at `at` for `batch` holding `samples`.
