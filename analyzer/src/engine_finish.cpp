@@ -48,9 +48,12 @@ RankReport RankEngine::finish() {
   r.split = steps_split_;
   summarize_steps(r, opt_, step_walls_);
   r.dataloaders = loaders_.finish();
-  if (finder_.has_trainer())
-    r.feed = producers_.finish(finder_.trainer_track(), r.steps.size(),
+  if (finder_.has_trainer()) {
+    const double data = r.parts[idx(Part::kDataStorage)].share +
+                        r.parts[idx(Part::kDataPreprocess)].share + r.parts[idx(Part::kDataUnknown)].share;
+    r.feed = producers_.finish(finder_.trainer_track(), r.steps.size(), data,
                                [this](uint32_t pid, uint32_t tid) { return producer_cpu_ns(pid, tid); });
+  }
   r.settings = std::move(settings_);
   close_open_phases();
   for (auto& [name, p] : phases_) r.phases.push_back(p);
@@ -79,6 +82,12 @@ void RankEngine::add_warnings(RankReport& r) const {
     w.push_back("the last step (from the last hand-off to the last event) is partial: closed by the analyzer");
   else if (closed > 0)
     w.push_back(std::to_string(closed) + " step(s) had no end event; closed at the next step's start or the last event");
+  if (r.source == StepSource::kHandoffs && !r.feed.relays.empty() &&
+      double(r.feed.items) > 1.25 * double(r.steps.size()))
+    w.push_back(std::to_string(r.feed.items) + " objects reached the trainer through a relay but it waited for " +
+                std::to_string(r.steps.size()) +
+                ": a relay shows only the gets that waited, so a step may hold several objects "
+                "(mark steps: stallscope.step() or a range named step)");
   if (finder_.unmatched_ends() > 0) w.push_back(std::to_string(finder_.unmatched_ends()) + " step end event(s) without a begin ignored");
   if (stats_.nccl_joined == 0 && stats_.nccl_unjoined > 0)
     w.push_back(std::to_string(stats_.nccl_unjoined) +

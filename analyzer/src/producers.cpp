@@ -10,8 +10,6 @@ namespace {
 
 using format::ChannelType;
 
-bool relay_type(ChannelType t) { return t == ChannelType::kCondVar || t == ChannelType::kSemaphore; }
-
 const char* type_name(ChannelType t) {
   switch (t) {
     case ChannelType::kPipe: return "pipe";
@@ -37,7 +35,7 @@ std::string types_text(uint32_t bits) {
 }
 
 constexpr int64_t kWaitedNs = 50'000;
-constexpr double kStarved = 0.8;
+constexpr double kStarvedWaits = 0.8, kStarvedShare = 0.25;
 
 uint32_t pid_of(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
 uint32_t tid_of(uint64_t key) { return static_cast<uint32_t>(key); }
@@ -73,7 +71,11 @@ bool ProducerModel::on_handoff(const Ev& e) {
   const uint64_t producer = key(h.producer_pid, h.producer_tid);
   const uint64_t consumer = track_key(e.track);
   if (producer == consumer) return false;  // a thread waking itself
-  if (relay_type(h.type)) {
+  // Condition variables only: they live as long as their queue. A
+  // semaphore is often one lock per wait (Python's Condition.wait), its
+  // address soon reused by another lock; the shim, which sees sem_init and
+  // sem_destroy, already left out the ones two threads hand both ways.
+  if (h.type == ChannelType::kCondVar) {
     if (symmetric_.count(h.channel) != 0) return false;
     auto it = object_first_.find(h.channel);
     if (it == object_first_.end()) {
@@ -111,7 +113,8 @@ void ProducerModel::on_read(const Ev& e) {
   it->second += e.dur();
 }
 
-FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const CpuOf& cpu_of) const {
+FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double data_share,
+                                 const CpuOf& cpu_of) const {
   FeedReport f;
   const uint64_t trainer = track_key(trainer_track);
   const uint32_t trainer_pid = pid_of(trainer);
@@ -205,10 +208,11 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const Cpu
       f.cpu_ms_per_item = cpu / double(f.items);
       f.busy_ms_per_item = f.cpu_ms_per_item + f.storage_ms_per_item;
     }
-    // A starved trainer (it waited for most objects): every producer was
-    // busy all along, so the time between its items is its time per item —
-    // on CPU, in storage reads, or blocked elsewhere (a network call, a
-    // sleep, a lock) that neither the sampler nor the reads see.
+    // A starved trainer (it waited for most objects, or a quarter of its
+    // time): every producer was busy all along, so the time between its
+    // items is its time per item — on CPU, in storage reads, or blocked
+    // elsewhere (a network call, a sleep, a lock) that neither the sampler
+    // nor the reads see.
     double interval = 0, weight = 0;
     for (const Producer& p : f.producers) {
       if (p.interval_ms <= 0) continue;
@@ -216,7 +220,8 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, const Cpu
       weight += double(p.items);
     }
     if (weight > 0) f.interval_ms_per_item = interval / weight;
-    if (f.waited_share >= kStarved && f.interval_ms_per_item > 0) {
+    const bool starved = f.waited_share >= kStarvedWaits || data_share >= kStarvedShare;
+    if (starved && f.interval_ms_per_item > 0) {
       const double seen = std::max(f.busy_ms_per_item, 0.0);
       if (f.interval_ms_per_item > seen) {
         f.other_ms_per_item = f.interval_ms_per_item - seen;

@@ -29,8 +29,10 @@ class ProducerModel {
   // CPU ns a producer used over the run: (pid, tid), tid 0 = the whole
   // process; negative when unknown.
   using CpuOf = std::function<double(uint32_t pid, uint32_t tid)>;
-  // The feed of the thread on `trainer_track` over `steps` steps.
-  FeedReport finish(uint32_t trainer_track, size_t steps, const CpuOf& cpu_of) const;
+  // The feed of the thread on `trainer_track` over `steps` steps, of
+  // which the trainer spent `data_share` waiting for data.
+  FeedReport finish(uint32_t trainer_track, size_t steps, double data_share,
+                    const CpuOf& cpu_of) const;
 
   static uint64_t key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
 
@@ -47,8 +49,8 @@ class ProducerModel {
 
   const RankTrace& trace_;
   std::map<std::pair<uint64_t, uint64_t>, Agg> pairs_;  // (producer, consumer)
-  // Relay objects (condition variables, semaphores): the first pair seen
-  // on each, and those seen both ways.
+  // Condition variables: the first pair seen on each, and those seen both
+  // ways.
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> object_first_;
   std::map<uint64_t, bool> symmetric_;
   std::map<uint64_t, int64_t> storage_ns_;  // by thread key

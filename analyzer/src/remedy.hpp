@@ -101,6 +101,9 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
 // preprocessing, collate, waiting for a worker to start or take it), and in
 // its transforms alone (preprocessing and collate); 0 with no waits split.
 double fetch_share(const DataLoaderReport& l);
+// More producers for a feed behind channels or relays (FeedReport): the
+// more_workers remedy, or nothing when they keep up or cannot be added.
+std::optional<Remedy> producer_workers(const RemedyContext& c);
 double transform_share(const DataLoaderReport& l);
 
 // One rule object per file: declared here, defined in src/remedies/<id>.cpp.

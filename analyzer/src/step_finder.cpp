@@ -175,16 +175,16 @@ void StepFinder::on_handoff(const Ev& e) {
   const int64_t asked = h.asked_ns > 0 && h.asked_ns <= e.end ? h.asked_ns : e.end;
   if (!decided_) {
     auto& v = handoff_times_[e.track];
-    if (v.size() < kMaxKeptHandoffs) v.push_back(asked);
+    if (v.size() < kMaxKeptHandoffs) v.push_back({asked, e.end});
     return;
   }
-  if (source_ == StepSource::kHandoffs && e.track == trainer_) add_handoff_step(e.track, asked);
+  if (source_ == StepSource::kHandoffs && e.track == trainer_) add_handoff_step(e.track, asked, e.end);
 }
 
-void StepFinder::add_handoff_step(uint32_t track, int64_t asked) {
-  auto last = last_handoff_.find(track);
-  const bool opens = last == last_handoff_.end() || asked - last->second >= handoff_gap_;
-  if (last == last_handoff_.end() || asked > last->second) last_handoff_[track] = asked;
+void StepFinder::add_handoff_step(uint32_t track, int64_t asked, int64_t got) {
+  auto last = last_got_.find(track);
+  const bool opens = last == last_got_.end() || asked - last->second >= handoff_gap_;
+  if (last == last_got_.end() || got > last->second) last_got_[track] = got;
   if (!opens) return;
   auto open = last_handoff_step_.find(track);
   if (open != last_handoff_step_.end() && asked > open->second)
@@ -196,17 +196,19 @@ void StepFinder::add_handoff_step(uint32_t track, int64_t asked) {
 int64_t StepFinder::handoff_gap(uint32_t track) const {
   auto it = handoff_times_.find(track);
   if (it == handoff_times_.end() || it->second.size() < 4) return 0;
-  std::vector<int64_t> t = it->second;
+  std::vector<std::pair<int64_t, int64_t>> t = it->second;
   std::sort(t.begin(), t.end());
   std::vector<int64_t> gaps;
-  for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
+  for (size_t i = 1; i < t.size(); ++i) gaps.push_back(std::max<int64_t>(t[i].first - t[i - 1].second, 0));
   std::sort(gaps.begin(), gaps.end());
   // The largest ratio between neighbouring sorted gaps; a step holds several
-  // hand-offs only when it is a clear jump (×4) and the long gaps recur
-  // (at least 3 of them).
+  // hand-offs only when it is a clear jump (x4) from gaps under 2 ms and
+  // the long gaps recur (at least 3 of them).
+  constexpr int64_t kTogether = 2'000'000;
   double best = 0;
   size_t at = 0;
   for (size_t i = 1; i + 2 < gaps.size(); ++i) {
+    if (gaps[i - 1] > kTogether) break;
     const double lo = double(std::max<int64_t>(gaps[i - 1], 1000));  // 1 µs floor
     const double r = double(gaps[i]) / lo;
     if (r > best) {
@@ -215,7 +217,30 @@ int64_t StepFinder::handoff_gap(uint32_t track) const {
     }
   }
   if (best < 4 || at == 0) return 0;
-  return (gaps[at - 1] + gaps[at]) / 2;
+  const int64_t cut = (gaps[at - 1] + gaps[at]) / 2;
+  // Taken together means the same number of objects every time (inputs
+  // and labels): at least 80 % of the groups the cut makes have one size.
+  // A trainer whose gets are merely uneven (preempted now and then) makes
+  // groups of every size, and each of its gets opens a step.
+  std::map<size_t, size_t> sizes;
+  size_t n = 1, groups = 0;
+  for (size_t i = 1; i < t.size(); ++i) {
+    if (std::max<int64_t>(t[i].first - t[i - 1].second, 0) >= cut) {
+      ++sizes[n];
+      ++groups;
+      n = 1;
+    } else {
+      ++n;
+    }
+  }
+  size_t common = 0, k = 1;
+  for (const auto& [size, count] : sizes)
+    if (count > common) {
+      common = count;
+      k = size;
+    }
+  if (k < 2 || groups < 3 || 5 * common < 4 * groups) return 0;
+  return cut;
 }
 
 uint32_t StepFinder::busiest(const std::map<uint32_t, std::vector<StepCand>>& by_track) const {
@@ -243,8 +268,8 @@ uint64_t StepFinder::thread_key(uint32_t track) const {
 // the process's main thread where it has at least half as many as the
 // busiest (a bounded queue's producer waits for free slots the trainer
 // signals: it is a consumer too), else the busiest; with at least as many
-// hand-offs as the thread waiting most has data waits. kNoTrack when none
-// qualifies.
+// hand-offs as it has data waits (a relay's own waits, on the workers'
+// queue, do not count). kNoTrack when none qualifies.
 uint32_t StepFinder::handoff_consumer() const {
   auto relays = [&](uint64_t key, size_t received) {
     uint64_t on = 0;
@@ -275,8 +300,8 @@ uint32_t StepFinder::handoff_consumer() const {
     n = n_main;
   }
   if (best == kNoTrack) return kNoTrack;
-  size_t waits = 0;
-  for (const auto& [track, v] : waits_) waits = std::max(waits, v.size());
+  auto w = waits_.find(best);
+  const size_t waits = w == waits_.end() ? 0 : w->second.size();
   return n + 1 >= waits ? best : kNoTrack;
 }
 
@@ -305,7 +330,7 @@ void StepFinder::decide() {
     has_trainer_ = decided_ = true;
     auto times = std::move(handoff_times_[h]);
     std::sort(times.begin(), times.end());
-    for (int64_t a : times) add_handoff_step(h, a);
+    for (const auto& [asked, got] : times) add_handoff_step(h, asked, got);
     steps_.clear();
     ranges_.clear();
     waits_.clear();

@@ -52,11 +52,14 @@ class StepFinder {
   void on_wait(const Ev& e);
   void on_phase_range(const Ev& e);
   void on_handoff(const Ev& e);
-  void add_handoff_step(uint32_t track, int64_t asked);
-  // The shortest gap between two hand-offs that starts a step, from the
-  // gaps seen before deciding: 0 when every hand-off opens a step; past
-  // the largest jump between sorted gaps when the trainer takes several
-  // objects per step (inputs and labels, micro-batches).
+  void add_handoff_step(uint32_t track, int64_t asked, int64_t got);
+  // The shortest time the trainer spends between getting one object and
+  // asking for the next that starts a step, from the hand-offs seen before
+  // deciding: 0 when every hand-off opens a step; past a clear jump between
+  // sorted gaps, the short ones under 2 ms, when the trainer takes several
+  // objects together (inputs and labels, micro-batches). The time between
+  // two gets, not between two arrivals: producers that deliver in bursts
+  // do not make a step of two iterations.
   int64_t handoff_gap(uint32_t track) const;
   uint32_t handoff_consumer() const;
   static constexpr uint32_t kNoTrack = ~0u;
@@ -78,8 +81,8 @@ class StepFinder {
   std::map<uint32_t, std::string> range_class_;
   // Hand-offs to each consumer thread: when its gets began (before
   // deciding), the last one that opened a step, how many steps they made.
-  std::map<uint32_t, std::vector<int64_t>> handoff_times_;
-  std::map<uint32_t, int64_t> last_handoff_, last_handoff_step_;
+  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> handoff_times_;  // (asked, got)
+  std::map<uint32_t, int64_t> last_got_, last_handoff_step_;
   std::map<uint32_t, uint64_t> handoff_steps_;
   // Who handed objects to whom (pid << 32 | tid each): a relay's own
   // receives are not the trainer's.

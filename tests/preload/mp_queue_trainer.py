@@ -2,8 +2,9 @@
 (no stallscope in it). Each worker puts ITEMS items, alternating large
 (200 KB) and small payloads; the trainer get()s them all, "training"
 TRAIN_MS after each. With WORKER_MS larger than TRAIN_MS the trainer
-waits; with WORKER_MS 0 the queue is always full.
-  mp_queue_trainer.py ITEMS WORKER_MS TRAIN_MS
+waits; with WORKER_MS 0 the queue is always full. WORKERS (default 2)
+workers.
+  mp_queue_trainer.py ITEMS WORKER_MS TRAIN_MS [WORKERS]
 Prints GETS and WORKER_PIDS."""
 import multiprocessing as mp
 import sys
@@ -26,13 +27,14 @@ def spin(ms):
 
 def main():
     items, worker_ms, train_ms = (int(a) for a in sys.argv[1:4])
+    n = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=4)
-    workers = [ctx.Process(target=work, args=(q, items, worker_ms, k)) for k in range(2)]
+    workers = [ctx.Process(target=work, args=(q, items, worker_ms, k)) for k in range(n)]
     for w in workers:
         w.start()
     gets = 0
-    for _ in range(2 * items):
+    for _ in range(n * items):
         q.get()
         gets += 1
         spin(train_ms)

@@ -51,6 +51,7 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
 // trainer's own time per step; within the idle CPUs unless the producers
 // mostly wait on storage (then more of them overlap their reads).
 std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f) {
+  if (!f.found || f.producers.empty() || fed_loader(c.r) != nullptr) return std::nullopt;
   const Stage* st = c.stage(StageKind::kProducers);
   const double data = c.data_ms();
   if (st == nullptr || !st->measured || f.busy_ms_per_item <= 0 || data < 0.1 * c.step_ms)
@@ -61,8 +62,14 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   // 5 % slack: a measured ratio of 3.02 asks for 3 workers, not 4.
   const int needed = int(std::ceil(per_step / trainer_ms - 0.05));
   if (needed <= int(w)) return std::nullopt;  // they keep up on average: not their number
-  const bool blocked = f.storage_ms_per_item + f.other_ms_per_item > 0.5 * f.busy_ms_per_item;
+  // Producers that mostly wait overlap their waits: more of them than
+  // cores can help. Storage reads are such waits; time blocked elsewhere
+  // only where CPUs sat idle during the stalls — with none idle it may be
+  // time spent waiting for a CPU, which more producers would not shorten.
   const double idle = c.r.cpu.idle_during_stalls;
+  const bool blocked = f.storage_ms_per_item > 0.5 * f.busy_ms_per_item ||
+                       (f.storage_ms_per_item + f.other_ms_per_item > 0.5 * f.busy_ms_per_item &&
+                        (idle < 0 || idle >= 1));
   int proposed = needed;
   bool capped = false;
   if (!blocked && idle >= 0) {
@@ -84,7 +91,8 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const double stall = std::max(0.0, per_step / proposed - trainer_ms);
   m.predicted_step_ms = c.step_ms - data + std::min(stall, data);
   m.model = "workers = ceil(busy_per_item * items_per_step / (step - data_stall)), at most "
-            "producers + idle CPUs during stalls unless they mostly wait; step - data_stall + "
+            "producers + idle CPUs during stalls unless they mostly wait (in storage reads; "
+            "elsewhere only with a CPU idle during stalls); step - data_stall + "
             "max(0, busy_per_item * items_per_step / workers - (step - data_stall))";
   m.evidence = strf("%s: %.0f producer(s) each busy %.2f ms per item (on CPU %.2f, in storage "
                     "reads %.2f, blocked elsewhere %.2f), %.2f item(s) per step; the trainer "
@@ -107,9 +115,7 @@ class MoreWorkers final : public RemedyRule {
   std::string_view id() const override { return "more_workers"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     if (const DataLoaderReport* l = fed_loader(c.r)) return for_dataloader(c, *l);
-    if (c.r.feed.found && !c.r.feed.producers.empty()) {
-      if (auto m = for_producers(c, c.r.feed)) return m;
-    }
+    if (auto m = for_producers(c, c.r.feed)) return m;
     const double pre = c.ms(Part::kDataPreprocess);
     const double workers = c.figure(StageKind::kPreprocess, Fig::kWorkers).value_or(0);
     const double idle = c.r.cpu.idle_during_stalls;
@@ -135,6 +141,8 @@ class MoreWorkers final : public RemedyRule {
 };
 
 }  // namespace
+
+std::optional<Remedy> producer_workers(const RemedyContext& c) { return for_producers(c, c.r.feed); }
 
 const RemedyRule& more_workers_rule() {
   static const MoreWorkers rule;

@@ -43,12 +43,33 @@ void with_setting(const RemedyContext& c, const DataLoaderReport& l, double data
   m.inputs.push_back({"suggested_workers", double(l.num_workers + extra), ""});
 }
 
+// No DataLoader: producers behind a channel or relay the shim recognised
+// (FeedReport). Where more_workers sizes them it speaks; else the bound,
+// naming who feeds the trainer.
+std::optional<Remedy> for_feed(const RemedyContext& c, double data) {
+  if (producer_workers(c)) return std::nullopt;
+  const FeedReport& f = c.r.feed;
+  Remedy m = make_remedy(c, "tune_dataloader", "Feed the trainer faster: its producers do not keep up",
+                         "none", "more producers, or less work per item in them (cache, lighter transforms)");
+  m.evidence = strf("the trainer waits %.2f ms per step (%.0f %% of the step) for objects from %s",
+                    data, 100.0 * data / c.step_ms, f.path.c_str());
+  if (f.busy_ms_per_item < 0) m.evidence += "; the producers' CPU was not sampled, so how many keep up is unknown";
+  m.model = "bound: step - data_stall";
+  m.predicted_step_ms = std::max(0.0, c.step_ms - data);
+  m.bound = true;
+  m.inputs_from = "assumed";
+  m.inputs = {{"data_stall_ms", data, "ms"}, {"step_ms", c.step_ms, "ms"},
+              {"producers", double(f.producers.size()), ""}};
+  return m;
+}
+
 class TuneDataloader final : public RemedyRule {
  public:
   std::string_view id() const override { return "tune_dataloader"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double data = c.ms(Part::kDataUnknown);
     if (c.step_ms <= 0 || data < 0.05 * c.step_ms) return std::nullopt;
+    if (c.r.feed.found && fed_loader(c.r) == nullptr) return for_feed(c, data);
     Remedy m = make_remedy(c, "tune_dataloader",
                            "Feed the trainer faster: DataLoader workers, prefetch, pinned memory",
                            "", "DataLoader(num_workers=..., prefetch_factor=..., pin_memory=True, "

@@ -253,8 +253,8 @@ struct FeedReport {
   double waited_share = 0;         // hand-offs it waited for (over 50 µs)
   // Per item the producers handed on: on CPU, in storage reads; blocked
   // elsewhere (what the time between a producer's items holds beyond those,
-  // counted where the trainer waited for at least 80 % of its objects: the
-  // producers were busy all along); their sum, -1 where the CPU sampler
+  // counted where the trainer waited for at least 80 % of its objects or a
+  // quarter of its time: the producers were busy all along); their sum, -1 where the CPU sampler
   // did not see them. interval: the mean time between a producer's items.
   double cpu_ms_per_item = -1, storage_ms_per_item = 0, other_ms_per_item = 0;
   double busy_ms_per_item = -1, interval_ms_per_item = -1;
