@@ -5,7 +5,8 @@ TRAIN_MS after each. With WORKER_MS larger than TRAIN_MS the trainer
 waits; with WORKER_MS 0 the queue is always full. WORKERS (default 2)
 workers.
   mp_queue_trainer.py ITEMS WORKER_MS TRAIN_MS [WORKERS]
-Prints GETS and WORKER_PIDS."""
+Prints GETS, WORKER_PIDS and STEP_MEAN_MS (the mean time from one get to
+the next, as the program itself measures it)."""
 import multiprocessing as mp
 import sys
 import time
@@ -34,13 +35,17 @@ def main():
     for w in workers:
         w.start()
     gets = 0
+    marks = []
     for _ in range(n * items):
         q.get()
+        marks.append(time.monotonic())
         gets += 1
         spin(train_ms)
     for w in workers:
         w.join()
     print("GETS", gets)
+    mean = (marks[-1] - marks[0]) / (len(marks) - 1) if len(marks) > 1 else 0
+    print("STEP_MEAN_MS", round(1000 * mean, 3))
     print("WORKER_PIDS", " ".join(str(w.pid) for w in workers))
 
 

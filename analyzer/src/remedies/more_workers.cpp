@@ -63,13 +63,17 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const int needed = int(std::ceil(per_step / trainer_ms - 0.05));
   if (needed <= int(w)) return std::nullopt;  // they keep up on average: not their number
   // Producers that mostly wait overlap their waits: more of them than
-  // cores can help. Storage reads are such waits; time blocked elsewhere
-  // only where CPUs sat idle during the stalls — with none idle it may be
-  // time spent waiting for a CPU, which more producers would not shorten.
+  // cores can help. Storage reads are such waits. Time blocked elsewhere
+  // may be time spent waiting for a CPU, which more producers would not
+  // shorten: it counts where CPUs sat idle during the stalls, or where it
+  // is over 3x the producers' CPU time per item (a thread that needs a CPU
+  // that little is not kept off one that long unless the machine is over
+  // three times oversubscribed).
   const double idle = c.r.cpu.idle_during_stalls;
+  const bool waits_elsewhere = f.other_ms_per_item > 0 &&
+                               (idle < 0 || idle >= 1 || f.other_ms_per_item > 3 * f.cpu_ms_per_item);
   const bool blocked = f.storage_ms_per_item > 0.5 * f.busy_ms_per_item ||
-                       (f.storage_ms_per_item + f.other_ms_per_item > 0.5 * f.busy_ms_per_item &&
-                        (idle < 0 || idle >= 1));
+                       (waits_elsewhere && f.storage_ms_per_item + f.other_ms_per_item > 0.5 * f.busy_ms_per_item);
   int proposed = needed;
   bool capped = false;
   if (!blocked && idle >= 0) {
@@ -92,7 +96,7 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   m.predicted_step_ms = c.step_ms - data + std::min(stall, data);
   m.model = "workers = ceil(busy_per_item * items_per_step / (step - data_stall)), at most "
             "producers + idle CPUs during stalls unless they mostly wait (in storage reads; "
-            "elsewhere only with a CPU idle during stalls); step - data_stall + "
+            "elsewhere with a CPU idle during stalls or over 3x their CPU time); step - data_stall + "
             "max(0, busy_per_item * items_per_step / workers - (step - data_stall))";
   m.evidence = strf("%s: %.0f producer(s) each busy %.2f ms per item (on CPU %.2f, in storage "
                     "reads %.2f, blocked elsewhere %.2f), %.2f item(s) per step; the trainer "
