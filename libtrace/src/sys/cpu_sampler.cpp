@@ -25,6 +25,7 @@ namespace {
 constexpr const char* kThreadName = "stallscope-samp";
 constexpr int kMaxPeriodMs = 60000;
 constexpr int kIdleWindowMs = 50;  // default /proc/stat window, see idle_every
+constexpr int64_t kFirstRelistNs = 20'000'000;  // the first gap between thread listings
 constexpr int kFaultWindowMs = 100;  // default major-fault interval, see fault_every
 
 int clamp_period(int ms) { return std::clamp(ms, 1, kMaxPeriodMs); }
@@ -61,6 +62,7 @@ struct CpuSampler::State {
   int emitted_period_ms = 0;  // the last sampler.period_ms recorded
   char cgroup_text[2048];
   int64_t last_relist_ns = 0;
+  int64_t relist_gap_ns = 0;  // grows from kFirstRelistNs to relist_ms
   uint64_t ticks = 0;
   // Published for stats().
   std::atomic<uint64_t> samples{0}, own_cpu_ns{0}, errors{0}, n_threads{0}, n_children{0};
@@ -70,7 +72,7 @@ struct CpuSampler::State {
   void open_machine_wide(const SysPaths& p);
   bool opened_wide = false;
   void set_cadence(const SamplerOptions& o, int period);
-  void relist(pid_t self);
+  void relist(pid_t self, bool forked = false);
   void sample_process(const CounterSink& sink, bool read_idle, bool read_cgroup);
   bool every(int n) const { return ticks % static_cast<uint64_t>(n) == 0; }
   void sample_cgroup(const CounterSink& sink);
@@ -103,9 +105,11 @@ void CpuSampler::State::set_cadence(const SamplerOptions& o, int period) {
       static_cast<int>(std::clamp<int64_t>(cfs_period_us / (int64_t{period} * 1000), 1, 1000));
 }
 
-void CpuSampler::State::relist(pid_t self) {
+void CpuSampler::State::relist(pid_t self, bool forked) {
   threads.relist(self);
-  children.relist(threads.dir_fd(), threads.ran_since_relist());
+  // After a fork every thread's children are read: the forking thread may
+  // not have used CPU since a listing a few milliseconds earlier.
+  children.relist(threads.dir_fd(), forked ? threads.listed() : threads.ran_since_relist());
   if (opened_wide) {
     // The main thread's set (taskset or the program may change it).
     if (affinity_reader.read(::getpid(), affinity)) idle.set_cpus(affinity);
@@ -274,9 +278,15 @@ void CpuSampler::tick() {
   const pid_t self = ::gettid();
   const int64_t now = mono_ns();
   const bool asked = s.relist_requested.exchange(false, std::memory_order_relaxed);
-  if (s.ticks == 0 || open_wide || asked ||
-      now - s.last_relist_ns >= int64_t{opts_.relist_ms} * 1000000) {
-    s.relist(self);
+  // Programs start their loader threads right after starting: the gap
+  // between listings starts short and doubles up to relist_ms (again after
+  // a fork), so a thread made in the first milliseconds is sampled from
+  // then on, not from the first full relist_ms.
+  const int64_t full = int64_t{opts_.relist_ms} * 1000000;
+  if (s.relist_gap_ns == 0 || asked) s.relist_gap_ns = std::min(kFirstRelistNs, full);
+  if (s.ticks == 0 || open_wide || asked || now - s.last_relist_ns >= s.relist_gap_ns) {
+    if (s.ticks != 0 && !asked) s.relist_gap_ns = std::min(2 * s.relist_gap_ns, full);
+    s.relist(self, asked);
     s.last_relist_ns = now;
   }
   s.threads.sample(opts_.sink, self, s.every(s.fault_every));

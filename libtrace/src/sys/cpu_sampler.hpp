@@ -41,10 +41,11 @@
 // Steady state allocates nothing. bench/sampler_bench.cpp measures it.
 //
 // Limits. Threads and children are discovered at re-listing (every
-// `relist_ms`, and at the next tick after request_relist(), which the
-// recorder calls when the process forks): a thread or a child that lives
-// shorter than that may be missed; a child's CPU time
-// is known while it runs (after it is reaped its time moves to the
+// `relist_ms`; after the first tick and after each request_relist(), which
+// the recorder calls when the process forks, the gap starts at 20 ms and
+// doubles up to `relist_ms`, so threads started with the program are seen
+// at once): a thread or a child that lives shorter than that may be
+// missed; a child's CPU time is known while it runs (after it is reaped its time moves to the
 // process's RUSAGE_CHILDREN, which this sampler does not read). /proc/stat
 // counts in 10 ms units, so even a 50 ms cpu.idle is coarse (±0.2 CPU per
 // CPU); average it over a step. Without /proc only cpu.process_ns and sampler.cpu_ns are

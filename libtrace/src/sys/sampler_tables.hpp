@@ -44,6 +44,7 @@ class ThreadTable {
   // Threads that may have forked since the previous relist: new ones, ones
   // whose CPU clock moved, and `self`. Forking takes CPU time.
   const std::vector<pid_t>& ran_since_relist() const { return ran_; }
+  const std::vector<pid_t>& listed() const { return tids_; }  // at the last listing
   // Emits cpu.thread_ns for every thread but `self` whose clock moved. With
   // read_faults, faults.major too — but only when the process's total in
   // /proc/self/stat moved since the last pass (major faults are rare; one
