@@ -27,7 +27,12 @@ namespace {
 constexpr int kSteps = 8;
 constexpr double kStep = 100;
 
+// Analyzes the trace, written under the build tree too (for
+// `stallscope report` by hand: kineto-tests/gaps/<case>.json).
 RankReport analyze(const KinetoWriter& w) {
+  const fs::path dir = fs::path(STALLSCOPE_TEST_BINARY_DIR) / "kineto-tests" / "gaps";
+  fs::create_directories(dir);
+  testing::write_file(dir / (boost::unit_test::framework::current_test_case().p_name.get() + ".json"), w.json());
   std::string s = w.json();
   s.reserve(s.size() + 64);  // simdjson's padding
   return kin::analyze_imported(kin::import_json(s, "mem.json"), {});
