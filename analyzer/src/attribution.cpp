@@ -105,8 +105,15 @@ StepParts attribute_cpu_only(const StepInputs& in) {
 
 }  // namespace
 
-StepParts attribute_step(const StepInputs& in) {
-  if (!in.device_activity) return attribute_cpu_only(in);
+StepParts attribute_step(const StepInputs& in, HostSets* host_out) {
+  if (!in.device_activity) {
+    if (host_out != nullptr) {
+      host_out->host.clear();
+      host_out->after.clear();
+      host_out->busy.clear();
+    }
+    return attribute_cpu_only(in);
+  }
   StepParts out;
   Scratch& s = scratch();
   Ivs &whole = s.whole, &busy = s.busy, &t1 = s.t1, &t2 = s.t2, &comm_exposed = s.comm_exposed,
@@ -132,6 +139,11 @@ StepParts attribute_step(const StepInputs& in) {
   subtract(idle, stall, host);
   split_data(in, stall, out);
   split_host(in, host, busy, out);
+  if (host_out != nullptr) {
+    host_out->host.assign(host.begin(), host.end());
+    host_out->after.assign(s.after.begin(), s.after.end());
+    host_out->busy.assign(busy.begin(), busy.end());
+  }
   return out;
 }
 

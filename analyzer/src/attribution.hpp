@@ -41,6 +41,15 @@ struct StepParts {
   bool cpu_unknown = false;  // no CPU samples: host/compute time not split by CPU
 };
 
-StepParts attribute_step(const StepInputs& in);
+// The sets behind the host parts, for what classes their gaps
+// (host_gaps.hpp): `host` is the device-idle time outside data stalls (its
+// length is the host parts' sum), `after` the after-sync windows in it,
+// `busy` the device's work. `host` stays empty without device activity.
+struct HostSets {
+  Ivs host, after, busy;
+};
+
+// `host_out`, when given, receives the host sets of the step.
+StepParts attribute_step(const StepInputs& in, HostSets* host_out = nullptr);
 
 }  // namespace stallscope::analyzer

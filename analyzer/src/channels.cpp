@@ -76,6 +76,69 @@ void Channel::drop_before(int64_t t) {
   std::erase_if(carry_, [t](const Iv& v) { return v.b < t; });
 }
 
+namespace {
+
+// Moves the activities of [cursor, n) starting before e out of `v`, and
+// those of `carry` still open: clipped into `out`; what reaches past e
+// stays in `carry`.
+void take_activities(const HostActivity* v, size_t n, size_t& cursor,
+                     std::vector<HostActivity>& carry, int64_t s, int64_t e,
+                     std::vector<HostActivity>& out) {
+  auto clip = [&](const HostActivity& x) {
+    HostActivity c = x;
+    c.a = std::max(x.a, s);
+    c.b = std::min(x.b, e);
+    out.push_back(c);
+  };
+  size_t keep = 0;
+  for (const HostActivity& x : carry) {
+    if (x.b <= s) continue;
+    if (x.a < e) clip(x);
+    if (x.b > e) carry[keep++] = x;
+  }
+  carry.resize(keep);
+  for (; cursor < n && v[cursor].a < e; ++cursor) {
+    const HostActivity& x = v[cursor];
+    if (x.b <= s) continue;
+    clip(x);
+    if (x.b > e) carry.push_back(x);
+  }
+}
+
+}  // namespace
+
+void ActivityChannel::prepare() {
+  std::stable_sort(pending_.begin() + static_cast<long>(cursor_), pending_.end(),
+                   [](const HostActivity& x, const HostActivity& y) { return x.a < y.a; });
+}
+
+void ActivityChannel::take(int64_t s, int64_t e, std::vector<HostActivity>& out) {
+  take_activities(pending_.data(), pending_.size(), cursor_, carry_, s, e, out);
+}
+
+void ActivityChannel::trim() {
+  if (cursor_ * 2 < pending_.size()) return;
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(cursor_));
+  cursor_ = 0;
+}
+
+void ActivityChannel::drop_before(int64_t t) {
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(cursor_));
+  cursor_ = 0;
+  std::erase_if(pending_, [t](const HostActivity& x) { return x.b < t; });
+  std::erase_if(carry_, [t](const HostActivity& x) { return x.b < t; });
+}
+
+void ActivityWindow::take(const std::vector<HostActivity>& src, int64_t s, int64_t e,
+                          std::vector<HostActivity>& out) {
+  if (s < last_s_) {  // a step out of order: start over
+    cursor_ = 0;
+    carry_.clear();
+  }
+  last_s_ = s;
+  take_activities(src.data(), src.size(), cursor_, carry_, s, e, out);
+}
+
 void LaneChannel::insert_sorted(Lane& l, const Iv& v) {
   // Out of end order (an asynchronous read that completed early): into its
   // place, never before the cursor.

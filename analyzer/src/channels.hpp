@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "interval.hpp"
+#include "stallscope/analyzer/model.hpp"
 
 namespace stallscope::analyzer {
 
@@ -39,6 +40,37 @@ class Channel {
   size_t cursor_ = 0;
   size_t sorted_ = 0;  // pending_[cursor_, sorted_) is sorted by start
   Ivs carry_;  // taken intervals that reach past the last step
+};
+
+// The trainer's named activities (ranges, API calls, syncs, stack
+// samples), handed out step by step like Channel's intervals: each taken
+// clipped to the step, those reaching past it kept for the next.
+class ActivityChannel {
+ public:
+  void add(const HostActivity& x) { pending_.push_back(x); }
+  // Sorts what was not taken yet by start (before a run of take()).
+  void prepare();
+  // Appends the activities overlapping [s, e), clipped. Calls must come
+  // with increasing s.
+  void take(int64_t s, int64_t e, std::vector<HostActivity>& out);
+  void trim();
+  void drop_before(int64_t t);
+
+ private:
+  std::vector<HostActivity> pending_, carry_;
+  size_t cursor_ = 0;
+};
+
+// The same over activities already sorted by start (RankTrace::trainer_spans).
+class ActivityWindow {
+ public:
+  void take(const std::vector<HostActivity>& src, int64_t s, int64_t e,
+            std::vector<HostActivity>& out);
+
+ private:
+  std::vector<HostActivity> carry_;
+  size_t cursor_ = 0;
+  int64_t last_s_ = INT64_MIN;
 };
 
 // Intervals of one category kept per track (the data producers' reads and

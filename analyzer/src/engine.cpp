@@ -38,6 +38,8 @@ RankEngine::RankEngine(const RankTrace& trace, const AnalyzeOptions& opt)
       opt_(opt),
       re_(compiled_step_pattern(opt.step_pattern)),
       finder_(trace_, re_),
+      name_flags_(trace_.names, re_),
+      gap_classifier_(name_flags_),
       loaders_(trace),
       producers_(trace) {}
 
@@ -204,9 +206,34 @@ void RankEngine::route_trainer(const Ev& e) {
       c.max_wait = std::max(c.max_wait, e.end - e.start);
       c.recs.push_back({e.start, e.end, e.work().batch != 0 ? e.work().batch : e.corr});
       break;
-    case Kind::kApiCall: c.api.add(e.start, e.end); ++stats_.launches; break;
-    default: c.sync.add(e.start, e.end); break;
+    case Kind::kApiCall:
+      c.api.add(e.start, e.end);
+      c.acts.add({e.start, e.end, e.name, ActivityKind::kApiCall});
+      ++stats_.launches;
+      break;
+    default:
+      c.sync.add(e.start, e.end);
+      c.acts.add({e.start, e.end, e.name, ActivityKind::kSync});
+      break;
   }
+}
+
+// A user or NVTX range on the trainer: what the host was doing in its gaps.
+void RankEngine::route_activity(const Ev& e) {
+  if (e.phase != format::kComplete || e.end <= e.start) return;
+  if (finder_.decided() && e.track != finder_.trainer_track()) return;
+  chans_[e.track].acts.add({e.start, e.end, e.name, ActivityKind::kAnnotation});
+}
+
+// A stack sample stands for its interval around the moment it was taken.
+void RankEngine::route_sample(const Ev& e) {
+  const StackSample& st = e.stack();
+  if (st.interval_ns == 0 || e.track >= trace_.tracks.size()) return;
+  const uint32_t proc = trace_.tracks[e.track].proc;
+  const uint32_t tid = st.tid != 0 ? st.tid : trace_.tracks[e.track].tid;
+  if (finder_.decided() && (proc != trainer_proc_ || tid != trainer_tid_)) return;
+  const auto half = static_cast<int64_t>(std::min<uint64_t>(st.interval_ns, uint64_t{1} << 40) / 2);
+  samples_[{proc, tid}].add({e.start - half, e.start + half, e.name, ActivityKind::kStackSample});
 }
 
 void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {
@@ -305,6 +332,8 @@ void RankEngine::on_decided() {
   std::erase_if(chans_, [t](const auto& kv) { return kv.first != t; });
   trainer_proc_ = trace_.tracks[t].proc;
   trainer_tid_ = trace_.tracks[t].tid;
+  const std::pair<uint32_t, uint32_t> key{trainer_proc_, trainer_tid_};
+  std::erase_if(samples_, [&key](const auto& kv) { return kv.first != key; });
 }
 
 void RankEngine::advance(int64_t safe_ns) {
@@ -326,13 +355,17 @@ void RankEngine::advance(int64_t safe_ns) {
   for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->prepare();
   if (TrainerChans* tc = trainer_chans()) {
     for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->prepare();
+    tc->acts.prepare();
   }
+  for (auto& [key, ch] : samples_) ch.prepare();
   for (const StepCand& c : ready) finalize(c);
   for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->trim();
   reads_.drop_before(finalized_until_);
   pre_.drop_before(finalized_until_);
   if (TrainerChans* tc = trainer_chans()) {
     for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->trim();
+    tc->acts.trim();
+    for (auto& [key, ch] : samples_) ch.trim();
     while (!tc->recs.empty() && tc->recs.front().b <= finalized_until_) tc->recs.pop_front();
   }
   // Lineage and samples are kept for the horizon, but never for more than
@@ -353,7 +386,9 @@ void RankEngine::trim(int64_t before) {
   for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->drop_before(before);
   reads_.drop_before(before);
   pre_.drop_before(before);
+  for (auto& [key, ch] : samples_) ch.drop_before(before);
   for (auto& [t, c] : chans_) {
+    c.acts.drop_before(before);
     for (Channel* ch : {&c.waits, &c.api, &c.sync}) ch->drop_before(before);
     while (!c.recs.empty() && c.recs.front().b < before) c.recs.pop_front();
   }

@@ -20,6 +20,7 @@
 #include "channels.hpp"
 #include "decimated.hpp"
 #include "engine_collectives.hpp"
+#include "host_gaps.hpp"
 #include "lineage.hpp"
 #include "loader_model.hpp"
 #include "nccl_join.hpp"
@@ -50,6 +51,7 @@ class RankEngine {
   };
   struct TrainerChans {
     Channel waits, api, sync;
+    ActivityChannel acts;  // its ranges, API calls and syncs, named
     std::deque<WaitRec> recs;
     // While recs are in end order, a step's waits are found by binary
     // search and the walk stops max_wait past the step's end.
@@ -72,6 +74,10 @@ class RankEngine {
   void on_decided();
   void on_mark(const Ev& e);
   void on_phase(const Ev& e);
+  void route_activity(const Ev& e);
+  void route_sample(const Ev& e);
+  void classify_gaps(const StepCand& c, StepResult& r);
+  void finish_gaps(RankReport& r);
   void add_phase(uint32_t name, int64_t a, int64_t b);
   void close_open_phases();  // at the end of input: a phase training never closed
   void finalize(const StepCand& c);
@@ -97,6 +103,17 @@ class RankEngine {
   // from reads_ and pre_ only when asked for (inferred split, timeline).
   Ivs prod_reads_, prod_pre_, prod_scratch_;
   StepInputs step_in_;  // finalize(): refilled for each step
+  // Host gaps (host_gaps.hpp): the trainer's stack samples by (proc, tid)
+  // until the trainer is known, the step's activities, and the totals of
+  // the first steps one by one (warm-up is known only at the end).
+  std::map<std::pair<uint32_t, uint32_t>, ActivityChannel> samples_;
+  ActivityWindow ops_window_;
+  NameFlags name_flags_;
+  GapClassifier gap_classifier_;
+  HostSets host_sets_;
+  std::vector<HostActivity> step_acts_;
+  GapTotals gap_totals_;
+  std::vector<std::pair<int64_t, GapTotals>> gap_early_;  // (step start, its totals)
   Ivs step_tmp_;
   struct SplitSets {  // split_stall() and what it calls: refilled for each stall
     Ivs rest, piece, tmp, wait;                // split_stall
@@ -172,7 +189,8 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
       ++(e.step().source == format::StepSource::kInferred ? steps_inferred_ : steps_marked_);
       finder_.on_event(e);
       break;
-    case Kind::kRange: finder_.on_event(e); on_phase(e); break;
+    case Kind::kRange: finder_.on_event(e); on_phase(e); route_activity(e); break;
+    case Kind::kStackSample: route_sample(e); break;
     case Kind::kDataWait: finder_.on_event(e); route_trainer(e); loaders_.on_wait(e); break;
     case Kind::kSample: loaders_.on_sample(e); break;
     case Kind::kLoaderConfig: loaders_.on_config(e); break;

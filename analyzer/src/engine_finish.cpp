@@ -47,6 +47,7 @@ RankReport RankEngine::finish() {
   r.steps = std::move(steps_);
   r.split = steps_split_;
   summarize_steps(r, opt_, step_walls_);
+  finish_gaps(r);
   r.dataloaders = loaders_.finish();
   if (finder_.has_trainer()) {
     const double data = r.parts[idx(Part::kDataStorage)].share +

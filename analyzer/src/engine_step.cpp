@@ -107,7 +107,7 @@ void RankEngine::finalize(const StepCand& c) {
   in.trainer_cpu = [this](const Ivs& set) { return trainer_cpu(set); };
   in.split_stall = [this, &c](const Ivs& stall) { return split_stall(stall, c.start, c.end); };
   loaders_.on_step(c.start, c.end);
-  const StepParts p = attribute_step(in);
+  const StepParts p = attribute_step(in, &host_sets_);
   collectives_.on_step(c.start, c.end, in.comm, in.compute);
   cpu_unknown_seen_ = cpu_unknown_seen_ || p.cpu_unknown;
   StepResult r;
@@ -117,6 +117,7 @@ void RankEngine::finalize(const StepCand& c) {
   r.parts = p.parts;
   r.split = p.split;
   r.closed_by_analyzer = c.closed_by_analyzer;
+  classify_gaps(c, r);
   steps_in_order_ = steps_in_order_ && r.start_ns >= last_step_start_;
   last_step_start_ = r.start_ns;
   steps_.push_back(r);

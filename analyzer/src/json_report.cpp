@@ -98,6 +98,32 @@ json feed_json(const FeedReport& f) {
   return j;
 }
 
+json activities_json(const std::vector<GapActivity>& v) {
+  json a = json::array();
+  for (const auto& x : v) a.push_back({{"name", x.name}, {"kind", x.kind}, {"ms", x.ms}});
+  return a;
+}
+
+json host_gaps_json(const HostGapReport& g) {
+  json classes = json::object(), keys = json::array();
+  for (const GapClassStat& c : g.classes) {
+    keys.push_back(gap_class_key(c.cls));
+    classes[std::string(gap_class_key(c.cls))] = {
+        {"ms", c.ms}, {"share", c.share}, {"gaps", c.gaps}, {"top", activities_json(c.top)}};
+  }
+  json longest = json::array();
+  for (const HostGap& x : g.longest)
+    longest.push_back({{"step", x.step}, {"start_ms", x.start_ms}, {"ms", x.ms},
+                       {"class", gap_class_key(x.cls)}, {"top", x.top}, {"detail", x.detail}});
+  return {{"analyzed", g.analyzed}, {"note", g.note}, {"host_ms", g.host_ms},
+          {"gaps_per_step", g.gap_count}, {"class_keys", std::move(keys)},
+          {"classes", std::move(classes)}, {"top", activities_json(g.top)},
+          {"longest", std::move(longest)}, {"optimizer_ms", g.optimizer_ms},
+          {"optimizer", g.optimizer}, {"logging_ms", g.logging_ms}, {"logging", g.logging},
+          {"sync_call", g.sync_call}, {"sync_made_by", g.sync_made_by},
+          {"launches_per_step", g.launches}};
+}
+
 json split_json(uint8_t bits) {
   json a = json::array();
   if (bits & kSplitLineage) a.push_back("lineage");
@@ -108,11 +134,13 @@ json split_json(uint8_t bits) {
 }
 
 json step_json(const StepResult& s) {
-  json parts = json::array();
+  json parts = json::array(), gaps = json::array();
   for (int64_t v : s.parts) parts.push_back(v);
+  for (int64_t v : s.gap_ns) gaps.push_back(v);
   return {{"index", s.index}, {"start_ns", s.start_ns}, {"wall_ns", s.wall()}, {"warmup", s.warmup},
           {"outlier", s.outlier}, {"closed_by_analyzer", s.closed_by_analyzer},
-          {"split", split_json(s.split)}, {"parts_ns", std::move(parts)}};
+          {"split", split_json(s.split)}, {"parts_ns", std::move(parts)},
+          {"gap_ns", std::move(gaps)}};
 }
 
 json cpu_json(const CpuBudget& c) {
@@ -153,6 +181,7 @@ json rank_json(const RankReport& r) {
     j["settings"].push_back({{"status", m.status}, {"key", m.key}, {"value", m.value},
                              {"site", m.site}, {"detail", m.detail}});
   j["feed"] = feed_json(r.feed);
+  j["host_gaps"] = host_gaps_json(r.host_gaps);
   j["phases"] = json::array();
   for (const auto& p : r.phases)
     j["phases"].push_back({{"name", p.name}, {"count", p.count}, {"total_ms", p.total_ms}});

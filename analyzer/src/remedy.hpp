@@ -106,6 +106,13 @@ double fetch_share(const DataLoaderReport& l);
 std::optional<Remedy> producer_workers(const RemedyContext& c);
 double transform_share(const DataLoaderReport& l);
 
+// "; top: cudaLaunchKernel 1.20 ms, aten::add 0.80 ms" — the largest
+// activities of one or two gap classes (report.hpp HostGapReport), "" none.
+std::string gap_top_text(const GapClassStat& a, const GapClassStat* b = nullptr);
+inline std::string gap_top_text(const GapClassStat& a, const GapClassStat& b) {
+  return gap_top_text(a, &b);
+}
+
 // One rule object per file: declared here, defined in src/remedies/<id>.cpp.
 #define STALLSCOPE_REMEDY(fn) const RemedyRule& fn()
 STALLSCOPE_REMEDY(raise_prefetch_rule);
@@ -123,6 +130,9 @@ STALLSCOPE_REMEDY(collectives_below_link_rule);
 STALLSCOPE_REMEDY(numa_workers_rule);
 STALLSCOPE_REMEDY(avoid_sync_rule);
 STALLSCOPE_REMEDY(cuda_graphs_rule);
+STALLSCOPE_REMEDY(fused_optimizer_rule);
+STALLSCOPE_REMEDY(logging_off_step_rule);
+STALLSCOPE_REMEDY(larger_batch_rule);
 STALLSCOPE_REMEDY(tune_dataloader_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY

@@ -10,12 +10,13 @@
 namespace stallscope::analyzer {
 
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 17> kTable = {
+  static const std::array<const RemedyRule*, 20> kTable = {
       &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
       &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
       &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),
       &numa_workers_rule(),    &overlap_copies_rule(),    &overlap_comm_rule(),
       &collectives_below_link_rule(), &avoid_sync_rule(), &cuda_graphs_rule(),
+      &fused_optimizer_rule(),        &logging_off_step_rule(), &larger_batch_rule(),
       &tune_dataloader_rule(),        &healthy_rule(),
   };
   return kTable;
@@ -28,6 +29,17 @@ std::string strf(const char* fmt, ...) {
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   return buf;
+}
+
+std::string gap_top_text(const GapClassStat& a, const GapClassStat* b) {
+  std::vector<GapActivity> v = a.top;
+  if (b != nullptr) v.insert(v.end(), b->top.begin(), b->top.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const GapActivity& x, const GapActivity& y) { return x.ms > y.ms; });
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 3; ++i)
+    s += (i == 0 ? "; top: " : ", ") + v[i].name + strf(" %.2f ms", v[i].ms);
+  return s;
 }
 
 Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,

@@ -212,6 +212,33 @@ void feed(std::ostream& o, const RankReport& r) {
   if (shown < fr.producers.size()) o << "  (" << fr.producers.size() - shown << " more)\n";
 }
 
+// What the host did in its device-idle gaps: per class ms per step and
+// share, its top activities; the longest gaps. Shown when host time is.
+void host_gaps(std::ostream& o, const RankReport& r) {
+  const HostGapReport& g = r.host_gaps;
+  if (!g.analyzed) {
+    if (!g.note.empty() && r.parts[idx(Part::kHostCpu)].total_ns > 0) o << "host gaps: " << g.note << "\n";
+    return;
+  }
+  if (g.host_ms <= 0) return;
+  o << "host gaps" << f(" (%.2f ms per step, %.1f gaps):", g.host_ms, g.gap_count) << "\n";
+  for (const GapClassStat& c : g.classes) {
+    if (c.ms <= 0) continue;
+    o << "  " << gap_class_key(c.cls) << f(" %.2f ms (%.1f %%)", c.ms, 100 * c.share);
+    for (size_t i = 0; i < c.top.size() && i < 3; ++i)
+      o << (i == 0 ? ": " : ", ") << c.top[i].name << f(" %.2f", c.top[i].ms);
+    o << "\n";
+  }
+  if (!g.sync_call.empty())
+    o << "  sync call: " << g.sync_call << (g.sync_made_by.empty() ? "" : " made by " + g.sync_made_by) << "\n";
+  for (size_t i = 0; i < g.longest.size() && i < 3; ++i) {
+    const HostGap& x = g.longest[i];
+    o << (i == 0 ? "  longest: " : "; ") << "step " << x.step << f(" +%.2f ms %.2f ms ", x.start_ms, x.ms)
+      << gap_class_key(x.cls) << (x.top.empty() ? "" : " (" + x.top + ")");
+  }
+  if (!g.longest.empty()) o << "\n";
+}
+
 void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, const Style& s) {
   if (r.remedies.empty()) return;
   o << s.bold() << "remedies" << s.off() << " (mean steady step " << f("%.2f ms", r.remedies[0].step_ms) << "):\n";
@@ -265,6 +292,7 @@ void write_text_unescaped(std::ostream& out, const Report& r, const TextOptions&
     stages(out, rank);
     dataloaders(out, rank);
     feed(out, rank);
+    host_gaps(out, rank);
     remedies(out, rank, opt, s);
     outliers(out, rank, opt);
     drops_and_warnings(out, rank, s);

@@ -67,6 +67,28 @@ class RankBuilder {
   RankBuilder& api(double a, double b, uint64_t corr = 0) {
     return add(Kind::kApiCall, trainer, a, b, corr);
   }
+  // A named CUDA API call or sync on the trainer ("cudaLaunchKernel").
+  RankBuilder& api(const std::string& name, double a, double b) {
+    add(Kind::kApiCall, trainer, a, b);
+    t.events.back().name = t.name_id(name);
+    return *this;
+  }
+  RankBuilder& sync(const std::string& name, double a, double b) {
+    add(Kind::kSync, trainer, a, b);
+    t.events.back().name = t.name_id(name);
+    return *this;
+  }
+  // A Python stack sample of the trainer at `at` (innermost frame `frame`),
+  // standing for `interval` ms around it.
+  RankBuilder& stack(const std::string& frame, double at, double interval) {
+    Ev e = Ev::span(Kind::kStackSample, trainer, ms(at), ms(at));
+    e.phase = format::kInstant;
+    e.name = t.name_id(frame);
+    e.stack().interval_ns = static_cast<uint64_t>(ms(interval));
+    e.stack().tid = t.tracks[trainer].tid;
+    t.events.push_back(e);
+    return *this;
+  }
   RankBuilder& wait(double a, double b, uint64_t batch = 0) {
     add(Kind::kDataWait, trainer, a, b, batch);
     t.events.back().work().batch = batch;

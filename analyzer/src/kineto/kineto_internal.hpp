@@ -115,6 +115,7 @@ class Mapper {
   void push(Ev ev);
   void add_inferred_steps();
   void trainer_ops();
+  uint32_t span_name(std::string_view name);
 
   ImportedRank& out_;
   RankTrace& t_;
@@ -123,6 +124,8 @@ class Mapper {
   std::unordered_map<uint64_t, uint32_t> host_tracks_, device_tracks_;
   std::unordered_map<std::string_view, uint64_t> string_ids_;  // string pids/tids
   size_t range_names_ = 0;  // distinct range names kept
+  size_t span_names_ = 0;   // distinct operator, frame and call names kept
+  static constexpr size_t kMaxSpanNames = size_t{1} << 16;
   std::unordered_set<int64_t> sync_corr_;
   uint64_t waits_ = 0;
   std::vector<HostRec> host_recs_;      // for step inference

@@ -308,6 +308,7 @@ void Mapper::api_event(const RawEvent& e) {
   // cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize …
   if (e.name && e.name.view().find("Synchronize") != std::string_view::npos) ev.kind = Kind::kSync;
   ev.corr = e.args.correlation > 0 ? static_cast<uint64_t>(e.args.correlation) : 0;
+  if (e.name) ev.name = span_name(e.name.view());  // few distinct: cudaLaunchKernel, …
   ++(ev.kind == Kind::kSync ? out_.stats.syncs : out_.stats.api_calls);
   push(ev);
 }
@@ -354,6 +355,15 @@ void Mapper::finish() {
                             out_.stats.first_implausible);
 }
 
+// The rank's id of an operator's, frame's or call's name; past
+// kMaxSpanNames distinct ones, a shared "(other)".
+uint32_t Mapper::span_name(std::string_view name) {
+  if (const uint32_t known = scope_.known_name(name); known != 0) return known;
+  if (span_names_ >= kMaxSpanNames) return scope_.name("(other)");
+  ++span_names_;
+  return scope_.name(name);
+}
+
 // The CPU operators of the thread holding the steps, as one union: what a
 // trace without device activity counts as compute (docs/kineto-import.md).
 void Mapper::trainer_ops() {
@@ -367,13 +377,20 @@ void Mapper::trainer_ops() {
     }
   if (!found) return;
   auto& ops = t_.trainer_ops;
+  auto& spans = t_.trainer_spans;
   for (const HostRec& h : host_recs_) {
     // Operators (the autograd profiler writes no categories: all but its
     // DataLoader waits); a DataLoader wait is a data stall, never compute.
-    if (h.track != track || (h.cat != Cat::kHostOp && h.cat != Cat::kNone)) continue;
-    if (h.name.starts_with("enumerate(DataLoader)#") || h.b <= h.a) continue;
+    // Python frames and operators, one by one, are what the host did in
+    // its gaps (annotations arrive as ranges).
+    if (h.track != track || h.b <= h.a || h.name.starts_with("enumerate(DataLoader)#")) continue;
+    if (h.cat == Cat::kPython) spans.push_back({h.a, h.b, span_name(h.name), ActivityKind::kPython});
+    if (h.cat != Cat::kHostOp && h.cat != Cat::kNone) continue;
     ops.push_back({h.a, h.b});
+    spans.push_back({h.a, h.b, span_name(h.name), ActivityKind::kOperator});
   }
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const HostActivity& x, const HostActivity& y) { return x.a < y.a; });
   std::sort(ops.begin(), ops.end());
   size_t n = 0;
   for (const auto& x : ops) {

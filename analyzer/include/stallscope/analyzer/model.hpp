@@ -299,6 +299,24 @@ struct Probes {
   std::vector<std::string> warnings;  // malformed probe attachments, each naming file and attachment
 };
 
+// What the trainer thread was doing over a span of time, as far as a trace
+// tells (RankTrace::trainer_spans, and the ranges, API calls, syncs and
+// stack samples the engine gathers from events): the host gaps' activities
+// (docs/report-guide.md "Host gaps").
+enum class ActivityKind : uint8_t {
+  kAnnotation,   // a user or NVTX range, a record_function annotation
+  kPython,       // a Python frame (profiler python_function)
+  kOperator,     // a CPU operator (profiler cpu_op, the autograd profiler's events)
+  kApiCall,      // a CUDA runtime or driver call
+  kSync,         // a blocking synchronization call
+  kStackSample,  // a Python stack sample: its innermost frame over its interval
+};
+struct HostActivity {
+  int64_t a = 0, b = 0;  // [a, b) ns
+  uint32_t name = 0;     // RankTrace::names id
+  ActivityKind kind = ActivityKind::kOperator;
+};
+
 // What produced a rank's events.
 enum class TraceOrigin : uint8_t {
   kRecorder,        // stallscope's recorder (.sst files, or built in memory)
@@ -327,6 +345,10 @@ struct RankTrace {
   // profiler trace has them: a rank without device activity counts the time
   // inside them as compute, the gaps between them as host on-CPU.
   std::vector<std::pair<int64_t, int64_t>> trainer_ops;
+  // The same operators and the trainer's Python frames one by one, sorted
+  // by start (a profiler trace's; the engine gets a recording's ranges, API
+  // calls and stack samples as events): what the host did in its gaps.
+  std::vector<HostActivity> trainer_spans;
 
   uint32_t name_id(const std::string& n);  // interns n
   // Appends a batch_ready at `at` for `batch` holding `samples`.

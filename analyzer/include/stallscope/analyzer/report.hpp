@@ -23,8 +23,10 @@ inline constexpr int kSchemaVersion = 1;
 // 1.3: DataLoader blocks (`dataloaders`), `settings`, `phases`, the exact
 // split, remedies' `try` command;
 // 1.4: `feed` (producers behind channels and relays), the `producers`
-// stage, step sources `handoffs`, `inferred`, `whole_trace`.
-inline constexpr int kSchemaMinor = 4;
+// stage, step sources `handoffs`, `inferred`, `whole_trace`;
+// 1.5: `host_gaps` (the host parts' device-idle gaps classed, with their
+// activities), the step table's `gap_ns`.
+inline constexpr int kSchemaMinor = 5;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
@@ -41,10 +43,21 @@ std::string_view step_source_key(StepSource s) noexcept;  // "step_events", "ran
 // worker, its reads and collate, the hand-off): measured, not walked or inferred.
 enum SplitBits : uint8_t { kSplitLineage = 1, kSplitInferred = 2, kSplitNone = 4, kSplitExact = 8 };
 
+// Why the device idled in a host gap (docs/report-guide.md "Host gaps"):
+// drained after a synchronization, launch-bound, a CPU operator's time,
+// data loading on the trainer, or nothing recorded explains it.
+enum class GapClass : uint8_t { kSync, kLaunch, kCpuOp, kData, kUntraced, kCount };
+inline constexpr size_t kGapClassCount = static_cast<size_t>(GapClass::kCount);
+using GapNs = std::array<int64_t, kGapClassCount>;
+std::string_view gap_class_key(GapClass c) noexcept;  // "sync", "launch", "cpu_op", "data", "untraced"
+
 struct StepResult {
   uint64_t index = 0;
   int64_t start_ns = 0, end_ns = 0;  // monotonic ns of the rank
   PartNs parts{};                    // sums to end_ns - start_ns exactly
+  // The host parts' time by gap class: sums to the host parts exactly with
+  // device activity; all zero without (no device-idle gaps).
+  GapNs gap_ns{};
   bool warmup = false;
   bool outlier = false;
   bool closed_by_analyzer = false;   // its end event was missing
@@ -260,6 +273,45 @@ struct FeedReport {
   double busy_ms_per_item = -1, interval_ms_per_item = -1;
 };
 
+// What the host did in its device-idle gaps, over the steady steps
+// (docs/report-guide.md "Host gaps"). ms are per steady step.
+struct GapActivity {
+  std::string name;
+  std::string kind;   // "annotation", "python", "cpu_op", "api", "sync", "stack_sample"
+  double ms = 0;      // exclusive time inside the gaps, per step
+};
+struct GapClassStat {
+  GapClass cls = GapClass::kUntraced;
+  double ms = 0;       // per step
+  double share = 0;    // of the steady steps' wall time
+  uint64_t gaps = 0;   // gaps of this class over the steady steps
+  std::vector<GapActivity> top;  // by exclusive time (sync: the calls)
+};
+struct HostGap {       // one gap, for the list of the run's longest
+  uint64_t step = 0;
+  double start_ms = 0; // from the step's start
+  double ms = 0;
+  GapClass cls = GapClass::kUntraced;
+  std::string top;     // its top activity ("" none)
+  std::string detail;  // a sync: the op or frame that made the call
+};
+struct HostGapReport {
+  bool analyzed = false;  // the rank had device activity: its gaps were classed
+  std::string note;       // why not, when not
+  double host_ms = 0;     // host parts per step (= the classes' sum)
+  std::array<GapClassStat, kGapClassCount> classes{};
+  std::vector<GapActivity> top;  // every class together
+  std::vector<HostGap> longest;  // the run's longest gaps, longest first
+  // Evidence the remedies read (per step): gap time inside optimizer steps
+  // (Optimizer.step#…), under logging or metrics calls, and the sync call
+  // most gap time followed with what made it.
+  double optimizer_ms = 0, logging_ms = 0;
+  std::string optimizer, logging, sync_call, sync_made_by;
+  double launches = 0;    // launch calls per step inside launch-bound gaps
+  double gap_count = 0;   // gaps per step
+  const GapClassStat& of(GapClass c) const { return classes[static_cast<size_t>(c)]; }
+};
+
 // A `set …` mark (what became of a `stallscope run --set`).
 struct SettingMark {
   std::string status;  // applied, adjusted, refused, unmatched, reassigned
@@ -342,6 +394,7 @@ struct RankReport {
   std::vector<Remedy> remedies;  // best predicted gain first
   std::vector<DataLoaderReport> dataloaders;  // the DataLoader hooks' loaders, by first use
   FeedReport feed;                             // producers behind channels and relays
+  HostGapReport host_gaps;                     // the host parts' gaps, classed
   std::vector<SettingMark> settings;           // `set …` marks, in time order
   std::vector<PhaseStat> phases;               // `phase:*` ranges
   std::vector<std::string> command;            // the trainer's command line (metadata), "" unknown

@@ -1,0 +1,304 @@
+#include "host_gaps.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace stallscope::analyzer {
+
+namespace {
+
+bool has(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The function a Python frame names ("train.py(42): log_metrics" ->
+// "log_metrics"), or the last dotted part of a call ("wandb.log" -> "log").
+std::string_view function_part(std::string_view n) {
+  if (size_t c = n.rfind("): "); c != std::string_view::npos) n = n.substr(c + 3);
+  if (size_t d = n.rfind('.'); d != std::string_view::npos) n = n.substr(d + 1);
+  return n;
+}
+
+bool logging_name(std::string_view l) {
+  for (std::string_view k : {"logging/", "logging.", "wandb", "tensorboard", "summarywriter",
+                             "add_scalar", "mlflow", "function print>", "builtins.print", "logger"})
+    if (has(l, k)) return true;
+  const std::string_view f = function_part(l);
+  return f == "print" || f == "log" || (f == "info" && has(l, "log")) ||
+         f.starts_with("log_metric") || f == "log_dict" || f.starts_with("log_scalar");
+}
+
+}  // namespace
+
+uint8_t name_bits(std::string_view name) {
+  uint8_t bits = 0;
+  const std::string l = lower(name);
+  const bool op = l.starts_with("aten::") || l.starts_with("torch::") || l.starts_with("c10d::");
+  if (!op) {
+    for (std::string_view k : {"dataloader", "data_loader", "data loading", "load_batch", "get_batch",
+                               "next_batch", "fetch_batch", "collate", "__getitem__",
+                               "torch/utils/data/", "load_data"})
+      if (has(l, k)) bits |= kNameData;
+    if (logging_name(l)) bits |= kNameLogging;
+  }
+  if (l.starts_with("optimizer.step#") || has(l, "torch/optim/")) bits |= kNameOptimizer;
+  if (has(name, "Launch") || has(l, "launch") || has(name, "Memcpy") || has(name, "Memset"))
+    if (!has(name, "Synchronize")) bits |= kNameLaunch;
+  return bits;
+}
+
+uint8_t NameFlags::of(uint32_t id) {
+  if (id >= names_.size()) return 0;
+  if (id >= bits_.size()) bits_.resize(names_.size(), 0);
+  uint8_t& b = bits_[id];
+  if ((b & kNameDecided) == 0) {
+    const std::string& n = names_[id];
+    b = static_cast<uint8_t>(name_bits(n) | kNameDecided);
+    if (!n.empty() && std::regex_search(n, step_)) b |= kNameStep;
+  }
+  return b;
+}
+
+void GapTotals::add_longest(const GapEntry& g) {
+  auto shorter = [](const GapEntry& a, const GapEntry& b) { return a.len > b.len; };
+  if (longest.size() == kLongest && g.len <= longest.front().len) return;
+  longest.push_back(g);
+  std::push_heap(longest.begin(), longest.end(), shorter);
+  if (longest.size() > kLongest) {
+    std::pop_heap(longest.begin(), longest.end(), shorter);
+    longest.pop_back();
+  }
+}
+
+void GapTotals::merge(const GapTotals& o) {
+  for (const auto& [k, v] : o.activity) activity[k] += v;
+  for (const auto& [k, v] : o.sync_calls) sync_calls[k] += v;
+  for (const auto& [k, v] : o.optimizer) optimizer[k] += v;
+  for (const auto& [k, v] : o.logging) logging[k] += v;
+  optimizer_ns += o.optimizer_ns;
+  logging_ns += o.logging_ns;
+  launches += o.launches;
+  steps += o.steps;
+  wall_ns += o.wall_ns;
+  host_ns += o.host_ns;
+  for (size_t c = 0; c < kGapClassCount; ++c) class_ns[c] += o.class_ns[c];
+  for (size_t c = 0; c < kGapClassCount; ++c) gaps[c] += o.gaps[c];
+  for (const GapEntry& g : o.longest) add_longest(g);
+}
+
+// Each instant of a gap goes to the innermost activity covering it: the
+// one that started last (activities of a thread nest). Credits come out in
+// gap order.
+void GapClassifier::sweep(const Ivs& gaps, const std::vector<HostActivity>& acts) {
+  credits_.clear();
+  stack_.clear();
+  size_t gi = 0;
+  int64_t cursor = gaps.front().a;
+  auto credit = [&](int64_t x, int64_t y, uint32_t act) {
+    while (gi < gaps.size() && gaps[gi].b <= x) ++gi;
+    for (size_t k = gi; k < gaps.size() && gaps[k].a < y; ++k) {
+      const int64_t ov = std::min(y, gaps[k].b) - std::max(x, gaps[k].a);
+      if (ov > 0) credits_.push_back({static_cast<uint32_t>(k), act, ov});
+    }
+  };
+  auto advance = [&](int64_t to) {
+    while (cursor < to) {
+      while (!stack_.empty() && acts[stack_.back()].b <= cursor) stack_.pop_back();
+      if (stack_.empty()) {
+        cursor = to;
+        break;
+      }
+      const int64_t y = std::min(to, acts[stack_.back()].b);
+      credit(cursor, y, stack_.back());
+      cursor = y;
+    }
+  };
+  for (uint32_t i = 0; i < acts.size(); ++i) {
+    if (acts[i].a > cursor) advance(acts[i].a);
+    stack_.push_back(i);
+  }
+  advance(gaps.back().b);
+}
+
+// ns of each gap inside activities whose name has `bit`.
+void GapClassifier::coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit,
+                             std::vector<int64_t>& per_gap) {
+  per_gap.assign(gaps.size(), 0);
+  cover_.clear();
+  for (const HostActivity& x : acts)
+    if (flags_.of(x.name) & bit) cover_.push_back({x.a, x.b});
+  if (cover_.empty()) return;
+  normalize(cover_);
+  intersect(gaps, cover_, tmp_);
+  size_t g = 0;
+  for (const Iv& x : tmp_) {
+    while (gaps[g].b <= x.a) ++g;
+    per_gap[g] += x.len();
+  }
+}
+
+// Per gap: the longest launch call overlapping it and how many.
+void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& acts) {
+  launch_dur_.assign(gaps.size(), 0);
+  launch_n_.assign(gaps.size(), 0);
+  for (const HostActivity& x : acts) {
+    if (x.kind != ActivityKind::kApiCall) continue;
+    if (x.name != 0 && (flags_.of(x.name) & kNameLaunch) == 0) continue;
+    auto it = std::partition_point(gaps.begin(), gaps.end(), [&](const Iv& g) { return g.b <= x.a; });
+    for (; it != gaps.end() && it->a < x.b; ++it) {
+      const auto g = static_cast<size_t>(it - gaps.begin());
+      launch_dur_[g] = std::max(launch_dur_[g], x.b - x.a);
+      ++launch_n_[g];
+    }
+  }
+}
+
+// Priority: drained after a sync, data loading, launch-bound (the device
+// work that ends the gap is no longer than a launch call in it: the host
+// launches slower than the device runs), a traced CPU activity, untraced.
+GapClass GapClassifier::decide(size_t g, const Ivs& gaps, const Ivs& busy, int64_t traced) const {
+  const int64_t len = gaps[g].len();
+  if (2 * after_[g] >= len && after_[g] > 0) return GapClass::kSync;
+  if (2 * data_[g] >= len && data_[g] > 0) return GapClass::kData;
+  if (launch_dur_[g] > 0) {
+    auto it = std::partition_point(busy.begin(), busy.end(), [&](const Iv& v) { return v.a < gaps[g].b; });
+    if (it != busy.end() && it->a == gaps[g].b && it->len() <= launch_dur_[g]) return GapClass::kLaunch;
+  }
+  if (2 * traced >= len && traced > 0) return GapClass::kCpuOp;
+  return GapClass::kUntraced;
+}
+
+// The call whose return began the gap's drain (the sync or API call ending
+// nearest the first after-sync window in it) and what made it: the
+// outermost operator and the innermost Python frame around the call.
+void GapClassifier::sync_call(const Iv& gap, const Ivs& after, const std::vector<HostActivity>& acts,
+                              GapEntry& e, GapTotals& out) {
+  auto w = std::partition_point(after.begin(), after.end(), [&](const Iv& v) { return v.b <= gap.a; });
+  const int64_t r = w != after.end() ? std::max(w->a, gap.a) : gap.a;
+  const int64_t tol = gap.len() / 2 + 10'000;
+  const HostActivity* call = nullptr;
+  int64_t best = INT64_MAX;
+  for (const HostActivity& x : acts) {
+    if (x.a > r) break;
+    if (x.kind != ActivityKind::kSync && x.kind != ActivityKind::kApiCall) continue;
+    const int64_t d = x.b > r ? x.b - r : r - x.b;
+    if (d > tol || d > best || (d == best && x.kind != ActivityKind::kSync)) continue;
+    best = d;
+    call = &x;
+  }
+  e.top = call != nullptr ? call->name : 0;
+  e.top_kind = call != nullptr ? call->kind : ActivityKind::kSync;
+  if (call != nullptr) {
+    const int64_t mid = call->a + (call->b - call->a) / 2;
+    for (const HostActivity& x : acts) {
+      if (x.a > mid) break;
+      if (x.b <= mid || &x == call || (flags_.of(x.name) & kNameStep)) continue;
+      if (x.kind == ActivityKind::kOperator && e.made_op == 0) e.made_op = x.name;
+      if (x.kind == ActivityKind::kPython || x.kind == ActivityKind::kStackSample ||
+          x.kind == ActivityKind::kAnnotation)
+        e.made_frame = x.name;
+    }
+  }
+  out.sync_calls[{e.top, e.made_op, e.made_frame, e.top_kind}] += gap.len();
+}
+
+// The step's optimizer: its first Optimizer.step#… range, else the first
+// optimizer frame.
+uint32_t GapClassifier::optimizer_name(const std::vector<HostActivity>& acts) {
+  uint32_t frame = 0;
+  for (const HostActivity& x : acts) {
+    if ((flags_.of(x.name) & kNameOptimizer) == 0) continue;
+    if (x.kind == ActivityKind::kAnnotation) return x.name;
+    if (frame == 0) frame = x.name;
+  }
+  return frame;
+}
+
+GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t step_index,
+                              std::vector<HostActivity>& acts, GapTotals& out) {
+  GapNs ns{};
+  const Ivs& gaps = hs.host;
+  if (gaps.empty()) return ns;
+  std::erase_if(acts, [&](const HostActivity& x) {
+    return x.b <= x.a || (x.kind == ActivityKind::kAnnotation && (flags_.of(x.name) & kNameStep));
+  });
+  std::sort(acts.begin(), acts.end(), [](const HostActivity& x, const HostActivity& y) {
+    return x.a != y.a ? x.a < y.a : x.b > y.b;
+  });
+  after_.assign(gaps.size(), 0);
+  intersect(gaps, hs.after, tmp_);
+  for (size_t g = 0, k = 0; k < tmp_.size(); ++k) {
+    while (gaps[g].b <= tmp_[k].a) ++g;
+    after_[g] += tmp_[k].len();
+  }
+  coverage(gaps, acts, kNameData, data_);
+  coverage(gaps, acts, kNameOptimizer, opt_);
+  coverage(gaps, acts, kNameLogging, log_);
+  launches(gaps, acts);
+  sweep(gaps, acts);
+  size_t c = 0;
+  uint32_t opt_name = 0;
+  bool opt_known = false;
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    const size_t from = c;
+    int64_t traced = 0;
+    for (; c < credits_.size() && credits_[c].gap == g; ++c) traced += credits_[c].ns;
+    const GapClass cls = decide(g, gaps, hs.busy, traced);
+    const auto ci = static_cast<size_t>(cls);
+    ns[ci] += gaps[g].len();
+    ++out.gaps[ci];
+    GapEntry e{gaps[g].len(), gaps[g].a - step_start, step_index, cls};
+    // The gap's activities by (kind, name), its top one.
+    agg_.clear();
+    for (size_t k = from; k < c; ++k) {
+      const HostActivity& x = acts[credits_[k].act];
+      agg_.push_back({uint64_t(x.kind) << 32 | x.name, credits_[k].ns});
+    }
+    std::sort(agg_.begin(), agg_.end());
+    int64_t top_ns = 0;
+    for (size_t k = 0; k < agg_.size();) {
+      size_t j = k;
+      int64_t sum = 0;
+      for (; j < agg_.size() && agg_[j].first == agg_[k].first; ++j) sum += agg_[j].second;
+      if (cls != GapClass::kSync) out.activity[uint64_t(ci) << 40 | agg_[k].first] += sum;
+      if (sum > top_ns) {
+        top_ns = sum;
+        e.top = static_cast<uint32_t>(agg_[k].first);
+        e.top_kind = static_cast<ActivityKind>(agg_[k].first >> 32);
+      }
+      k = j;
+    }
+    int64_t logging = log_[g];
+    if (cls == GapClass::kSync) {
+      sync_call(gaps[g], hs.after, acts, e, out);
+      out.activity[uint64_t(ci) << 40 | uint64_t(e.top_kind) << 32 | e.top] += gaps[g].len();
+      // A sync right before a logging call (loss.item() for a print): the
+      // whole drain is the logging's.
+      if (logging > 0 || (flags_.of(e.made_frame) & kNameLogging)) logging = gaps[g].len();
+    }
+    if (cls == GapClass::kLaunch) out.launches += launch_n_[g];
+    if (cls != GapClass::kData && opt_[g] > 0) {
+      out.optimizer_ns += opt_[g];
+      if (!opt_known) opt_name = optimizer_name(acts);
+      opt_known = true;
+      out.optimizer[opt_name] += opt_[g];
+    }
+    if (logging > 0) {
+      out.logging_ns += logging;
+      uint32_t who = 0;
+      for (const HostActivity& x : acts) {
+        if (x.a >= gaps[g].b) break;
+        if ((flags_.of(x.name) & kNameLogging) && x.b > gaps[g].a) who = x.name;
+      }
+      out.logging[who != 0 ? who : e.made_frame] += logging;
+    }
+    out.add_longest(e);
+  }
+  return ns;
+}
+
+}  // namespace stallscope::analyzer
