@@ -13,7 +13,10 @@
 #   version printed, the all_reduce recorded with its bytes); `stallscope
 #   run -- python3` on a GPU DataLoader loop; torch.profiler under
 #   `stallscope run` (its kernels present, GPU rows inside the CPU span,
-#   the hand-over marked in our trace), keeping two profiler traces.
+#   the hand-over marked in our trace), keeping two profiler traces; those
+#   traces analyzed (steps inferred without ProfilerStep#N) and two more
+#   captured with a .item() per step and with many tiny kernels (their
+#   sync and launch host gaps), the reports kept as fixtures.
 #   The Python hooks on the machine's PyTorch (2.x): tests/attach/torch_contexts.py with
 #   spawn and forkserver DataLoader workers; tests/attach/torch_loader.py's
 #   DataLoaders recorded from inside (check_loader_trace.py) and a
@@ -178,6 +181,70 @@ if grep -q "GPU activity handed to" "$OUT/python.chrome.json" "$OUT/python.log" 
 else bad "hand-over mark" "no 'GPU activity handed to' in the trace or log"; fi
 if grep -q '"cat":"kernel"' "$OUT/python.chrome.json" 2>/dev/null; then ok "kernels recorded before the hand-over"
 else bad "kernels" "no kernel events in the stallscope trace of the python run"; fi
+
+step "real profiler traces: steps inferred without marks, host gaps classed"
+# The two captures above have no ProfilerStep#N: the importer infers the
+# steps (docs/kineto-import.md). Two more loops are captured with marked
+# steps: a .item() every step (sync gaps) and many tiny kernels (launch
+# gaps). The reports are kept in $OUT as fixtures.
+cat >"$OUT/gaps.py" <<'PY'
+import os, sys, torch
+out, kind = sys.argv[1], sys.argv[2]
+x = torch.randn(256, 256, device="cuda")
+w = torch.randn(256, 256, device="cuda", requires_grad=True)
+opt = torch.optim.SGD([w], lr=1e-3)
+def step():
+    if kind == "sync":
+        y = (x @ w).relu().sum()
+        y.backward(); opt.step(); opt.zero_grad()
+        return y.item()                      # a device-to-host sync every step
+    t = x
+    for _ in range(200):                     # 200 tiny kernels per step
+        t = t * 1.0001 + 0.0001
+    return t
+for _ in range(5): step()
+torch.cuda.synchronize()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                        torch.profiler.ProfilerActivity.CUDA]) as p:
+    for _ in range(12):
+        step(); p.step()
+p.export_chrome_trace(os.path.join(out, f"kineto_gaps_{kind}.json"))
+print("gaps done")
+PY
+for kind in sync launch; do
+  timeout 90 python3 "$OUT/gaps.py" "$OUT" "$kind" >"$OUT/gaps-$kind.log" 2>&1 ||
+    bad "profiler capture ($kind)" "$(tail -3 "$OUT/gaps-$kind.log" | tr '\n' ' ')"
+done
+for t in kineto_loop_0 kineto_loop_1 kineto_gaps_sync kineto_gaps_launch; do
+  [ -f "$OUT/$t.json" ] || continue
+  "$B/bin/stallscope" report --json "$OUT/$t.json" >"$OUT/$t.report.json" 2>"$OUT/$t.report.err"
+  "$B/bin/stallscope" report "$OUT/$t.json" >"$OUT/$t.report.txt" 2>&1
+done
+if python3 - "$OUT" <<'PY'
+import json, os, sys
+out, bad = sys.argv[1], []
+def rank(name):
+    p = os.path.join(out, name + ".report.json")
+    return json.load(open(p))["ranks"][0] if os.path.exists(p) and os.path.getsize(p) else None
+for t in ("kineto_loop_0", "kineto_loop_1"):
+    r = rank(t)
+    if r is None: bad.append(f"{t}: no report"); continue
+    print(t, r["step_source"], r["steps"]["total"], r["cause"])
+    if r["steps"]["total"] < 1 or r["step_source"]["kind"] not in ("inferred", "whole_trace"):
+        bad.append(f"{t}: steps {r['steps']['total']} from {r['step_source']['kind']}")
+for t, cls in (("kineto_gaps_sync", "sync"), ("kineto_gaps_launch", "launch")):
+    r = rank(t)
+    if r is None: bad.append(f"{t}: no report"); continue
+    g = r["host_gaps"]
+    shares = {k: v["share"] for k, v in g["classes"].items()}
+    top = [m["id"] for m in r["remedies"][:3]]
+    print(t, r["cause"], "classes", shares, "sync call", g["sync_call"], "remedies", top)
+    if not g["analyzed"] or shares.get(cls, 0) <= 0:
+        bad.append(f"{t}: no {cls} gaps ({shares})")
+print("\n".join(bad)); sys.exit(1 if bad else 0)
+PY
+then ok "real profiler traces: inferred steps, sync and launch gaps"
+else bad "real profiler traces" "see above (reports in \$OUT/kineto_*.report.*)"; fi
 
 step "Python hooks on this PyTorch: spawn and forkserver DataLoader workers, signal handlers"
 for method in spawn forkserver; do
