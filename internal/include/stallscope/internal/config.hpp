@@ -72,14 +72,14 @@ enum class Type : uint8_t {
   X(kQuiet, "STALLSCOPE_QUIET", kSwitch, 0, 0, "", "", "off", "recorder, shim, loader, cuda",      \
     "on silences every note stallscope writes on stderr")                                          \
   X(kProgress, "STALLSCOPE_PROGRESS", kSwitch, 0, 0, "", "", "off", "recorder",                    \
-    "on writes RUN/progress/<file base> after each flush that changed it (stallscope run)")        \
+    "on writes `RUN/progress/<file base>` after each flush that changed it (stallscope run)")        \
   /* preload shim */                                                                               \
   X(kMmapFaults, "STALLSCOPE_MMAP_FAULTS", kSwitch, 0, 0, "", "", "on", "shim",                    \
     "off stops sampling major page faults (reads of memory-mapped files)")                         \
   X(kFollow, "STALLSCOPE_FOLLOW", kWord, 0, 0, "", "children|none", "children", "shim, cli",       \
     "Whether programs the traced program execs are traced too")                                    \
   X(kPreloadLib, "STALLSCOPE_PRELOAD_LIB", kText, 0, 0, "", "", "", "cli",                         \
-    "Where stallscope run finds the shim; default: <bin>/../lib")                                  \
+    "Where stallscope run finds the shim; default: `<bin>/../lib`")                                  \
   X(kPreloadClassifyEvery, "STALLSCOPE_PRELOAD_CLASSIFY_EVERY", kInteger, 1, 1048576, "reads", "", \
     "256", "shim", "One read in N has its page-cache state looked up")                             \
   X(kPreloadWaitMinUs, "STALLSCOPE_PRELOAD_WAIT_MIN_US", kInteger, 0, 1000000, "µs", "", "20",     \
