@@ -115,31 +115,39 @@ Read read_word(const Var& v, const char* text, int* index, char* why, size_t n) 
   return Read::kBad;
 }
 
+int64_t default_integer(const Var& v) noexcept {
+  int64_t d = 0;
+  (void)parse_env_integer(v.dflt, INT64_MIN, INT64_MAX, &d);
+  return d;
+}
+
+bool default_switch(const Var& v) noexcept { return std::strcmp(v.dflt, "on") == 0; }
+
+int default_word(const Var& v) noexcept {
+  int i = 0;
+  (void)read_word(v, v.dflt, &i, nullptr, 0);
+  return i;
+}
+
 int64_t env_integer(Id id, char* why, size_t n) noexcept {
   if (why != nullptr && n > 0) *why = '\0';
   const Var& v = var(id);
   int64_t x = 0;
-  if (read_integer(v, std::getenv(v.name), &x, why, n) == Read::kOk) return x;
-  int64_t d = 0;
-  (void)parse_env_integer(v.dflt, INT64_MIN, INT64_MAX, &d);
-  return d;
+  return read_integer(v, std::getenv(v.name), &x, why, n) == Read::kOk ? x : default_integer(v);
 }
 
 bool env_switch(Id id, char* why, size_t n) noexcept {
   if (why != nullptr && n > 0) *why = '\0';
   const Var& v = var(id);
   bool b = false;
-  if (read_switch(v, std::getenv(v.name), &b, why, n) == Read::kOk) return b;
-  return std::strcmp(v.dflt, "on") == 0;
+  return read_switch(v, std::getenv(v.name), &b, why, n) == Read::kOk ? b : default_switch(v);
 }
 
 int env_word(Id id, char* why, size_t n) noexcept {
   if (why != nullptr && n > 0) *why = '\0';
   const Var& v = var(id);
   int i = 0;
-  if (read_word(v, std::getenv(v.name), &i, why, n) == Read::kOk) return i;
-  (void)read_word(v, v.dflt, &i, nullptr, 0);
-  return i;
+  return read_word(v, std::getenv(v.name), &i, why, n) == Read::kOk ? i : default_word(v);
 }
 
 bool quiet() noexcept {

@@ -128,6 +128,16 @@ BOOST_AUTO_TEST_CASE(good_values_and_unset_ones_say_nothing) {
   BOOST_TEST(w == 2);
 }
 
+BOOST_AUTO_TEST_CASE(defaults_are_read_as_values_of_their_rows) {
+  using config::Id;
+  BOOST_TEST(config::default_integer(config::var(Id::kSampleMs)) == 10);
+  BOOST_TEST(config::default_integer(config::var(Id::kBufferMb)) == 64);
+  BOOST_TEST(config::default_switch(config::var(Id::kEnable)));
+  BOOST_TEST(!config::default_switch(config::var(Id::kQuiet)));
+  BOOST_TEST(config::default_word(config::var(Id::kMaxMode)) == 0);
+  BOOST_TEST(config::default_word(config::var(Id::kCupti)) == 0);
+}
+
 // STALLSCOPE_QUIET=true silences the note helper the loader, the GPU side
 // and the shim write through, as on and 1 do; off or a bad value does not.
 BOOST_AUTO_TEST_CASE(quiet_takes_every_switch_spelling_in_the_note_helper) {

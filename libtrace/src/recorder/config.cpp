@@ -15,40 +15,41 @@ namespace stallscope::detail {
 namespace {
 
 // Reads each variable through the configuration table
-// (stallscope/internal/config.hpp): its parser, range and message.
+// (stallscope/internal/config.hpp): its parser, range, message and default.
 struct Reader {
   const sys::EnvLookup& env;
   RecorderConfig& cfg;
 
   void bad(const char* why) { cfg.warnings.emplace_back(why); }
 
-  // An integer variable; false when unset or bad (the default stays).
-  bool integer(config::Id id, int64_t& out) {
+  // An integer variable's value, or its default when unset or bad.
+  int64_t integer(config::Id id) {
     const config::Var& v = config::var(id);
     char why[config::kMessageBytes];
-    const config::Read r = config::read_integer(v, env(v.name), &out, why, sizeof why);
+    int64_t x = 0;
+    const config::Read r = config::read_integer(v, env(v.name), &x, why, sizeof why);
     if (r == config::Read::kBad) bad(why);
-    return r == config::Read::kOk;
+    return r == config::Read::kOk ? x : config::default_integer(v);
   }
 
-  // An on/off variable; -1 when unset or bad, else 0 or 1.
-  int on_off(config::Id id) {
+  // An on/off variable's value, or its default.
+  bool on_off(config::Id id) {
     const config::Var& v = config::var(id);
     char why[config::kMessageBytes];
     bool on = false;
     const config::Read r = config::read_switch(v, env(v.name), &on, why, sizeof why);
     if (r == config::Read::kBad) bad(why);
-    return r == config::Read::kOk ? int(on) : -1;
+    return r == config::Read::kOk ? on : config::default_switch(v);
   }
 
-  // One of a word variable's words; -1 when unset or bad, else its index.
+  // The index of a word variable's word, or of its default.
   int word(config::Id id) {
     const config::Var& v = config::var(id);
     char why[config::kMessageBytes];
-    int i = -1;
+    int i = 0;
     const config::Read r = config::read_word(v, env(v.name), &i, why, sizeof why);
     if (r == config::Read::kBad) bad(why);
-    return r == config::Read::kOk ? i : -1;
+    return r == config::Read::kOk ? i : config::default_word(v);
   }
 };
 
@@ -112,20 +113,19 @@ size_t round_buffer_size(size_t bytes) noexcept {
 RecorderConfig load_config(const sys::EnvLookup& env) {
   RecorderConfig cfg;
   Reader r{env, cfg};
-  int64_t x = 0;
   using config::Id;
-  if (int c = r.on_off(Id::kEnable); c >= 0) cfg.enabled = c == 1;
-  if (int c = r.on_off(Id::kCapture); c >= 0) cfg.capture_at_start = c == 1;
-  if (int c = r.on_off(Id::kQuiet); c >= 0) cfg.quiet = c == 1;
-  if (int c = r.on_off(Id::kProgress); c >= 0) cfg.progress = c == 1;
-  if (r.integer(Id::kBufferMb, x)) cfg.buffer_bytes = size_t(x) << 20;
-  if (r.integer(Id::kThreadBufferKb, x)) cfg.thread_buffer_bytes = size_t(x) << 10;
-  cfg.thread_buffer_bytes = round_buffer_size(cfg.thread_buffer_bytes);
-  if (r.integer(Id::kMaxMb, x)) cfg.max_file_bytes = uint64_t(x) << 20;
-  if (int c = r.word(Id::kMaxMode); c >= 0) cfg.disk_mode = c == 1 ? DiskMode::kRing : DiskMode::kStop;
-  if (r.integer(Id::kFlushMs, x)) cfg.flush_ms = int(x);
-  if (r.integer(Id::kSampleMs, x)) cfg.sample_ms = int(x);
-  if (r.integer(Id::kWorkerSampleMs, x)) cfg.worker_sample_ms = int(x);
+  // Every value, defaults included, comes from the table.
+  cfg.enabled = r.on_off(Id::kEnable);
+  cfg.capture_at_start = r.on_off(Id::kCapture);
+  cfg.quiet = r.on_off(Id::kQuiet);
+  cfg.progress = r.on_off(Id::kProgress);
+  cfg.buffer_bytes = size_t(r.integer(Id::kBufferMb)) << 20;
+  cfg.thread_buffer_bytes = round_buffer_size(size_t(r.integer(Id::kThreadBufferKb)) << 10);
+  cfg.max_file_bytes = uint64_t(r.integer(Id::kMaxMb)) << 20;
+  cfg.disk_mode = r.word(Id::kMaxMode) == 1 ? DiskMode::kRing : DiskMode::kStop;
+  cfg.flush_ms = int(r.integer(Id::kFlushMs));
+  cfg.sample_ms = int(r.integer(Id::kSampleMs));
+  cfg.worker_sample_ms = int(r.integer(Id::kWorkerSampleMs));
   cap_by_machine_memory(cfg);
   if (cfg.thread_buffer_bytes > cfg.buffer_bytes) {
     cfg.warnings.push_back("STALLSCOPE_THREAD_BUFFER_KB exceeds STALLSCOPE_BUFFER_MB; "

@@ -211,6 +211,11 @@ Read read_switch(const Var& v, const char* text, bool* out, char* why, size_t n)
 // *index: the position of the word in v.words.
 Read read_word(const Var& v, const char* text, int* index, char* why, size_t n) noexcept;
 
+// A row's default as a value (0, off or the first word where it has none).
+int64_t default_integer(const Var& v) noexcept;
+bool default_switch(const Var& v) noexcept;
+int default_word(const Var& v) noexcept;
+
 // The same over the process environment, the default applied: the value,
 // and a message in `why` (when not null) on a bad one. For components
 // whose defaults are the table's; others call the read_* above.
