@@ -75,9 +75,8 @@ Read read_integer(const Var& v, const char* text, int64_t* out, char* why, size_
   if (unset(text)) return Read::kUnset;
   if (parse_env_integer(text, v.lo, v.hi, out)) return Read::kOk;
   char expected[96];
-  std::snprintf(expected, sizeof expected, "expected %lld..%lld%s%s",
-                static_cast<long long>(v.lo), static_cast<long long>(v.hi),
-                *v.unit != '\0' ? " " : "", v.unit);
+  std::snprintf(expected, sizeof expected, "expected %lld..%lld%s%s", static_cast<long long>(v.lo),
+                static_cast<long long>(v.hi), *v.unit != '\0' ? " " : "", v.unit);
   say(v, text, is_number(text) ? "out of range" : "not a number", expected, why, n);
   return Read::kBad;
 }

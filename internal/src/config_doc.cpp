@@ -24,12 +24,16 @@ std::string words_of(const char* words) {
 std::string type_of(const Var& v) {
   const std::string unit = *v.unit != '\0' ? std::string(" ") + v.unit : "";
   switch (v.type) {
-    case Type::kSwitch: return "`on`, `off`";
+    case Type::kSwitch:
+      return "`on`, `off`";
     case Type::kInteger:
       return "integer " + std::to_string(v.lo) + " … " + std::to_string(v.hi) + unit;
-    case Type::kWord: return words_of(v.words);
-    case Type::kText: return *v.unit != '\0' ? std::string("number,") + unit : "text";
-    case Type::kKnob: return "loader knob ([loader.md](loader.md))";
+    case Type::kWord:
+      return words_of(v.words);
+    case Type::kText:
+      return *v.unit != '\0' ? std::string("number,") + unit : "text";
+    case Type::kKnob:
+      return "loader knob ([loader.md](loader.md))";
   }
   return "";
 }

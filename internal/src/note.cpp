@@ -35,7 +35,8 @@ void vnote(const char* prefix, const char* fmt, va_list ap) noexcept {
   const size_t k = put_prefix(line, prefix);
   const int n = std::vsnprintf(line + k, kLine - k, fmt, ap);
   if (n < 0) return;
-  const size_t len = k + (static_cast<size_t>(n) < kLine - k ? static_cast<size_t>(n) : kLine - k - 1);
+  const size_t len =
+      k + (static_cast<size_t>(n) < kLine - k ? static_cast<size_t>(n) : kLine - k - 1);
   write_line(line, len);
 }
 

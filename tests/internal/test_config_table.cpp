@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +12,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+
+#include <boost/test/unit_test.hpp>
 
 #include "stallscope/internal/config.hpp"
 #include "stallscope/internal/note.hpp"
@@ -32,7 +33,8 @@ std::string slurp(const fs::path& p) {
 
 const fs::path kSource = STALLSCOPE_SOURCE_DIR;
 
-const char* const kBegin = "<!-- BEGIN generated: the configuration table (scripts/config_doc.sh) -->\n";
+const char* const kBegin =
+    "<!-- BEGIN generated: the configuration table (scripts/config_doc.sh) -->\n";
 const char* const kEnd = "<!-- END generated -->\n";
 
 // Every STALLSCOPE_X named in `text` (not prefixes such as STALLSCOPE_LOADER_*).
@@ -174,23 +176,24 @@ BOOST_AUTO_TEST_CASE(configuration_md_is_the_generated_table) {
   BOOST_TEST(section == config::markdown_table(),
              "docs/configuration.md is not the table: run scripts/config_doc.sh");
   for (const std::string& n : names_in(page, std::regex("(STALLSCOPE_[A-Z0-9_]+)")))
-    BOOST_TEST(config::find(n) != nullptr, "docs/configuration.md names " << n
-                                               << ", which the configuration table lacks");
+    BOOST_TEST(config::find(n) != nullptr,
+               "docs/configuration.md names " << n << ", which the configuration table lacks");
 }
 
 // Every variable a source file names in a string (getenv, setenv,
 // os.environ) is a row of the table: a new variable cannot go undocumented.
 BOOST_AUTO_TEST_CASE(sources_name_only_variables_of_the_table) {
   const std::regex re("[\"'](STALLSCOPE_[A-Z0-9_]+)");
-  for (const char* dir : {"libtrace", "loader", "analyzer", "integrations", "internal", "samples"}) {
+  for (const char* dir :
+       {"libtrace", "loader", "analyzer", "integrations", "internal", "samples"}) {
     for (const auto& f : fs::recursive_directory_iterator(kSource / dir)) {
       const std::string ext = f.path().extension().string();
       if (!f.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".c" && ext != ".py"))
         continue;
       for (const std::string& n : names_in(slurp(f.path()), re))
-        BOOST_TEST(config::find(n) != nullptr,
-                   fs::relative(f.path(), kSource).string() << " reads " << n
-                                                            << ", which the configuration table lacks");
+        BOOST_TEST(config::find(n) != nullptr, fs::relative(f.path(), kSource).string()
+                                                   << " reads " << n
+                                                   << ", which the configuration table lacks");
     }
   }
 }

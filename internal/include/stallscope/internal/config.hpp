@@ -9,7 +9,8 @@
 //   int64_t ms = 10;
 //   char why[config::kMessageBytes];
 //   if (config::read_integer(v, std::getenv(v.name), &ms, why, sizeof why) == config::Read::kBad)
-//     note(why);  // STALLSCOPE_SAMPLE_MS='10ms': not a number (expected 0..60000 ms); using the default 10
+//     note(why);  // STALLSCOPE_SAMPLE_MS='10ms': not a number (expected 0..60000 ms); using the
+//     default 10
 //
 // The parsers never allocate and never throw: the preload shim calls them
 // in its constructor, before the program's allocator may be ready. A bad
@@ -38,6 +39,7 @@ enum class Type : uint8_t {
 // Rows with readers "python" or "samples" are read by the Python hooks or
 // the sample programs, not by C++ code through this table; they are here so
 // that the documentation lists every variable.
+// clang-format off
 #define STALLSCOPE_CONFIG_VARS(X)                                                                  \
   /* run identity */                                                                               \
   X(kOut, "STALLSCOPE_OUT", kText, 0, 0, "", "", "", "recorder, cli",                              \
@@ -165,6 +167,7 @@ enum class Type : uint8_t {
     "This rank's share of the dataset")                                                            \
   X(kLoaderWorldSize, "STALLSCOPE_LOADER_WORLD_SIZE", kKnob, 1, 1048576, "", "", "", "loader",     \
     "The number of shares of the dataset")
+// clang-format on
 
 enum class Id : uint16_t {
 #define STALLSCOPE_CONFIG_ID(id, ...) id,

@@ -16,10 +16,10 @@
 namespace stallscope::internal {
 
 struct FsInfo {
-  uint32_t magic;      // statfs f_type
-  const char* name;    // as the trace and reports name it
+  uint32_t magic;    // statfs f_type
+  const char* name;  // as the trace and reports name it
   format::Tier tier;
-  bool nowait;         // RWF_NOWAIT buffered reads tell a page-cache hit
+  bool nowait;  // RWF_NOWAIT buffered reads tell a page-cache hit
 };
 
 // Storage filesystems by statfs magic. An unlisted one is Tier::kUnknown.
