@@ -9,8 +9,8 @@
 //   int64_t ms = 10;
 //   char why[config::kMessageBytes];
 //   if (config::read_integer(v, std::getenv(v.name), &ms, why, sizeof why) == config::Read::kBad)
-//     note(why);  // STALLSCOPE_SAMPLE_MS='10ms': not a number (expected 0..60000 ms); using the
-//     default 10
+//     note(why);
+//   // STALLSCOPE_SAMPLE_MS='10ms': not a number (expected 0..60000 ms); using the default 10
 //
 // The parsers never allocate and never throw: the preload shim calls them
 // in its constructor, before the program's allocator may be ready. A bad
