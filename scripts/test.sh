@@ -5,6 +5,9 @@
 #
 # Phases, each timed, with the CI budget it must stay within (2 cores):
 #   setup          scripts/setup.sh                                      4 min
+#   boundaries     scripts/check_boundaries.sh: no component reaches into
+#                  another's src/ (the built libraries' exports are checked
+#                  by ctest's `boundaries` test)                         1 min
 #   release-build  Release build in build/ (gcc)                         6 min
 #   release-tests  ctest, all but the labels below   } together         10 min
 #   asan-tests     ctest of the ASan+UBSan build     }
@@ -154,6 +157,10 @@ phase_setup() {
   scripts/setup.sh
 }
 
+phase_boundaries() {
+  within scripts/check_boundaries.sh
+}
+
 phase_release_build() {
   reset_if_not_ninja "$build_dir"
   within cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" &&
@@ -253,6 +260,8 @@ if [ "$setup" -eq 1 ]; then
 else
   record setup skipped 0 "--no-setup"
 fi
+
+run_phase boundaries "$((60 * scale))" 1 phase_boundaries
 
 tests_start_left=$budget_tests
 if run_phase release-build "$budget_build" 1 phase_release_build; then

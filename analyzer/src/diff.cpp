@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/bounded_json.hpp"
+#include "stallscope/internal/bounded_json.hpp"
 #include "stallscope/analyzer/render.hpp"
 #include "stallscope/file_summary.hpp"  // terminal_safe
 

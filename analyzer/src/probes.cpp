@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/bounded_json.hpp"
+#include "stallscope/internal/bounded_json.hpp"
 
 namespace stallscope::analyzer {
 
@@ -153,7 +153,7 @@ bool is_probe(const std::string& key) {
          key == "device.model";
 }
 
-// An attachment within the limits of common/bounded_json.hpp (depth, size,
+// An attachment within the limits of stallscope/internal/bounded_json.hpp (depth, size,
 // values), or a discarded value and, with `warnings`, a warning naming the
 // file and the attachment.
 json attachment_json(const reader::Attachment& a, const std::string& file,

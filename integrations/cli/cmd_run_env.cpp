@@ -8,8 +8,8 @@
 #include <map>
 
 #include "cmd_run.hpp"
-#include "sys/process_facts.hpp"
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/process_facts.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 extern char** environ;
 

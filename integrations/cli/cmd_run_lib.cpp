@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cmd_run.hpp"
+#include "stallscope/internal/fd.hpp"
 
 namespace stallscope::cli::run {
 namespace {
@@ -28,21 +29,6 @@ constexpr uint16_t kMachine = EM_AARCH64;
 #else
 constexpr uint16_t kMachine = EM_NONE;  // not checked
 #endif
-
-class Fd {
- public:
-  explicit Fd(const std::string& path)
-      : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Reads `n` bytes at `off` of a file of `size` bytes into `out`.
 bool read_exact(int fd, uint64_t size, uint64_t off, uint64_t n, void* out) {
@@ -90,7 +76,7 @@ std::string preload_lib_problem(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);
   if (!S_ISREG(st.st_mode)) return "not a regular file";
-  const Fd fd(path);
+  const internal::Fd fd = internal::Fd::open_read(path);
   if (fd.get() < 0) return std::strerror(errno);
   const auto size = static_cast<uint64_t>(st.st_size);
   Elf64_Ehdr eh{};

@@ -19,7 +19,7 @@
 
 #include "cli_files.hpp"
 #include "cmd_run.hpp"
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 namespace stallscope::cli::run {
 namespace {

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../../samples/trainer/remedy_knobs.hpp"
+#include "demo_knobs.hpp"
 #include "commands.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/render.hpp"

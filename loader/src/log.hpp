@@ -3,11 +3,21 @@
 
 #include <atomic>
 #include <cstdarg>
+#include <cstring>
+
+#include "stallscope/internal/note.hpp"
 
 namespace stallscope::loader::detail {
 
-// "stallscope loader: <text>" on stderr unless STALLSCOPE_QUIET is on.
-void note(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+// "stallscope loader: <text>" on stderr unless STALLSCOPE_QUIET is on
+// (stallscope/internal/note.hpp).
+inline void note(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+inline void note(const char* fmt, ...) noexcept {
+  va_list ap;
+  va_start(ap, fmt);
+  internal::vnote("stallscope loader: ", fmt, ap);
+  va_end(ap);
+}
 // As note(), once per process for each distinct `flag`.
 #define STALLSCOPE_LOADER_NOTE_ONCE(...)                                           \
   do {                                                                             \
@@ -16,7 +26,10 @@ void note(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
   } while (0)
 
 // Logs a failed liburing call with its text and file:line; returns rc.
-int uring_failed(int rc, const char* call, const char* file, int line) noexcept;
+inline int uring_failed(int rc, const char* call, const char* file, int line) noexcept {
+  note("io_uring call `%s` failed: %s (%d) at %s:%d", call, std::strerror(-rc), rc, file, line);
+  return rc;
+}
 
 }  // namespace stallscope::loader::detail
 

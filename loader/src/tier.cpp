@@ -8,36 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "stallscope/internal/tier.hpp"
+
 namespace stallscope::loader {
 
 namespace {
-
-struct FsEntry {
-  uint64_t magic;
-  const char* name;
-  format::Tier tier;
-  bool nowait;  // RWF_NOWAIT buffered reads supported
-};
-
-constexpr FsEntry kFilesystems[] = {
-    {0xEF53, "ext4", format::Tier::kLocal, true},
-    {0x58465342, "xfs", format::Tier::kLocal, true},
-    {0x9123683E, "btrfs", format::Tier::kLocal, true},
-    {0xF2F52010, "f2fs", format::Tier::kLocal, false},
-    {0x2FC12FC1, "zfs", format::Tier::kLocal, false},
-    {0x794c7630, "overlay", format::Tier::kLocal, false},
-    {0x01021994, "tmpfs", format::Tier::kMemory, false},
-    {0x858458f6, "ramfs", format::Tier::kMemory, false},
-    {0x6969, "nfs", format::Tier::kNetwork, false},
-    {0xFF534D42, "cifs", format::Tier::kNetwork, false},
-    {0xFE534D42, "smb2", format::Tier::kNetwork, false},
-    {0x0BD00BD0, "lustre", format::Tier::kNetwork, false},
-    {0x47504653, "gpfs", format::Tier::kNetwork, false},
-    {0x19830326, "beegfs", format::Tier::kNetwork, false},
-    {0x00C36400, "ceph", format::Tier::kNetwork, false},
-    {0x01021997, "9p", format::Tier::kNetwork, false},
-    {0x65735546, "fuse", format::Tier::kNetwork, false},
-};
 
 // Is the 1-byte RWF_NOWAIT read accepted (a hit, a miss or end of file)?
 bool nowait_works(Sys& sys, int fd) {
@@ -63,10 +38,9 @@ int drop_one(const std::string& file) {
 
 TierInfo tier_of_magic(uint64_t magic) noexcept {
   TierInfo t;
-  for (const FsEntry& e : kFilesystems) {
-    if (e.magic != (magic & 0xFFFFFFFFu)) continue;
-    t.tier = e.tier;
-    t.fs = e.name;
+  if (const internal::FsInfo* e = internal::find_filesystem(magic)) {
+    t.tier = e->tier;
+    t.fs = e->name;
     return t;
   }
   char hex[24];
@@ -85,8 +59,8 @@ TierInfo classify_file(Sys& sys, int fd) noexcept {
     t.method = format::CacheMethod::kTier;
     return t;
   }
-  bool nowait_fs = false;
-  for (const FsEntry& e : kFilesystems) nowait_fs |= e.magic == magic && e.nowait;
+  const internal::FsInfo* fs = internal::find_filesystem(magic);
+  const bool nowait_fs = fs != nullptr && fs->nowait;
   if (nowait_fs && nowait_works(sys, fd)) {
     t.method = format::CacheMethod::kNowait;
   } else if (sys.cachestat_pages(fd, 0, 4096) >= 0) {
@@ -98,7 +72,7 @@ TierInfo classify_file(Sys& sys, int fd) noexcept {
 }
 
 bool latency_says_hit(uint64_t bytes, uint64_t ns) noexcept {
-  return static_cast<double>(ns) < 25000.0 + 0.25 * static_cast<double>(bytes);
+  return internal::latency_says_hit(bytes, ns);
 }
 
 int drop_cache(const std::string& path) noexcept {

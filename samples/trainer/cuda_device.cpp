@@ -26,7 +26,7 @@
 #include <stallscope/trace.hpp>
 
 #include "device.hpp"
-#include "gpu/ptx_spin.hpp"
+#include "ptx_spin.hpp"
 #include "nccl_allreduce.hpp"
 
 namespace trainer {

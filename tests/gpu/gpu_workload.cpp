@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/ptx_spin.hpp"
+#include "trainer/ptx_spin.hpp"  // samples/trainer
 #include "stallscope/trace.h"
 
 namespace {

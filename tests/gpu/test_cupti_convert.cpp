@@ -340,7 +340,8 @@ BOOST_AUTO_TEST_CASE(step_ids_variable_is_parsed_and_a_bad_value_named) {
   BOOST_TEST(!sc::parse_step_ids("off", &why));
   BOOST_TEST(why.empty());
   BOOST_TEST(sc::parse_step_ids("yes please", &why));
-  BOOST_TEST(why == "STALLSCOPE_CUPTI_STEP_IDS=yes please: expected 1/on or 0/off; using on");
+  BOOST_TEST(why == "STALLSCOPE_CUPTI_STEP_IDS='yes please': not on or off (expected on, off, 1, "
+                    "0, true, false); using the default on");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,7 +17,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gpu/ptx_spin.hpp"
+#include "trainer/ptx_spin.hpp"  // samples/trainer
 #include "libtrace/probe_runner.hpp"
 #include "stallscope/reader.hpp"
 #include "stallscope/trace.h"

@@ -83,3 +83,17 @@ if(NOT traces)
                       "  files there: ${written}\n  run directories: ${run_dirs}")
 endif()
 message(STATUS "install test: trace written: ${traces}")
+
+# 4. the samples, as a user's program: samples/ configured on its own against
+#    the prefix only (no tests/, no src/, no internal/ of this tree).
+if(SAMPLES_SRC AND NOT SANITIZE)
+  set(samples_args ${configure_args})
+  list(REMOVE_AT samples_args 0 1 2 3)  # -S CONSUMER_SRC -B consumer_build
+  set(samples_build ${WORK_DIR}/samples)
+  if(CXX_LAUNCHER)
+    list(APPEND samples_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER})
+  endif()
+  run_step("configure samples/ against the prefix" ${CMAKE_COMMAND} -S ${SAMPLES_SRC}
+           -B ${samples_build} ${samples_args})
+  run_step("build samples/" ${CMAKE_COMMAND} --build ${samples_build} ${config_arg})
+endif()

@@ -29,7 +29,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "sys/cpu_sampler.hpp"
-#include "sys/idle_cpus.hpp"
+#include "stallscope/internal/idle_cpus.hpp"
 
 namespace cpu_sampler_test {
 

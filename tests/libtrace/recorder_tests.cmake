@@ -6,6 +6,7 @@ target_link_libraries(recorder_probe PRIVATE stallscope::trace stallscope_warnin
 stallscope_add_test(test_thread_buffer
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_thread_buffer.cpp
           ${PROJECT_SOURCE_DIR}/libtrace/src/recorder/thread_buffer.cpp
+  LIBS stallscope_internal
   LABELS unit)
 target_include_directories(test_thread_buffer PRIVATE
   ${PROJECT_SOURCE_DIR}/libtrace/src ${PROJECT_SOURCE_DIR}/libtrace/include)

@@ -9,8 +9,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "sys/proc_text.hpp"
-#include "sys/process_facts.hpp"
+#include "stallscope/internal/proc_text.hpp"
+#include "stallscope/internal/process_facts.hpp"
 
 namespace fs = std::filesystem;
 using namespace stallscope::sys;

@@ -18,7 +18,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 namespace fs = std::filesystem;
 using namespace stallscope::sys;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "recorder/thread_buffer.hpp"
+#include "stallscope/internal/thread_buffer.hpp"
 
 using stallscope::detail::count_records;
 using stallscope::detail::RecordCounts;

@@ -129,26 +129,29 @@ BOOST_AUTO_TEST_CASE(unclassified_reads_are_each_recorded_once_and_keep_errno) {
 
 // Regression: ' 5' and '+8' were accepted (every other STALLSCOPE_* variable
 // refuses them) and a bad value was "a bad numeric value of a
-// STALLSCOPE_PRELOAD_* variable". Now parsed as the recorder parses its
-// variables, and named with the value and the range.
+// STALLSCOPE_PRELOAD_* variable". Now parsed through the configuration
+// table, as the recorder parses its variables, and named with the value,
+// the problem, the variable's own range and unit, and its default.
 BOOST_AUTO_TEST_CASE(shim_numbers_are_parsed_as_strictly_as_the_recorders_and_named) {
   TempDir dir;
   const std::string data = dir / "data";
   { std::ofstream(data) << std::string(4096, 'x'); }
+  const std::string every = "(expected 1..1048576 reads); using the default 256";
+  const std::string wait = "(expected 0..1000000 µs); using the default 20";
   const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
-      {"STALLSCOPE_PRELOAD_CLASSIFY_EVERY", " 5", "[1, 1048576]"},
-      {"STALLSCOPE_PRELOAD_CLASSIFY_EVERY", "+8", "[1, 1048576]"},
-      {"STALLSCOPE_PRELOAD_CLASSIFY_EVERY", "0", "[1, 1048576]"},
-      {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "+8", "[0, 1000000]"},
-      {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "20us", "[0, 1000000]"},
-      {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "-1", "[0, 1000000]"}};
-  for (const auto& [var, value, range] : bad) {
+      {"STALLSCOPE_PRELOAD_CLASSIFY_EVERY", " 5", "not a number " + every},
+      {"STALLSCOPE_PRELOAD_CLASSIFY_EVERY", "+8", "not a number " + every},
+      {"STALLSCOPE_PRELOAD_CLASSIFY_EVERY", "0", "out of range " + every},
+      {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "+8", "not a number " + wait},
+      {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "20us", "not a number " + wait},
+      {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "-1", "out of range " + wait}};
+  for (const auto& [var, value, what] : bad) {
     BOOST_TEST_CONTEXT(var << "='" << value << "'") {
       const RunResult r = run({helper("lifecycle"), "read", data, "100"},
                               {{"STALLSCOPE_OUT", dir / "run"}, {var, value}}, true, 20);
       BOOST_TEST(r.exit_code == 0, r.err);
-      BOOST_TEST(r.err.find("stallscope: " + var + "='" + value + "' is not an integer in " +
-                            range + "; using the default") != std::string::npos,
+      BOOST_TEST(r.err.find("stallscope: " + var + "='" + value + "': " + what) !=
+                     std::string::npos,
                  r.err);
     }
   }
@@ -158,7 +161,7 @@ BOOST_AUTO_TEST_CASE(shim_numbers_are_parsed_as_strictly_as_the_recorders_and_na
                               {"STALLSCOPE_PRELOAD_WAIT_MIN_US", "0"}},
                              true, 20);
   BOOST_TEST(good.exit_code == 0, good.err);
-  BOOST_TEST(good.err.find("is not an integer") == std::string::npos, good.err);
+  BOOST_TEST(good.err.find("using the default") == std::string::npos, good.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

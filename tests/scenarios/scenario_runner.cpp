@@ -18,7 +18,7 @@
 #include <fstream>
 #include <memory>
 
-#include "../../samples/trainer/remedy_knobs.hpp"
+#include "demo_knobs.hpp"  // integrations/cli: what `stallscope demo` changes
 #include "../cpu_busy.hpp"
 #include "../keep_traces.hpp"
 #include "mount.hpp"

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "kineto/kineto.hpp"
+#include "stallscope/internal/fd.hpp"
 
 namespace stallscope::analyzer::kineto {
 
@@ -29,22 +30,6 @@ constexpr uint64_t kBombCheckBytes = uint64_t{64} << 20;
 // The first buffer, from the size gzip's trailer claims: at most this many
 // times the compressed size, so a lying trailer costs nothing up front.
 constexpr uint64_t kHintRatio = 64;
-
-class Fd {
- public:
-  // O_NONBLOCK: a FIFO is refused as not a regular file, never waited on.
-  explicit Fd(const std::string& path)
-      : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
 
 [[noreturn]] void fail_errno(const std::string& path, const char* what) {
   throw ImportError(path + ": " + what + ": " + std::strerror(errno));
@@ -205,7 +190,7 @@ std::string read_plain(int fd, uint64_t size, const std::string& path, uint64_t 
 
 std::string read_prefix(const std::string& path, uint64_t stop_at, bool lenient,
                         uint64_t max_bytes) {
-  Fd fd(path);
+  const internal::Fd fd = internal::Fd::open_read(path);  // a FIFO is refused, not waited on
   if (fd.get() < 0) fail_errno(path, "open");
   const uint64_t size = file_size(fd.get(), path);
   return is_gzip(fd.get(), path) ? gunzip(fd.get(), size, path, stop_at, lenient, max_bytes)

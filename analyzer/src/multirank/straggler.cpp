@@ -77,9 +77,10 @@ size_t gallop(size_t n, size_t h, Key key, decltype(key(0)) x) {
 // Where each rank keeps a step, found from a hint (the last position found):
 // the collectives are walked in time order, so the step is almost always at
 // the hint or near it.
-class StepFinder {
+class RankStepCursor {
  public:
-  explicit StepFinder(const std::vector<RankReport>& ranks) : ranks_(ranks), hint_(ranks.size(), 0) {}
+  explicit RankStepCursor(const std::vector<RankReport>& ranks)
+      : ranks_(ranks), hint_(ranks.size(), 0) {}
   // Position of rank r's step starting at `start` (steps sorted by start), or SIZE_MAX.
   size_t by_start(size_t r, int64_t start) {
     const auto& st = ranks_[r].steps;
@@ -114,7 +115,7 @@ class StepFinder {
 // first asked for — only the parts asked for — and kept for a while.
 class StepMedians {
  public:
-  StepMedians(const std::vector<RankReport>& ranks, StepFinder& find) : ranks_(ranks), find_(find) {}
+  StepMedians(const std::vector<RankReport>& ranks, RankStepCursor& find) : ranks_(ranks), find_(find) {}
   // The medians of `index`; those of the parts in `want` (bit p = part p)
   // are filled in. Null when no rank has a step of that index.
   const PartNs* get(uint64_t index, uint32_t want) {
@@ -147,7 +148,7 @@ class StepMedians {
     uint32_t have = 0;  // parts filled in
   };
   const std::vector<RankReport>& ranks_;
-  StepFinder& find_;
+  RankStepCursor& find_;
   std::unordered_map<uint64_t, Entry> cache_;
   std::vector<std::pair<size_t, size_t>> pos_;  // (rank, position) of the index's steps
   std::vector<int64_t> v_;
@@ -354,7 +355,7 @@ class Walk {
   std::unordered_map<uint64_t, uint32_t> members_;  // comm → ranks in it
   std::unordered_map<Key, Open, KeyHash> open_;
   std::vector<Key> keys_;
-  StepFinder find_;
+  RankStepCursor find_;
   StepMedians med_;
   Tally t_;
 };

@@ -9,7 +9,7 @@
 
 #include "probes.hpp"
 #include "remedy.hpp"
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/proc_text.hpp"
 
 namespace stallscope::analyzer {
 namespace {

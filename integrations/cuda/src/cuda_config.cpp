@@ -1,25 +1,27 @@
+// The GPU side's variables, read through the configuration table
+// (stallscope/internal/config.hpp): its words, its message.
 #include "cuda_config.hpp"
 
-#include <cstring>
+#include "stallscope/internal/config.hpp"
 
 namespace stallscope::cuda {
 
 CuptiMode parse_cupti_mode(const char* v, std::string* error) noexcept {
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "yield") == 0) return CuptiMode::kYield;
-  if (std::strcmp(v, "keep") == 0) return CuptiMode::kKeep;
-  if (std::strcmp(v, "off") == 0) return CuptiMode::kOff;
-  if (error)
-    *error = std::string("STALLSCOPE_CUPTI=") + v + ": expected yield, keep or off; using yield";
-  return CuptiMode::kYield;
+  char why[config::kMessageBytes];
+  int i = 0;
+  const config::Read r = config::read_word(config::var(config::Id::kCupti), v, &i, why, sizeof why);
+  if (r == config::Read::kBad && error != nullptr) *error = why;
+  if (r != config::Read::kOk) return CuptiMode::kYield;
+  return i == 1 ? CuptiMode::kKeep : i == 2 ? CuptiMode::kOff : CuptiMode::kYield;
 }
 
 bool parse_step_ids(const char* v, std::string* error) noexcept {
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0 || std::strcmp(v, "on") == 0)
-    return true;
-  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return false;
-  if (error)
-    *error = std::string("STALLSCOPE_CUPTI_STEP_IDS=") + v + ": expected 1/on or 0/off; using on";
-  return true;
+  char why[config::kMessageBytes];
+  bool on = true;
+  const config::Read r =
+      config::read_switch(config::var(config::Id::kCuptiStepIds), v, &on, why, sizeof why);
+  if (r == config::Read::kBad && error != nullptr) *error = why;
+  return r == config::Read::kOk ? on : true;
 }
 
 }  // namespace stallscope::cuda

@@ -1,13 +1,27 @@
 // Notes of the GPU side on stderr, and the CUPTI checking macro.
 #pragma once
 
+#include <cstdarg>
+
+#include "stallscope/internal/note.hpp"
+
 namespace stallscope::cuda {
 
-// "stallscope: <text>" on stderr unless STALLSCOPE_QUIET is on/1.
-void note(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+// "stallscope: <text>" on stderr unless STALLSCOPE_QUIET is on
+// (stallscope/internal/note.hpp).
+inline void note(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+inline void note(const char* fmt, ...) noexcept {
+  va_list ap;
+  va_start(ap, fmt);
+  internal::vnote("stallscope: ", fmt, ap);
+  va_end(ap);
+}
 
 // Logs a failed CUPTI call with CUPTI's text and file:line; returns rc.
-int cupti_failed(int rc, const char* call, const char* file, int line) noexcept;
+inline int cupti_failed(int rc, const char* call, const char* file, int line) noexcept {
+  note("CUPTI call `%s` failed: CUPTI error %d at %s:%d", call, rc, file, line);
+  return rc;
+}
 
 }  // namespace stallscope::cuda
 

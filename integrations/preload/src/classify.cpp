@@ -11,6 +11,7 @@
 
 #include "socket_reads.hpp"
 #include "stallscope/format.hpp"
+#include "stallscope/internal/tier.hpp"
 #include "stallscope/trace.hpp"
 
 namespace stallscope::preload {
@@ -18,34 +19,6 @@ namespace stallscope::preload {
 namespace {
 
 using format::Tier;
-
-struct FsTier {
-  uint32_t magic;
-  Tier tier;
-};
-// The loader's table (loader/src/tier.cpp), kept here so the shim links
-// nothing of the loader. Unlisted storage filesystems are kUnknown.
-constexpr FsTier kStorage[] = {
-    {0xEF53, Tier::kLocal},       {0x58465342, Tier::kLocal},   {0x9123683E, Tier::kLocal},
-    {0xF2F52010, Tier::kLocal},   {0x2FC12FC1, Tier::kLocal},   {0x794c7630, Tier::kLocal},
-    {0x01021994, Tier::kMemory},  {0x858458f6, Tier::kMemory},  {0x6969, Tier::kNetwork},
-    {0xFF534D42, Tier::kNetwork}, {0xFE534D42, Tier::kNetwork}, {0x0BD00BD0, Tier::kNetwork},
-    {0x47504653, Tier::kNetwork}, {0x19830326, Tier::kNetwork}, {0x00C36400, Tier::kNetwork},
-    {0x01021997, Tier::kNetwork}, {0x65735546, Tier::kNetwork},
-};
-// Pseudo filesystems: their "regular files" are kernel state, not data.
-constexpr uint32_t kPseudo[] = {
-    0x9fa0,      // proc
-    0x62656572,  // sysfs
-    0x27e0eb,    // cgroup
-    0x63677270,  // cgroup2
-    0x64626720,  // debugfs
-    0x74726163,  // tracefs
-    0x1cd1,      // devpts
-    0x42494e4d,  // binfmt_misc
-    0x73636673,  // securityfs
-    0xcafe4a11,  // bpf
-};
 
 constexpr long kSysCachestat = 451;  // Linux 6.5; Debian 12's headers lack it
 struct CachestatRange { uint64_t off, len; };
@@ -65,12 +38,9 @@ uint32_t intern_path(int fd, const char* path) noexcept {
 }  // namespace
 
 bool storage_tier_of_magic(uint64_t magic, uint8_t* tier) noexcept {
-  const auto m = static_cast<uint32_t>(magic & 0xFFFFFFFFu);
-  for (uint32_t p : kPseudo) if (p == m) return false;
-  *tier = static_cast<uint8_t>(Tier::kUnknown);
-  for (const FsTier& e : kStorage) {
-    if (e.magic == m) *tier = static_cast<uint8_t>(e.tier);
-  }
+  if (internal::is_pseudo_filesystem(magic)) return false;
+  const internal::FsInfo* fs = internal::find_filesystem(magic);
+  *tier = static_cast<uint8_t>(fs != nullptr ? fs->tier : Tier::kUnknown);
   return true;
 }
 
@@ -129,8 +99,7 @@ bool cache_before_read(int fd, uint64_t offset, uint64_t len, CacheVerdict* v) n
 }
 
 CacheVerdict cache_by_latency(uint64_t bytes, int64_t ns) noexcept {
-  // Same rule as the loader (loader/src/tier.cpp latency_says_hit).
-  const bool hit = static_cast<double>(ns) < 25000.0 + 0.25 * static_cast<double>(bytes);
+  const bool hit = internal::latency_says_hit(bytes, ns > 0 ? static_cast<uint64_t>(ns) : 0);
   CacheVerdict v;
   v.method = static_cast<uint8_t>(format::CacheMethod::kLatency);
   v.cache = static_cast<uint8_t>(hit ? format::Cache::kHit : format::Cache::kMiss);

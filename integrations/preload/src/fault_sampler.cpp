@@ -22,8 +22,11 @@
 #include "shim.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/config.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 #include "wake_pipe.hpp"
+
+namespace cfg = ::stallscope::config;
 
 namespace stallscope::preload {
 
@@ -64,11 +67,10 @@ std::atomic<bool> g_mark_pending{false};
 char g_refusal[224];
 
 bool wanted() noexcept {
-  const char* v = std::getenv("STALLSCOPE_MMAP_FAULTS");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0) return true;
-  if (std::strcmp(v, "0") == 0) return false;
-  shim_note("STALLSCOPE_MMAP_FAULTS must be 0 or 1; using 1");
-  return true;
+  char why[cfg::kMessageBytes];
+  const bool on = cfg::env_switch(cfg::Id::kMmapFaults, why, sizeof why);
+  if (why[0] != '\0') shim_note(why);
+  return on;
 }
 
 Ticks ticks_of(const Sampler& s, uint64_t ns) noexcept {
@@ -216,7 +218,7 @@ void refused(int err) noexcept {
 
 // One descriptor per CPU and the wake pipe: taken only while that is at
 // most an eighth of RLIMIT_NOFILE, so the program keeps its descriptors
-// (sys/fd_limits.hpp).
+// (stallscope/internal/fd_limits.hpp).
 bool within_descriptor_share() noexcept {
   const size_t need = online_cpus().size() + 2;
   const uint64_t limit = sys::nofile_limit();

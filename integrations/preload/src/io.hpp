@@ -6,7 +6,7 @@
 // The common case — an unclassified read of a known regular file — is
 // inline in the wrapper, with no call besides the real function's: the
 // guard, one table slot, two TSC reads, and the record built in place in
-// the thread's buffer (recorder/inline_events.hpp). Right after a system
+// the thread's buffer (stallscope/internal/inline_records.hpp). Right after a system
 // call each page touched again is likely a TLB miss (about 3 ns each,
 // docs/performance.md), so the path reads no configuration and calls
 // nothing in the recorder's library.
@@ -23,7 +23,7 @@
 #include "classify.hpp"
 #include "direct_read.hpp"
 #include "fd_table.hpp"
-#include "recorder/inline_events.hpp"
+#include "stallscope/internal/inline_records.hpp"
 #include "shim.hpp"
 #include "socket_reads.hpp"
 #include "stallscope/clock.hpp"
@@ -100,7 +100,7 @@ class ReadScope {
     }
     // The record's cache lines, fetched for writing while the kernel works:
     // written after the call, they would otherwise wait for the fetch.
-    if (auto* b = stallscope::detail::t_buf) b->prefetch_head();
+    if (auto* b = stallscope_inline_v1_thread_buffer) b->prefetch_head();
     t0_ = ticks_now();
   }
   void end_file(uint64_t bytes) noexcept {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "channels.hpp"
-#include "recorder/inline_events.hpp"
+#include "stallscope/internal/inline_records.hpp"
 #include "shim.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
@@ -119,7 +119,7 @@ thread_local ExitFlush t_exit_flush;
 thread_local constinit bool t_exit_armed __attribute__((tls_model("initial-exec"))) = false;
 
 void arm_exit_flush() noexcept {
-  if (t_exit_armed || stallscope::detail::t_buf == nullptr) return;
+  if (t_exit_armed || stallscope_inline_v1_thread_buffer == nullptr) return;
   t_exit_armed = true;
   (void)&t_exit_flush;
 }

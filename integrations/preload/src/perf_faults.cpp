@@ -13,7 +13,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 
 namespace stallscope::preload {
 

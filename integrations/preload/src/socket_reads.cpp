@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "recorder/inline_events.hpp"
+#include "stallscope/internal/inline_records.hpp"
 #include "shim.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/format.hpp"

@@ -5,14 +5,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 
 namespace stallscope::preload {
 
 bool WakePipe::open() noexcept {
   int fds[2];
   if (::syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
-  // Away from the numbers the program counts on (sys/fd_limits.hpp).
+  // Away from the numbers the program counts on (stallscope/internal/fd_limits.hpp).
   fds[0] = sys::move_fd_high(fds[0]);
   fds[1] = sys::move_fd_high(fds[1]);
   struct stat st {};

@@ -7,8 +7,8 @@
 #include <signal.h>
 
 #include "real.hpp"
-#include "recorder/signals.hpp"
 #include "shim.hpp"
+#include "stallscope/internal/shim_abi.hpp"
 
 extern "C" int __sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
@@ -21,7 +21,7 @@ STALLSCOPE_REAL(signal, nullptr);
 // sets must not change the parent's record of them.
 int program_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (stallscope::preload::in_foreign_process()) return 1;
-  return stallscope::detail::program_sigaction(sig, act, old);
+  return stallscope_internal_v1_program_sigaction(sig, act, old);
 }
 
 // signal() through sigaction, as glibc does it: BSD semantics (the handler

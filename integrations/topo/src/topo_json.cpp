@@ -1,7 +1,7 @@
 // The "topology" attachment: Topology <-> JSON.
 #include <nlohmann/json.hpp>
 
-#include "common/bounded_json.hpp"
+#include "stallscope/internal/bounded_json.hpp"
 #include "stallscope/topo/topology.hpp"
 
 namespace stallscope::topo {

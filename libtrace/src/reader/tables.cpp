@@ -3,7 +3,7 @@
 // container with 64-bit arithmetic before use.
 #include <cstring>
 
-#include "common/bounded_json.hpp"
+#include "stallscope/internal/bounded_json.hpp"
 #include "reader/reader_impl.hpp"
 
 namespace stallscope::reader {

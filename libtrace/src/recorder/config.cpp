@@ -8,39 +8,48 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/env_integer.hpp"
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/config.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 
 namespace stallscope::detail {
 namespace {
 
+// Reads each variable through the configuration table
+// (stallscope/internal/config.hpp): its parser, range, message and default.
 struct Reader {
   const sys::EnvLookup& env;
   RecorderConfig& cfg;
 
-  // Parses an integer variable in [lo, hi]; returns false when unset or bad.
-  bool integer(const char* name, int64_t lo, int64_t hi, int64_t& out) {
-    const char* v = env(name);
-    if (v == nullptr || *v == '\0') return false;
-    if (!parse_env_integer(v, lo, hi, &out)) {
-      cfg.warnings.push_back(std::string(name) + "='" + v + "' is not an integer in [" +
-                             std::to_string(lo) + ", " + std::to_string(hi) +
-                             "]; using the default");
-      return false;
-    }
-    return true;
+  void bad(const char* why) { cfg.warnings.emplace_back(why); }
+
+  // An integer variable's value, or its default when unset or bad.
+  int64_t integer(config::Id id) {
+    const config::Var& v = config::var(id);
+    char why[config::kMessageBytes];
+    int64_t x = 0;
+    const config::Read r = config::read_integer(v, env(v.name), &x, why, sizeof why);
+    if (r == config::Read::kBad) bad(why);
+    return r == config::Read::kOk ? x : config::default_integer(v);
   }
 
-  // Parses one of two words; returns -1 when unset or bad, else 0 or 1.
-  int choice(const char* name, const char* no, const char* yes) {
-    const char* v = env(name);
-    if (v == nullptr || *v == '\0') return -1;
-    std::string_view s(v);
-    if (s == no || s == "0" || s == "false") return 0;
-    if (s == yes || s == "1" || s == "true") return 1;
-    cfg.warnings.push_back(std::string(name) + "='" + v + "' must be '" + no + "' or '" + yes +
-                           "'; using the default");
-    return -1;
+  // An on/off variable's value, or its default.
+  bool on_off(config::Id id) {
+    const config::Var& v = config::var(id);
+    char why[config::kMessageBytes];
+    bool on = false;
+    const config::Read r = config::read_switch(v, env(v.name), &on, why, sizeof why);
+    if (r == config::Read::kBad) bad(why);
+    return r == config::Read::kOk ? on : config::default_switch(v);
+  }
+
+  // The index of a word variable's word, or of its default.
+  int word(config::Id id) {
+    const config::Var& v = config::var(id);
+    char why[config::kMessageBytes];
+    int i = 0;
+    const config::Read r = config::read_word(v, env(v.name), &i, why, sizeof why);
+    if (r == config::Read::kBad) bad(why);
+    return r == config::Read::kOk ? i : config::default_word(v);
   }
 };
 
@@ -104,21 +113,19 @@ size_t round_buffer_size(size_t bytes) noexcept {
 RecorderConfig load_config(const sys::EnvLookup& env) {
   RecorderConfig cfg;
   Reader r{env, cfg};
-  int64_t x = 0;
-  if (int c = r.choice("STALLSCOPE_ENABLE", "off", "on"); c >= 0) cfg.enabled = c == 1;
-  if (int c = r.choice("STALLSCOPE_CAPTURE", "off", "on"); c >= 0) cfg.capture_at_start = c == 1;
-  if (int c = r.choice("STALLSCOPE_QUIET", "off", "on"); c >= 0) cfg.quiet = c == 1;
-  if (int c = r.choice("STALLSCOPE_PROGRESS", "off", "on"); c >= 0) cfg.progress = c == 1;
-  if (r.integer("STALLSCOPE_BUFFER_MB", 1, 1 << 16, x)) cfg.buffer_bytes = size_t(x) << 20;
-  if (r.integer("STALLSCOPE_THREAD_BUFFER_KB", 64, 1 << 20, x))
-    cfg.thread_buffer_bytes = size_t(x) << 10;
-  cfg.thread_buffer_bytes = round_buffer_size(cfg.thread_buffer_bytes);
-  if (r.integer("STALLSCOPE_MAX_MB", 0, int64_t{1} << 30, x)) cfg.max_file_bytes = uint64_t(x) << 20;
-  if (int c = r.choice("STALLSCOPE_MAX_MODE", "stop", "ring"); c >= 0)
-    cfg.disk_mode = c == 1 ? DiskMode::kRing : DiskMode::kStop;
-  if (r.integer("STALLSCOPE_FLUSH_MS", 1, 60000, x)) cfg.flush_ms = int(x);
-  if (r.integer("STALLSCOPE_SAMPLE_MS", 0, 60000, x)) cfg.sample_ms = int(x);
-  if (r.integer("STALLSCOPE_WORKER_SAMPLE_MS", 0, 60000, x)) cfg.worker_sample_ms = int(x);
+  using config::Id;
+  // Every value, defaults included, comes from the table.
+  cfg.enabled = r.on_off(Id::kEnable);
+  cfg.capture_at_start = r.on_off(Id::kCapture);
+  cfg.quiet = r.on_off(Id::kQuiet);
+  cfg.progress = r.on_off(Id::kProgress);
+  cfg.buffer_bytes = size_t(r.integer(Id::kBufferMb)) << 20;
+  cfg.thread_buffer_bytes = round_buffer_size(size_t(r.integer(Id::kThreadBufferKb)) << 10);
+  cfg.max_file_bytes = uint64_t(r.integer(Id::kMaxMb)) << 20;
+  cfg.disk_mode = r.word(Id::kMaxMode) == 1 ? DiskMode::kRing : DiskMode::kStop;
+  cfg.flush_ms = int(r.integer(Id::kFlushMs));
+  cfg.sample_ms = int(r.integer(Id::kSampleMs));
+  cfg.worker_sample_ms = int(r.integer(Id::kWorkerSampleMs));
   cap_by_machine_memory(cfg);
   if (cfg.thread_buffer_bytes > cfg.buffer_bytes) {
     cfg.warnings.push_back("STALLSCOPE_THREAD_BUFFER_KB exceeds STALLSCOPE_BUFFER_MB; "

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 namespace stallscope::detail {
 

@@ -9,7 +9,7 @@
 
 #include "common/checksum.hpp"
 #include "stallscope/clock.hpp"
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 
 namespace stallscope::detail {
 
@@ -50,7 +50,7 @@ int FileWriter::open_segment(std::string* error) {
   // or someone else's file; O_NONBLOCK: even the attempt cannot wait.
   int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                   0644);
-  // Away from the low numbers the program counts on (sys/fd_limits.hpp).
+  // Away from the low numbers the program counts on (stallscope/internal/fd_limits.hpp).
   const bool created = fd >= 0;
   if (created) fd = sys::move_fd_high(fd);
   if (fd < 0) {

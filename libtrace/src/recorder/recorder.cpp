@@ -15,7 +15,7 @@
 
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
-#include "sys/process_facts.hpp"
+#include "stallscope/internal/process_facts.hpp"
 
 namespace stallscope {
 namespace detail {
@@ -38,8 +38,16 @@ std::mutex g_start_mu;
 
 }  // namespace
 
-STALLSCOPE_API thread_local constinit ThreadBuffer* t_buf
-    __attribute__((tls_model("initial-exec"))) = nullptr;
+}  // namespace detail
+}  // namespace stallscope
+
+extern "C" {
+STALLSCOPE_API thread_local constinit stallscope::detail::ThreadBuffer*
+    stallscope_inline_v1_thread_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
+}
+
+namespace stallscope {
+namespace detail {
 
 namespace {
 
@@ -66,8 +74,8 @@ thread_local uint32_t t_tid = 0;  // this thread's tid, once asked
 // drains what is left and frees it (RELIABILITY.md 2).
 struct ThreadExit {
   ~ThreadExit() {
-    if (t_buf != nullptr) t_buf->retire();
-    t_buf = nullptr;
+    if (stallscope_inline_v1_thread_buffer != nullptr) stallscope_inline_v1_thread_buffer->retire();
+    stallscope_inline_v1_thread_buffer = nullptr;
     t_proxies.retire();
     t_state = kNoBuffer;  // late events after this point are dropped
   }
@@ -244,7 +252,7 @@ void replace_recorder_after_fork() {
   fresh->registry.adopt_names_after_fork(old->registry);
   fresh->sampled_by_parent = old->sampler != nullptr;
   g_recorder = fresh;
-  t_buf = nullptr;
+  stallscope_inline_v1_thread_buffer = nullptr;
   t_state = kUnregistered;
   t_track = 0;
   t_drops = nullptr;
@@ -279,20 +287,20 @@ ThreadBuffer* register_current_thread(size_t bytes) {
   Recorder& r = recorder();
   (void)&t_exit;  // arms the thread-exit hook
   const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  t_buf = r.registry.add_thread(tid, thread_name(),
+  stallscope_inline_v1_thread_buffer = r.registry.add_thread(tid, thread_name(),
                                 bytes != 0 ? round_buffer_size(bytes) : r.cfg.thread_buffer_bytes,
                                 format::TrackType::kThread, &t_track);
-  t_state = t_buf != nullptr ? kBuffered : kNoBuffer;
-  if (t_buf == nullptr) {
+  t_state = stallscope_inline_v1_thread_buffer != nullptr ? kBuffered : kNoBuffer;
+  if (stallscope_inline_v1_thread_buffer == nullptr) {
     t_drops = r.registry.unbuffered_counter(t_track);
     if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);  // this event
   }
-  return t_buf;
+  return stallscope_inline_v1_thread_buffer;
 }
 
 bool emit(const format::CoreRecord& core, const void* ext, uint32_t ext_bytes) noexcept {
   if (!g_capture.load(std::memory_order_relaxed)) return false;
-  ThreadBuffer* b = t_buf;
+  ThreadBuffer* b = stallscope_inline_v1_thread_buffer;
   if (__builtin_expect(b == nullptr, 0)) {
     b = register_current_thread();
     if (b == nullptr) return false;
@@ -337,7 +345,7 @@ bool emit_for_thread(uint32_t tid, const format::CoreRecord& core, const void* e
 bool emit_pieces(const format::CoreRecord& core, const ThreadBuffer::Piece* pieces,
                  size_t n) noexcept {
   if (!g_capture.load(std::memory_order_relaxed)) return false;
-  ThreadBuffer* b = t_buf;
+  ThreadBuffer* b = stallscope_inline_v1_thread_buffer;
   if (__builtin_expect(b == nullptr, 0)) {
     b = register_current_thread();
     if (b == nullptr) return false;
@@ -355,7 +363,7 @@ bool emit_pieces_for_thread(uint32_t tid, const format::CoreRecord& core,
 
 void emit_complete(uint8_t kind, NameId name, Ticks start, uint64_t corr) noexcept {
   const Ticks end = ticks_now();
-  ThreadBuffer* b = t_buf;
+  ThreadBuffer* b = stallscope_inline_v1_thread_buffer;
   if (__builtin_expect(b == nullptr, 0)) {
     b = register_current_thread();
     if (b == nullptr) return;

@@ -21,7 +21,7 @@
 #include "recorder/signals.hpp"
 #include "stallscope/trace.hpp"
 #include "sys/cpu_sampler.hpp"
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 namespace stallscope::detail {
 

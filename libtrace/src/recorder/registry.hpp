@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "recorder/thread_buffer.hpp"
+#include "stallscope/internal/thread_buffer.hpp"
 #include "stallscope/format.hpp"
 
 namespace stallscope::detail {

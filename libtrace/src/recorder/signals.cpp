@@ -18,6 +18,7 @@
 #include <cerrno>
 
 #include "recorder/recorder.hpp"
+#include "stallscope/internal/shim_abi.hpp"
 
 // libc's own entry point: the shim interposes `sigaction` and `signal`, and
 // the recorder's calls must not come back to it. Sanitizer builds have no
@@ -184,3 +185,8 @@ int program_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
 }
 
 }  // namespace stallscope::detail
+
+extern "C" int stallscope_internal_v1_program_sigaction(int sig, const struct sigaction* act,
+                                                       struct sigaction* old) noexcept {
+  return stallscope::detail::program_sigaction(sig, act, old);
+}

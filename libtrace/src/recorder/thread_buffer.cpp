@@ -1,4 +1,4 @@
-#include "recorder/thread_buffer.hpp"
+#include "stallscope/internal/thread_buffer.hpp"
 
 #include <cstdlib>
 #include <cstring>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "recorder/inline_events.hpp"
+#include "stallscope/internal/inline_records.hpp"
 #include "recorder/recorder.hpp"
 #include "stallscope/trace.hpp"
 

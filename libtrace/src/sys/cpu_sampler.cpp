@@ -14,8 +14,8 @@
 #include <mutex>
 
 #include "stallscope/clock.hpp"
-#include "sys/idle_cpus.hpp"
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/idle_cpus.hpp"
+#include "stallscope/internal/proc_text.hpp"
 #include "sys/sampler_tables.hpp"
 
 namespace stallscope::sys {

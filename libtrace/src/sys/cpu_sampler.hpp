@@ -58,7 +58,7 @@
 #include <string>
 #include <thread>
 
-#include "sys/process_facts.hpp"
+#include "stallscope/internal/process_facts.hpp"
 
 namespace stallscope::sys {
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <optional>
 
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 
 namespace stallscope::sys {
 namespace {
@@ -27,7 +27,7 @@ std::optional<pid_t> parse_pid(std::string_view s) {
   return static_cast<pid_t>(*v);
 }
 
-// None under a small limit (sys/fd_limits.hpp): each read opens its file.
+// None under a small limit (stallscope/internal/fd_limits.hpp): each read opens its file.
 size_t fd_budget() {
   const uint64_t limit = nofile_limit();
   if (limit < kKeepStatsNofile) return 0;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sys/cpu_sampler.hpp"
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/proc_text.hpp"
 
 namespace stallscope::sys {
 

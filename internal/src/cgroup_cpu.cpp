@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "sys/proc_text.hpp"
-#include "sys/process_facts.hpp"
+#include "stallscope/internal/proc_text.hpp"
+#include "stallscope/internal/process_facts.hpp"
 
 namespace stallscope::sys {
 namespace {

@@ -1,18 +1,27 @@
-// Typed events recorded without a call into the library: the storage read
-// of trace.hpp's record_storage_read(), inline, for the preload shim's read
-// wrappers (one event per intercepted read, right after its system call,
-// when every code or data page touched again is likely a TLB miss: a call
-// into the library would touch its code, PLT and GOT pages). The library's
-// record_storage_read() uses the same code, so both write the same bytes.
+// Version 1 of the records the preload shim writes inline (internal: not
+// installed, not for users). The storage read of trace.hpp's
+// record_storage_read(), built without a call into the library, for the
+// shim's read wrappers (one event per intercepted read, right after its
+// system call, when every code or data page touched again is likely a TLB
+// miss: a call into the library would touch its code, PLT and GOT pages).
+// The library's record_storage_read() uses the same code, so both write the
+// same bytes. The shim and the recorder meet through the thread's ring
+// (thread_buffer.hpp), exported as stallscope_inline_v1_thread_buffer: a
+// change to the layout of these records or of the ring's producer side
+// bumps kInlineRecordsVersion and that symbol's name together, so a shim
+// and a recorder of different layouts fail to link instead of corrupting a
+// trace.
 #pragma once
 
 #include <new>
 
-#include "recorder/thread_buffer.hpp"
+#include "stallscope/internal/thread_buffer.hpp"
 #include "stallscope/format.hpp"
 #include "stallscope/trace.hpp"
 
 namespace stallscope::detail {
+
+inline constexpr int kInlineRecordsVersion = 1;
 
 inline constexpr size_t kStorageReadBytes = sizeof(format::CoreRecord) + sizeof(format::IoExt);
 
@@ -48,7 +57,7 @@ inline void build_storage_read(uint8_t* p, Ticks start, Ticks end, const Storage
 // thread's ring where there is room, else on the stack and handed to emit().
 inline bool emit_storage_read(Ticks start, Ticks end, const StorageRead& r) noexcept {
   if (!g_capture.load(std::memory_order_relaxed)) return false;
-  ThreadBuffer* b = t_buf;
+  ThreadBuffer* b = stallscope_inline_v1_thread_buffer;
   uint8_t* p = b != nullptr ? b->try_reserve<kStorageReadBytes>() : nullptr;
   if (__builtin_expect(p != nullptr, 1)) {
     build_storage_read(p, start, end, r);

@@ -1,6 +1,6 @@
 // Rank, world size, launcher detection, run id and file names. The claim of
 // the run directory on disk lives in run_dir_claim.cpp.
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/proc_text.hpp"
 
 namespace stallscope::sys {
 namespace {

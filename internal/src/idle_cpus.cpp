@@ -1,4 +1,4 @@
-#include "sys/idle_cpus.hpp"
+#include "stallscope/internal/idle_cpus.hpp"
 
 #include <fcntl.h>
 

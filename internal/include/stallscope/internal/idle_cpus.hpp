@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/proc_text.hpp"
 
 namespace stallscope::sys {
 

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sys/proc_text.hpp"
-#include "sys/run_identity.hpp"
+#include "stallscope/internal/proc_text.hpp"
+#include "stallscope/internal/run_identity.hpp"
 
 namespace stallscope::sys {
 namespace {

@@ -1,5 +1,6 @@
-// A spin kernel as PTX, JIT-compiled by the driver: GPU tests and the GPU
-// workload launch real kernels without nvcc or a CUDA-language target.
+// A spin kernel as PTX, JIT-compiled by the driver: the sample trainer's
+// CUDA device, the GPU tests and the GPU workload launch real kernels
+// without nvcc or a CUDA-language target.
 // stallscope_spin(cycles) busy-waits `cycles` SM clocks on one thread.
 #pragma once
 

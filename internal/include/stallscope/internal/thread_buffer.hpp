@@ -155,10 +155,16 @@ inline uint8_t* ThreadBuffer::try_reserve() noexcept {
 
 // The calling thread's buffer: null before its first event, after the
 // thread exited, and when the memory budget gave it none (emit() counts
-// those). Exported for the preload shim, whose read wrappers record inline
-// (inline_events.hpp) without a call into the library.
-STALLSCOPE_API extern thread_local constinit ThreadBuffer* t_buf
-    __attribute__((tls_model("initial-exec")));
+// those). Exported, under a versioned C name (inline_records.hpp,
+// kInlineRecordsVersion), for the preload shim, whose read wrappers
+// record inline without a call into the library; the recorder's other
+// thread-locals stay inside it.
+}  // namespace stallscope::detail
+
+extern "C" STALLSCOPE_API thread_local constinit stallscope::detail::ThreadBuffer*
+    stallscope_inline_v1_thread_buffer __attribute__((tls_model("initial-exec")));
+
+namespace stallscope::detail {
 
 // emit() of a core record and one extension record of `N` bytes: the typed
 // recorders' hot path, inlined into each (one TLS load, no call). The first
@@ -166,7 +172,7 @@ STALLSCOPE_API extern thread_local constinit ThreadBuffer* t_buf
 template <size_t N>
 inline bool emit_fixed(const format::CoreRecord& core, const void* ext) noexcept {
   if (!g_capture.load(std::memory_order_relaxed)) return false;
-  ThreadBuffer* b = t_buf;
+  ThreadBuffer* b = stallscope_inline_v1_thread_buffer;
   if (__builtin_expect(b != nullptr && b->try_write_fixed<N>(core, ext), 1)) return true;
   return emit(core, ext, N);
 }

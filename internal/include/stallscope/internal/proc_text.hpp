@@ -54,7 +54,7 @@ class OwnedFd {
   // openat(dirfd, path, flags | O_CLOEXEC). Returns 0 or -errno.
   int open_at(int dirfd, const char* path, int flags);
   // The same for a descriptor kept open: moved away from the numbers the
-  // program counts on (sys/fd_limits.hpp).
+  // program counts on (stallscope/internal/fd_limits.hpp).
   int open_kept_at(int dirfd, const char* path, int flags);
   int get() const { return fd_; }
   bool valid() const { return fd_ >= 0; }

@@ -1,6 +1,6 @@
 // The sample trainer's flag for each remedy of the analyzer's catalog
 // (docs/remedies.md): what `stallscope demo` and the scenario suite change
-// to apply the top remedy. Header-only so both can use it.
+// to apply the top remedy. Header-only so the scenario suite can use it.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Facts about the calling process, read once for the metadata record. Every
 // read may fail (no /proc in a sandbox, a seccomp filter, a read-only
 // container): the field then keeps its default.
-#include "sys/process_facts.hpp"
+#include "stallscope/internal/process_facts.hpp"
 
 #include <limits.h>
 #include <sched.h>
@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <string>
 
-#include "sys/idle_cpus.hpp"
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/idle_cpus.hpp"
+#include "stallscope/internal/proc_text.hpp"
 
 namespace stallscope::sys {
 namespace {

@@ -1,4 +1,4 @@
-#include "sys/proc_text.hpp"
+#include "stallscope/internal/proc_text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <limits>
 #include <utility>
 
-#include "sys/fd_limits.hpp"
+#include "stallscope/internal/fd_limits.hpp"
 
 namespace stallscope::sys {
 
