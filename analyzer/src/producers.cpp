@@ -166,10 +166,11 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double da
       r.items = a->count;
       f.relays.push_back(r);
       for (const auto& [u, ua] : up) {
+        if (u == 0) continue;
         add_producer(u, *ua);
         upstream_types |= ua->types;
       }
-    } else {
+    } else if (prod != 0) {  // a writer the shim did not see: no producer to name
       add_producer(prod, *a);
     }
   }
@@ -243,7 +244,7 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double da
                   threads == 1 ? "" : "s");
     who += buf;
   }
-  f.path = who;
+  f.path = who.empty() ? "writers not seen" : who;
   if (!f.relays.empty()) {
     f.path += " -> " + types_text(upstream_types) + " -> ";
     for (size_t i = 0; i < f.relays.size(); ++i) f.path += (i ? ", " : "") + f.relays[i].name;

@@ -135,6 +135,19 @@ BOOST_AUTO_TEST_CASE(in_a_bounded_queue_the_main_thread_is_the_trainer) {
   BOOST_TEST(r.feed.relays.empty());
 }
 
+// A writer the shim did not see (pid and tid 0): the hand-offs still make
+// steps, but name no producer.
+BOOST_AUTO_TEST_CASE(an_unknown_writer_is_no_producer) {
+  RankBuilder b;
+  for (int i = 0; i < 10; ++i) b.channel_handoff(b.trainer, 10.0 * i, 10.0 * i + 1, 10.0 * i, 0, 0);
+  const auto r = b.analyze();
+  BOOST_TEST(static_cast<int>(r.source) == static_cast<int>(StepSource::kHandoffs));
+  BOOST_TEST(r.feed.found);
+  BOOST_TEST(r.feed.handoffs == 10u);
+  BOOST_TEST(r.feed.producers.empty());
+  BOOST_TEST(r.feed.path == "writers not seen -> multiprocessing queue -> trainer");
+}
+
 // Step events win: the hand-offs only describe the producers.
 BOOST_AUTO_TEST_CASE(step_events_win_over_handoffs) {
   RankBuilder b;
