@@ -162,7 +162,9 @@ void* drain_main(void* arg) {
   }
   while (!s.stop.load(std::memory_order_acquire)) {
     timespec timeout{0, kPollMs * 1000000L};
-    if (::syscall(SYS_ppoll, fds.data(), fds.size(), &timeout, nullptr, 0) > 0) {
+    const long ready = ::syscall(SYS_ppoll, fds.data(), fds.size(), &timeout, nullptr, 0);
+    if (s.stop.load(std::memory_order_acquire)) break;  // the exit handler drained last
+    if (ready > 0) {
       // A descriptor that hung up or is no longer ours is not polled again
       // (poll keeps sleeping); its ring is still drained through its mapping.
       for (size_t i = 0; i < fds.size(); ++i) {
