@@ -72,6 +72,8 @@ void RankEngine::on_mark(const Ev& e) {
     if (settings_.size() < 1000) settings_.push_back(std::move(m));
   } else if (text.rfind("sample spans off", 0) == 0) {
     loaders_.on_sample_spans_off(e.track);
+  } else if (text.rfind("native stacks: ", 0) == 0) {  // the shim's sampler refused or off
+    if (std::find(warnings_.begin(), warnings_.end(), text) == warnings_.end()) warn(text);
   }
 }
 

@@ -2,15 +2,23 @@
 // every event of the run directory it wrote.
 #pragma once
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -99,6 +107,53 @@ inline RunResult run(const std::vector<std::string>& argv,
   return r;
 }
 
+// Runs argv like run(), with perf_event_open refused (errno `refusal`, as
+// perf_event_paranoid 3 refuses it with EACCES) by a seccomp filter
+// installed in the child before exec; stdout and stderr go to files in dir.
+inline RunResult run_with_perf_refused(const TempDir& dir, const std::vector<std::string>& argv,
+                                       std::map<std::string, std::string> env,
+                                       int refusal = EACCES) {
+  env.emplace("LD_PRELOAD", shim());
+  const std::string out = dir / "out.txt", err = dir / "err.txt";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (refusal & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(125);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  RunResult r;
+  int st = 0;
+  for (int i = 0; i < 600 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(100000);
+  if (::waitpid(pid, &st, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+  }
+  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
 struct Ev {
   uint32_t pid = 0, parent_pid = 0, tid = 0;
   std::string thread;   // track (thread) name
@@ -110,6 +165,8 @@ struct Ev {
   format::WorkExt work{};
   format::RangeExt range{};
   format::ChannelHandoffExt handoff{};
+  format::StackSampleExt stack{};
+  std::vector<std::string> frames;  // a stack sample's, innermost first
 };
 
 struct FileInfo {
@@ -154,6 +211,10 @@ inline RunTrace load_run(const std::string& dir) {
       if (e.has(format::Ext::kWork)) ev.work = e.work;
       if (e.has(format::Ext::kRange)) ev.range = e.range;
       if (e.has(format::Ext::kChannelHandoff)) ev.handoff = e.channel_handoff;
+      if (e.has(format::Ext::kStackSample)) {
+        ev.stack = e.stack_sample;
+        for (uint32_t id : e.frames) ev.frames.emplace_back(r.string(id));
+      }
       t.events.push_back(ev);
     }
     fi.status = r.status();

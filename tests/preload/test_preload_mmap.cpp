@@ -8,18 +8,12 @@
 // EACCES, as perf_event_paranoid 3 does). Skipped (exit 77) only where this
 // machine refuses perf events to the test itself.
 #include <fcntl.h>
-#include <linux/filter.h>
 #include <linux/perf_event.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -172,51 +166,6 @@ const Read* plain_read(const Loaded& l, const std::string& path) {
   return nullptr;
 }
 
-// Runs argv like run(), with perf_event_open refused (EACCES) by a seccomp
-// filter installed in the child before exec; stdout and stderr go to files.
-RunResult run_refused(const TempDir& dir, const std::vector<std::string>& argv,
-                      std::map<std::string, std::string> env) {
-  env.emplace("LD_PRELOAD", shim());
-  const std::string out = dir / "out.txt", err = dir / "err.txt";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(125);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  RunResult r;
-  int st = 0;
-  for (int i = 0; i < 600 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(100000);
-  if (::waitpid(pid, &st, WNOHANG) == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &st, 0);
-  }
-  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(preload_mmap, Fixture)
@@ -292,7 +241,7 @@ BOOST_AUTO_TEST_CASE(nothing_is_sampled_with_mmap_faults_off) {
 
 BOOST_AUTO_TEST_CASE(refused_perf_events_leave_one_warning_and_no_fault_reads) {
   const std::vector<std::string> argv{helper("mmap_reader"), data, std::to_string(kPages), "2"};
-  const RunResult r = run_refused(dir, argv, env_for(dir / "run"));
+  const RunResult r = run_with_perf_refused(dir, argv, env_for(dir / "run"));
   BOOST_TEST_INFO("stdout: " << r.out << "\nstderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
   BOOST_CHECK_EQUAL(lines_of(r.out, "THREAD").size(), 2u);  // the program is unharmed
@@ -313,7 +262,7 @@ BOOST_AUTO_TEST_CASE(refused_perf_events_leave_one_warning_and_no_fault_reads) {
 // the sampler starts at the first such mapping (here perf is refused, so an
 // attempt would leave its note on stderr).
 BOOST_AUTO_TEST_CASE(a_process_that_maps_no_file_starts_no_sampler) {
-  const RunResult r = run_refused(dir, {helper("lifecycle"), "read", data, "10"}, env_for(dir / "run2"));
+  const RunResult r = run_with_perf_refused(dir, {helper("lifecycle"), "read", data, "10"}, env_for(dir / "run2"));
   BOOST_TEST_INFO("stdout: " << r.out << "\nstderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
   BOOST_CHECK_EQUAL(r.err.find("memory-mapped reads not traced"), std::string::npos);

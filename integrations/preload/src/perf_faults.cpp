@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <utility>
 
 #include "stallscope/internal/fd_limits.hpp"
 
@@ -29,7 +30,6 @@ size_t data_pages_for(size_t cpus) {
   return pages;
 }
 
-constexpr size_t kMaxRecord = 256;
 // The drain thread is woken once 64 samples of a CPU wait (half of a
 // one-page ring, 1/16 of the usual one), else by its poll timeout.
 constexpr uint32_t kWakeBytes = 2048;
@@ -45,17 +45,13 @@ struct LostRecord {
   uint64_t id, lost;
 };
 
-perf_event_attr fault_attr(bool inherit_thread) {
+perf_event_attr fault_attr() {
   perf_event_attr a{};
   a.size = sizeof a;
   a.type = PERF_TYPE_SOFTWARE;
   a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
-  a.inherit = 1;
-  // Forked children open their own events; without this (Linux < 5.13)
-  // their faults also reach ours and are dropped by pid.
-  a.inherit_thread = inherit_thread ? 1 : 0;
   a.exclude_kernel = 1;
   a.exclude_hv = 1;
   a.use_clockid = 1;
@@ -63,6 +59,14 @@ perf_event_attr fault_attr(bool inherit_thread) {
   a.watermark = 1;
   a.wakeup_watermark = kWakeBytes;
   return a;
+}
+
+void on_fault_record(const perf_event_header& h, const void* rec, void* ctx) {
+  if (h.size < sizeof(SampleRecord)) return;
+  auto* sink = static_cast<std::pair<FaultSink, void*>*>(ctx);
+  SampleRecord s;
+  std::memcpy(&s, rec, sizeof s);
+  sink->first(FaultSample{s.pid, s.tid, s.time, s.addr}, sink->second);
 }
 
 long perf_open(perf_event_attr* a, int cpu) {
@@ -128,6 +132,16 @@ std::vector<int> online_cpus() noexcept {
 }
 
 int PerfFaultEvents::open() noexcept {
+  const perf_event_attr a = fault_attr();
+  return rings_.open(a, data_pages_for(online_cpus().size()));
+}
+
+uint64_t PerfFaultEvents::drain(FaultSink sink, void* ctx) noexcept {
+  std::pair<FaultSink, void*> to{sink, ctx};
+  return rings_.drain(&on_fault_record, &to);
+}
+
+int PerfRings::open(const perf_event_attr& a, size_t data_pages) noexcept {
   close();
   const std::vector<int> cpus = online_cpus();
   if (cpus.empty()) return -ENOMEM;
@@ -139,7 +153,7 @@ int PerfFaultEvents::open() noexcept {
     return -ENOMEM;
   }
   for (int cpu : cpus) {
-    const int rc = open_cpu(cpu, data_pages_for(cpus.size()));
+    const int rc = open_cpu(a, cpu, data_pages);
     if (rc != 0) {
       close();
       return rc;
@@ -148,11 +162,15 @@ int PerfFaultEvents::open() noexcept {
   return 0;
 }
 
-int PerfFaultEvents::open_cpu(int cpu, size_t data_pages) noexcept {
-  perf_event_attr a = fault_attr(true);
+int PerfRings::open_cpu(const perf_event_attr& attr, int cpu, size_t data_pages) noexcept {
+  perf_event_attr a = attr;
+  a.inherit = 1;
+  // Forked children open their own events; without this (Linux < 5.13)
+  // their samples also reach ours and are dropped by pid.
+  a.inherit_thread = 1;
   long fd = perf_open(&a, cpu);
   if (fd < 0 && errno == EINVAL) {  // a kernel without inherit_thread
-    a = fault_attr(false);
+    a.inherit_thread = 0;
     fd = perf_open(&a, cpu);
   }
   if (fd < 0) return -errno;
@@ -177,13 +195,13 @@ int PerfFaultEvents::open_cpu(int cpu, size_t data_pages) noexcept {
   return -err;
 }
 
-uint64_t PerfFaultEvents::drain(FaultSink sink, void* ctx) noexcept {
+uint64_t PerfRings::drain(RecordSink sink, void* ctx) noexcept {
   uint64_t lost = 0;
   for (Ring& r : rings_) lost += drain_ring(r, sink, ctx);
   return lost;
 }
 
-uint64_t PerfFaultEvents::drain_ring(Ring& r, FaultSink sink, void* ctx) noexcept {
+uint64_t PerfRings::drain_ring(Ring& r, RecordSink sink, void* ctx) noexcept {
   auto* meta = static_cast<perf_event_mmap_page*>(r.base);
   const uint8_t* data = static_cast<const uint8_t*>(r.base) + ::sysconf(_SC_PAGESIZE);
   const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
@@ -199,10 +217,8 @@ uint64_t PerfFaultEvents::drain_ring(Ring& r, FaultSink sink, void* ctx) noexcep
     }
     if (h.size <= sizeof rec) {
       copy_from_ring(data, r.data_bytes, tail, rec, h.size);
-      if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(SampleRecord)) {
-        SampleRecord s;
-        std::memcpy(&s, rec, sizeof s);
-        sink(FaultSample{s.pid, s.tid, s.time, s.addr}, ctx);
+      if (h.type == PERF_RECORD_SAMPLE) {
+        sink(h, rec, ctx);
       } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(LostRecord)) {
         LostRecord l;
         std::memcpy(&l, rec, sizeof l);
@@ -215,7 +231,7 @@ uint64_t PerfFaultEvents::drain_ring(Ring& r, FaultSink sink, void* ctx) noexcep
   return lost;
 }
 
-void PerfFaultEvents::close() noexcept {
+void PerfRings::close() noexcept {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   for (const Ring& r : rings_) ::munmap(r.base, r.data_bytes + page);
   for (int fd : fds_) ::syscall(SYS_close, fd);
@@ -224,13 +240,13 @@ void PerfFaultEvents::close() noexcept {
   ids_.clear();
 }
 
-bool PerfFaultEvents::still_ours(size_t i) const noexcept {
+bool PerfRings::still_ours(size_t i) const noexcept {
   uint64_t id = 0;
   return i < fds_.size() && ::syscall(SYS_ioctl, fds_[i], PERF_EVENT_IOC_ID, &id) == 0 &&
          id == ids_[i];
 }
 
-void PerfFaultEvents::forget_after_fork() noexcept {
+void PerfRings::forget_after_fork() noexcept {
   for (size_t i = 0; i < fds_.size(); ++i) {
     if (still_ours(i)) ::syscall(SYS_close, fds_[i]);
   }

@@ -74,6 +74,7 @@ void load_shim_config() noexcept {
   g_config.socket_reads = env_switch(cfg::Id::kPreloadSockets);
   g_config.relays = env_switch(cfg::Id::kPreloadRelays);
   g_config.direct_reads = env_switch(cfg::Id::kPreloadDirect);
+  g_config.native_stacks_hz = env_u32(cfg::Id::kPreloadNativeStacksHz);
 }
 
 }  // namespace stallscope::preload

@@ -21,6 +21,7 @@ struct ShimConfig {
   bool socket_reads = true;     // STALLSCOPE_PRELOAD_SOCKETS=on|off (socket_reads.hpp)
   uint32_t socket_min_ns = 20000; // STALLSCOPE_PRELOAD_SOCKET_MIN_US: shorter reads are summed
   bool relays = true;           // STALLSCOPE_PRELOAD_RELAYS=on|off (relays.hpp)
+  uint32_t native_stacks_hz = 0; // STALLSCOPE_PRELOAD_NATIVE_STACKS_HZ (native_stacks.hpp)
 };
 
 // False until the constructor ran, and for good in an excluded program;

@@ -19,6 +19,7 @@
 #include "env_policy.hpp"
 #include "fault_sampler.hpp"
 #include "messages.hpp"
+#include "native_stacks.hpp"
 #include "relays.hpp"
 #include "shim.hpp"
 #include "socket_reads.hpp"
@@ -79,6 +80,7 @@ void after_fork_child_handler() {
   relays_after_fork();
   socket_reads_after_fork();
   fault_sampler_forget_after_fork();
+  native_stacks_forget_after_fork();
 }
 
 // The exiting thread's message in progress (messages.hpp).
@@ -103,6 +105,7 @@ __attribute__((constructor)) void shim_constructor() {
     Guard guard;  // the recorder's start-up calls are not traced
     stallscope_init();
     fault_sampler_arm();
+    native_stacks_start();
   }
   // After the recorder's own handler, so run before it closes the file.
   std::atexit(flush_at_exit);
@@ -118,6 +121,7 @@ void shim_after_fork_child() noexcept {
   Guard guard;
   stallscope_init();  // the child's own file, and its sampler, from now
   fault_sampler_after_fork_child();
+  native_stacks_after_fork_child();
 }
 
 const char* shim_dir() noexcept { return g_dir; }

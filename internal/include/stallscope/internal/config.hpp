@@ -94,6 +94,8 @@ enum class Type : uint8_t {
     "shim", "Shorter socket reads are summed into one record per that much time (0: each)")        \
   X(kPreloadDirect, "STALLSCOPE_PRELOAD_DIRECT", kSwitch, 0, 0, "", "", "on", "shim",              \
     "Whether reads of local files make their system call in the shim")                             \
+  X(kPreloadNativeStacksHz, "STALLSCOPE_PRELOAD_NATIVE_STACKS_HZ", kInteger, 0, 1000, "Hz", "",    \
+    "0", "shim", "Native stack samples per second of each thread's CPU time (0 = off)")            \
   /* GPU side */                                                                                   \
   X(kCupti, "STALLSCOPE_CUPTI", kWord, 0, 0, "", "yield|keep|off", "yield", "cuda",                \
     "What stallscope does with CUPTI (gpu.md)")                                                    \
