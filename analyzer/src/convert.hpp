@@ -66,6 +66,9 @@ inline const Ev& FileConverter::convert(const reader::RecordView& e) {
   v.end = e.ts_ns + e.dur_ns;
   v.corr = e.core_field<uint64_t>(offsetof(C, corr));
   v.clear_payload();
+  // API calls and syncs keep their names: host gaps name the call.
+  if (v.kind == Kind::kApiCall || v.kind == Kind::kSync)
+    v.name = name_of(e.core_field<uint32_t>(offsetof(C, name_id)));
   switch (v.kind) {
     case Kind::kStep:
       if (e.has(Ext::kStep)) {

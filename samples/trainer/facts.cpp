@@ -70,6 +70,7 @@ void attach_device_model(const Options& o, const EmulatedDevice& dev, std::strin
   const json cfg = {{"steps", o.steps},         {"compute_ms", o.compute_ms}, {"update_ms", o.update_ms},
                     {"grad_mb", o.grad_mb},     {"bus_gbps", o.bus_gbps},     {"overlap_comm", o.overlap_comm},
                     {"host_ms", o.host_ms},     {"sync_each_step", o.sync_each_step},
+                    {"tiny_kernels", o.tiny_kernels}, {"launch_us", o.launch_us},
                     {"decode_us", o.decode_us}, {"sample_bytes", o.sample_bytes}};
   stallscope::attach("trainer.config", cfg.dump());
 }

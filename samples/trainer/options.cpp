@@ -44,6 +44,8 @@ const std::map<std::string, Setter>& valued() {
       {"--grad-mb", num(&Options::grad_mb)},
       {"--bus-gbps", num(&Options::bus_gbps)},
       {"--host-ms", num(&Options::host_ms)},
+      {"--tiny-kernels", count(&Options::tiny_kernels)},
+      {"--launch-us", num(&Options::launch_us)},
   };
   return m;
 }
@@ -108,6 +110,8 @@ std::string usage() {
          "  --host-sleep         the host work blocks for M ms instead (logging to a remote\n"
          "                       store): its wall time stays M ms on a loaded machine\n"
          "  --sync-each-step     block on the device every step (like loss.item())\n"
+         "  --tiny-kernels N     N more kernels per step of 10 us, each launched by a call that\n"
+         "                       takes --launch-us U of host CPU (default 40): launch-bound\n"
          "  --copy-in-step       copy each batch to the device on the compute stream, so the\n"
          "                       copy never overlaps compute (.to(device) on the default\n"
          "                       stream); the loader then copies nothing\n"

@@ -26,6 +26,8 @@ struct Options {
   double host_ms = 0;            // per-step host work (logging, metrics)
   bool host_sleep = false;       // host work blocks (I/O) instead of burning CPU
   bool sync_each_step = false;   // blocking device sync each step (loss.item())
+  uint64_t tiny_kernels = 0;     // per step: kernels shorter than their launch (launch-bound)
+  double launch_us = 40;         // host CPU time of one of those launches
   bool copy_in_step = false;     // H2D on the compute stream, serialized with compute
   std::vector<std::string> slow; // R=F: rank R's compute and host work F times slower
   bool device_burn = false;

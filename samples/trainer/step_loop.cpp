@@ -18,6 +18,8 @@ struct Names {
   stallscope::NameId sync = stallscope::intern("loss.item() sync");
   stallscope::NameId host = stallscope::intern("host work");
   stallscope::NameId copy = stallscope::intern("batch to device");
+  stallscope::NameId tiny = stallscope::intern("elementwise");
+  stallscope::NameId launch = stallscope::intern("cudaLaunchKernel");
 };
 
 constexpr int kCompute = 0, kComm = 1, kBuckets = 4;
@@ -77,6 +79,19 @@ uint64_t enqueue_step(const Options& o, double slow, uint64_t batch_bytes, Devic
       {.name = n.update, .ms = o.update_ms * slow, .wait_stream = kComm, .wait_seq = last});
 }
 
+// --tiny-kernels: N kernels of 10 µs on the device, each launched by a call
+// that takes `launch_us` of host CPU (an eager-mode optimizer over many
+// small tensors): the device waits for the host between them.
+void enqueue_tiny(const Options& o, Device& dev, const Names& n) {
+  for (uint64_t i = 0; i < o.tiny_kernels; ++i) {
+    const stallscope::Ticks t0 = stallscope::ticks_now();
+    host_work(o.launch_us / 1e3);
+    dev.enqueue(kCompute, {.name = n.tiny, .ms = 0.01});
+    stallscope::record_api_call(t0, stallscope::ticks_now(),
+                                {.name = n.launch, .domain = stallscope::format::ApiDomain::kCudaRuntime});
+  }
+}
+
 int next_batch(stallscope::loader::Loader& loader, uint64_t& epoch, stallscope::loader::Batch* b) {
   int rc = loader.next_batch(b);
   if (rc == stallscope::loader::kEndOfEpoch) {
@@ -103,7 +118,11 @@ int run_steps(const Options& o, int rank, stallscope::loader::Loader& loader, De
       return *error = loader.error(), rc < 0 ? rc : -EIO;
     out->samples += b.samples.size();
     dev.set_copy_source(b.host.data(), b.host.size());
-    const uint64_t update = enqueue_step(o, slow, b.host.size(), dev, names);
+    uint64_t update = enqueue_step(o, slow, b.host.size(), dev, names);
+    if (o.tiny_kernels > 0) {
+      enqueue_tiny(o, dev, names);
+      update = dev.enqueue(kCompute, {.name = names.tiny, .ms = 0.01});
+    }
     if (o.sync_each_step) {
       const stallscope::Ticks w0 = stallscope::ticks_now();
       dev.wait(kCompute, update);
