@@ -57,7 +57,7 @@ json loader_json(const DataLoaderReport& l) {
   json epochs = json::array();
   for (const auto& e : l.epochs)
     epochs.push_back({{"generation", e.generation}, {"startup_ms", e.startup_ms},
-                      {"workers_started", e.workers_started}});
+                      {"workers_started", e.workers_started}, {"first_wait_ms", e.first_wait_ms}});
   return {{"id", l.id}, {"site", l.site},
           {"config", {{"dataset", l.dataset}, {"dataset_kind", l.dataset_kind}, {"dataset_len", l.dataset_len},
                       {"sampler", l.sampler}, {"batch_sampler", l.batch_sampler}, {"collate", l.collate},

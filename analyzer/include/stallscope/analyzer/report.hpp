@@ -202,6 +202,7 @@ struct LoaderEpoch {
   uint32_t generation = 0;
   double startup_ms = -1;        // iterator creation -> first batch received
   bool workers_started = false;  // new worker processes (persistent_workers off, or the first)
+  double first_wait_ms = -1;     // the trainer's wait for its first batch, the part inside steps
 };
 // Where the trainer's waits on this loader went (ms, all waits of the run).
 struct LoaderWaitSplit {
