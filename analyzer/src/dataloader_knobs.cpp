@@ -92,6 +92,24 @@ double transform_share(const DataLoaderReport& l) {
   return all > 0 ? (l.split.preprocess_ms + l.split.collate_ms) / all : 0;
 }
 
+EpochStarts epoch_starts(const DataLoaderReport& l) {
+  EpochStarts e;
+  std::vector<const LoaderEpoch*> v;
+  for (const auto& ep : l.epochs) v.push_back(&ep);
+  std::sort(v.begin(), v.end(),
+            [](const LoaderEpoch* a, const LoaderEpoch* b) { return a->generation < b->generation; });
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i]->workers_started && v[i]->startup_ms > 0) e.startup_ms += v[i]->startup_ms;
+    if (i == 0 || v[i]->first_wait_ms < 0) continue;
+    ++e.later;
+    e.later_wait_ms += v[i]->first_wait_ms;
+    if (!v[i]->workers_started) continue;
+    ++e.restarts;
+    e.restart_wait_ms += v[i]->first_wait_ms;
+  }
+  return e;
+}
+
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l) {
   if (l.fetch_ms <= 0) return std::nullopt;
   WorkersPlan p;

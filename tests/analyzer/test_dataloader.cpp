@@ -417,6 +417,76 @@ BOOST_AUTO_TEST_CASE(each_epoch_start_up_and_workers_started_again_without_persi
       text.str());
 }
 
+namespace {
+
+// Four epochs of four batches, two workers started anew for each (pids 201 +
+// 2e, 202 + 2e) unless `persistent`: epoch e's iterator is made at 300e; its
+// workers' first fetches run [300e + 150, +160) (150 ms of start-up each
+// epoch without persistent workers, 0 with them after the first), later
+// batches are ready before the trainer asks; the trainer computes 20 ms per
+// batch and waits 0.5 ms for a ready one.
+RankBuilder short_epochs(bool persistent) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  uint32_t w[2] = {};
+  for (int e = 0; e < 4; ++e) {
+    const double t0 = 300.0 * e;
+    const bool started = e == 0 || !persistent;
+    if (started) w[0] = b.worker_thread(201 + 2 * e), w[1] = b.worker_thread(202 + 2 * e);
+    const uint32_t pid0 = b.t.tracks[w[0]].tid, pid1 = b.t.tracks[w[1]].tid;
+    b.loader_config(t0, kTrain, 2, "train.py:42", uint32_t(e)).persistent_workers = persistent;
+    const double first = started ? t0 + 160 : t0 + 11;  // the first batch's put
+    for (int i = 0; i < 4; ++i) {
+      const double put = first + 10.0 * (i / 2);
+      b.sample(w[i % 2], put - 10, put, SamplePart::kFetch, i, 0, i % 2);
+      const double asked = i == 0 ? t0 + 1 : first + 0.5 + 20.0 * i;
+      const double got = std::max(asked, put) + 0.5;
+      b.step(4 * e + i, asked, got + 19.5).wait(asked, got, i).kernel(got, got + 19.5);
+      b.handoff(asked, got, kTrain, i, i % 2 == 0 ? pid0 : pid1, i % 2, uint32_t(e));
+    }
+  }
+  idle_cpus(b, 1200, 1.0);
+  return b;
+}
+
+}  // namespace
+
+// Without persistent_workers each epoch's workers start again while the
+// trainer waits: keeping them saves each later epoch's first wait beyond
+// one batch's fetch, spread over the steady steps; deeper prefetch or more
+// workers would not shorten those waits.
+BOOST_AUTO_TEST_CASE(workers_started_again_every_short_epoch_propose_persistent_workers) {
+  const auto r = short_epochs(false).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_REQUIRE_EQUAL(l.epochs.size(), 4u);
+  BOOST_TEST(l.epochs[1].startup_ms == 160.5, tt::tolerance(kTol));
+  BOOST_TEST(l.epochs[1].first_wait_ms == 159.5, tt::tolerance(kTol));
+  BOOST_REQUIRE_EQUAL(r.steady_steps, 15u);  // step 0 is warm-up
+  const Remedy* m = remedy(r, "persistent_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(r.remedies.front().id == "persistent_workers");
+  BOOST_TEST(m->pytorch_knob == "DataLoader(persistent_workers=True) at train.py:42");
+  BOOST_TEST(m->try_command ==
+             "stallscope run --set 'dataloader[train.py:42].persistent_workers=true' -- python3 "
+             "train.py");
+  // Three restarts of 159.5 ms waits, each keeping a 10 ms fetch, over 15 steps.
+  BOOST_TEST(m->step_ms - m->predicted_step_ms == 3 * 149.5 / 15, tt::tolerance(1e-3));
+  BOOST_TEST(!m->bound);
+  BOOST_TEST(m->evidence.find("started its workers 3 time(s) after the first epoch") !=
+                 std::string::npos,
+             m->evidence);
+  BOOST_TEST(remedy(r, "raise_prefetch") == nullptr);
+  BOOST_TEST(remedy(r, "more_workers") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(persistent_workers_stay_quiet_when_the_workers_persist) {
+  const auto r = short_epochs(true).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_REQUIRE_EQUAL(l.epochs.size(), 4u);
+  BOOST_TEST(!l.epochs[1].workers_started);
+  BOOST_TEST(remedy(r, "persistent_workers") == nullptr);
+}
+
 // A site or dataset name from a trace is bytes, not always UTF-8: the JSON
 // report replaces what is invalid instead of failing.
 BOOST_AUTO_TEST_CASE(invalid_utf8_in_a_site_still_gives_valid_json) {
