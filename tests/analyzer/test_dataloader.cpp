@@ -152,6 +152,13 @@ BOOST_AUTO_TEST_CASE(without_records_of_the_fetch_the_split_is_not_exact) {
 BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
   const auto r = one_worker(0.2, stallscope::format::Tier::kLocal, 0.2).analyze();
   BOOST_TEST(remedy(r, "more_workers") == nullptr);
+  // Caching instead, naming the dataset, its item cost and the loader's line.
+  const Remedy* c = remedy(r, "cache_decoded");
+  BOOST_REQUIRE(c != nullptr);
+  BOOST_TEST(c->pytorch_knob.find("cache MapDataset's decoded samples") == 0u, c->pytorch_knob);
+  BOOST_TEST(c->pytorch_knob.find("__getitem__ takes 2.00 ms per sample, for the DataLoader at "
+                                  "train.py:42") != std::string::npos,
+             c->pytorch_knob);
   RankBuilder full = one_worker(0.2, stallscope::format::Tier::kLocal, 0.2), b;
   b.t = full.t;
   std::erase_if(b.t.events, [](const auto& e) { return e.kind == Kind::kSample; });

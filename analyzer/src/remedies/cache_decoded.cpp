@@ -58,6 +58,15 @@ class CacheDecoded final : public RemedyRule {
       const double trainer = c.r.compute_basis == "cpu_only" ? c.ms(Part::kCompute) / c.step_ms : 0;
       contention = blocked * std::clamp(1 - trainer / cpu.used_cores, 0.0, 1.0);
     }
+    // A DataLoader the hooks recorded: the dataset whose items to cache and
+    // the loader's line.
+    if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr && !l->dataset.empty()) {
+      m.loader_knob = "none";
+      m.pytorch_knob = "cache " + l->dataset + "'s decoded samples (decode once, save the tensors, load them)";
+      if (l->getitem_ms > 0) m.pytorch_knob += strf(": its __getitem__ takes %.2f ms per sample", l->getitem_ms);
+      if (!l->site.empty()) m.pytorch_knob += ", for the DataLoader at " + l->site;
+      m.pytorch_knob += "; or a lighter transform, or augmentation on the GPU";
+    }
     m.predicted_step_ms = c.step_ms - pre - contention;
     m.bound = true;
     m.inputs_from = "assumed";
