@@ -10,11 +10,13 @@ trainer's own step times over the report's steady steps.
 The driver runs at nice -10 (as root), like the sample-trainer scenarios.
 Each scenario first checks its premise in a calibration run: the CPU
 time of a sample's decode and of a training step (sizing the cause so
-that it is at least 40 % of the step) and whether the CPUs the trainer
-needs are idle (two spinning processes get >= 3/4 of a core each). Where
-the premise does not hold it prints SKIP and exits 77 (ctest shows a
-skip); a check that fails while the premise has since stopped holding
-(other processes took the CPUs during the runs) skips as well, saying so.
+that it is at least 40 % of the step), then the CPUs: 1.5 of 2 idle for
+the scenarios whose remedy needs a spare core (and the healthy one), as
+the analyzer's idle-CPU counter will see them, else two spinning
+processes getting >= 3/4 of a core each. Where the premise does not hold
+it prints SKIP and exits 77 (ctest shows a skip). A check that fails while
+the premise has since stopped holding, or while other processes used more
+than 1/4 of a core during the runs, skips as well, saying so.
 
 usage: scenarios.py STALLSCOPE_BIN NAME [--keep DIR] [--bench]
   NAME: trainer_thread | one_worker | saturated | worker_startup | compute
