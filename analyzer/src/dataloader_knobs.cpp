@@ -124,6 +124,17 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   // hide idle stalls behind a busy start-up, as spawned workers' imports.)
   p.idle = c.r.cpu.idle_during_stalls;
   const CpuBudget& cpu = c.r.cpu;
+  // The idle counter is a level over each sampler period (10 ms): waits
+  // not much longer than that read as a mix of the wait and the trainer's
+  // work around it, when the CPUs were busier. During a wait the rank runs
+  // only its fetching workers (the trainer itself with num_workers=0); what
+  // other processes take is the steps' busy CPUs beyond the rank's own use.
+  // The idle CPUs during the waits are at least the rest.
+  if (p.idle >= 0 && cpu.known && cpu.idle_in_steps >= 0 && cpu.used_cores > 0) {
+    const double others = std::max(0.0, cpu.affinity_cpus - cpu.idle_in_steps - cpu.used_cores);
+    const double fetching = std::max(1.0, double(l.num_workers));
+    p.idle = std::max(p.idle, cpu.affinity_cpus - others - fetching);
+  }
   if (p.idle >= 0 && cpu.known && cpu.used_cores > 0 && cpu.budget_cores < cpu.affinity_cpus)
     p.idle = std::max(0.0, std::min(p.idle, cpu.budget_cores - cpu.used_cores));
   // Half an idle CPU or more counts as one more worker's worth; with no

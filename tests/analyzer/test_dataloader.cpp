@@ -170,6 +170,34 @@ BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
   BOOST_TEST(m->loader_knob.find("12 of the DataLoader's 12 batches") == 0u, m->loader_knob);
 }
 
+// Waits of 10 ms against a 5 ms idle counter read as a mix of the wait and
+// the work around it (0.4 idle CPUs where one sat idle). The steps' mean
+// idle (0.2) and the rank's own 1.8 cores leave nothing to other processes:
+// during a wait the rank runs only its one fetching worker, so a CPU is
+// idle, and the second worker is proposed.
+BOOST_AUTO_TEST_CASE(idle_cpus_during_short_waits_count_what_others_leave_beyond_the_fetching_workers) {
+  auto run = [](double own_cores) {
+    RankBuilder b = one_worker(0.2, stallscope::format::Tier::kLocal, 0.4);
+    std::erase_if(b.t.events, [](const auto& e) { return e.kind == Kind::kCounter; });
+    for (double t = 0; t <= 20.0 * kSteps + 40; t += 5) {
+      const int phase = int(t) % 20;  // the waits are [20i + 10.1, 20i + 20.1)
+      b.counter("cpu.idle", t, phase == 15 || phase == 0 ? 0.4 : 0.0);
+      b.counter("cpu.process_ns", t, t * own_cores * 1e6);
+    }
+    return b.analyze();
+  };
+  const auto r = run(1.8);
+  BOOST_TEST(r.cpu.idle_during_stalls < 0.5);
+  BOOST_TEST(r.cpu.idle_in_steps == 0.2, tt::tolerance(0.05));
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
+  BOOST_TEST(remedy(r, "cache_decoded") == nullptr);
+  // The near miss: other processes took 0.6 of a core all along.
+  const auto q = run(1.2);
+  BOOST_TEST(remedy(q, "more_workers") == nullptr);
+}
+
 // Two ranks share the node's 2 CPUs: idle CPUs this rank's budget (1 core,
 // 0.9 of it used) does not leave it are no room for another worker. Alone on
 // the node, the same use leaves the idle CPU to it.

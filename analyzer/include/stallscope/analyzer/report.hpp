@@ -162,6 +162,7 @@ struct CpuBudget {
   double budget_cores = 0;     // min(affinity, quota) / ranks_on_node
   double used_cores = 0;       // CPU time of all the rank's processes / wall
   double idle_during_stalls = -1;  // mean idle CPUs of the affinity set in stalls (-1 unknown)
+  double idle_in_steps = -1;       // the same over whole steps
   double throttled_periods = 0;    // cgroup nr_throttled over the run
   double throttled_ms = 0;
   double utilization = 0;      // used / budget (may exceed 1)
