@@ -42,19 +42,21 @@ class PersistentWorkers final : public RemedyRule {
     const double saved = std::max(0.0, e.restart_wait_ms - e.restarts * fetch);
     const double per_step = saved / double(c.r.steady_steps);
     if (per_step <= 0) return std::nullopt;
-    Remedy m = make_remedy(c, "persistent_workers", "Keep DataLoader workers between epochs", "none",
-                           dataloader_knob(*l, {{"persistent_workers", "True"}}));
+    Remedy m = make_remedy(c, "persistent_workers", "Keep DataLoader workers between epochs",
+                           "none", dataloader_knob(*l, {{"persistent_workers", "True"}}));
     m.try_command = dataloader_try(c, *l, {{"persistent_workers", "True"}});
     m.predicted_step_ms = c.step_ms - per_step;
-    m.model = "step - sum over the epochs after the first that started new workers of max(0, the "
-              "trainer's first wait in steps - fetch_per_batch) / steady steps";
-    m.evidence = strf("the DataLoader%s%s (persistent_workers off, num_workers=%u) started its "
-                      "workers %d time(s) after the first epoch; start-ups %s, %.0f %% of the "
-                      "run's %.0f ms; the trainer waited %.1f ms per restart for its first batch, "
-                      "a batch's fetch takes %.2f ms",
-                      l->site.empty() ? "" : " at ", l->site.c_str(), l->num_workers, e.restarts,
-                      startups_text(*l).c_str(), 100.0 * e.startup_ms / run, run,
-                      e.restart_wait_ms / e.restarts, fetch);
+    m.model =
+        "step - sum over the epochs after the first that started new workers of max(0, the "
+        "trainer's first wait in steps - fetch_per_batch) / steady steps";
+    m.evidence = strf(
+        "the DataLoader%s%s (persistent_workers off, num_workers=%u) started its "
+        "workers %d time(s) after the first epoch; start-ups %s, %.0f %% of the "
+        "run's %.0f ms; the trainer waited %.1f ms per restart for its first batch, "
+        "a batch's fetch takes %.2f ms",
+        l->site.empty() ? "" : " at ", l->site.c_str(), l->num_workers, e.restarts,
+        startups_text(*l).c_str(), 100.0 * e.startup_ms / run, run, e.restart_wait_ms / e.restarts,
+        fetch);
     m.inputs = {{"restarts", double(e.restarts), ""},
                 {"startup_ms", e.startup_ms, "ms"},
                 {"restart_wait_ms", e.restart_wait_ms, "ms"},
