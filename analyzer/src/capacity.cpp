@@ -237,6 +237,7 @@ CpuBudget cpu_budget(const RunStats& s, const RankTrace& t) {
   b.budget_cores = cap / b.ranks_on_node;
   b.used_cores = used_cores(s, t);
   if (s.stall_idle_covered > 0) b.idle_during_stalls = s.stall_idle_integral / double(s.stall_idle_covered);
+  if (s.step_idle_covered > 0) b.idle_in_steps = s.step_idle_integral / double(s.step_idle_covered);
   for (const auto& [p, c] : s.throttled_periods) b.throttled_periods += c.delta();
   for (const auto& [p, c] : s.throttled_ns) b.throttled_ms += c.delta() / 1e6;
   return b;

@@ -92,6 +92,24 @@ double transform_share(const DataLoaderReport& l) {
   return all > 0 ? (l.split.preprocess_ms + l.split.collate_ms) / all : 0;
 }
 
+EpochStarts epoch_starts(const DataLoaderReport& l) {
+  EpochStarts e;
+  std::vector<const LoaderEpoch*> v;
+  for (const auto& ep : l.epochs) v.push_back(&ep);
+  std::sort(v.begin(), v.end(),
+            [](const LoaderEpoch* a, const LoaderEpoch* b) { return a->generation < b->generation; });
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i]->workers_started && v[i]->startup_ms > 0) e.startup_ms += v[i]->startup_ms;
+    if (i == 0 || v[i]->first_wait_ms < 0) continue;
+    ++e.later;
+    e.later_wait_ms += v[i]->first_wait_ms;
+    if (!v[i]->workers_started) continue;
+    ++e.restarts;
+    e.restart_wait_ms += v[i]->first_wait_ms;
+  }
+  return e;
+}
+
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l) {
   if (l.fetch_ms <= 0) return std::nullopt;
   WorkersPlan p;
@@ -106,6 +124,17 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   // hide idle stalls behind a busy start-up, as spawned workers' imports.)
   p.idle = c.r.cpu.idle_during_stalls;
   const CpuBudget& cpu = c.r.cpu;
+  // The idle counter is a level over each sampler period (10 ms): waits
+  // not much longer than that read as a mix of the wait and the trainer's
+  // work around it, when the CPUs were busier. During a wait the rank runs
+  // only its fetching workers (the trainer itself with num_workers=0); what
+  // other processes take is the steps' busy CPUs beyond the rank's own use.
+  // The idle CPUs during the waits are at least the rest.
+  if (p.idle >= 0 && cpu.known && cpu.idle_in_steps >= 0 && cpu.used_cores > 0) {
+    const double others = std::max(0.0, cpu.affinity_cpus - cpu.idle_in_steps - cpu.used_cores);
+    const double fetching = std::max(1.0, double(l.num_workers));
+    p.idle = std::max(p.idle, cpu.affinity_cpus - others - fetching);
+  }
   if (p.idle >= 0 && cpu.known && cpu.used_cores > 0 && cpu.budget_cores < cpu.affinity_cpus)
     p.idle = std::max(0.0, std::min(p.idle, cpu.budget_cores - cpu.used_cores));
   // Half an idle CPU or more counts as one more worker's worth; with no

@@ -84,6 +84,11 @@ void RankEngine::finalize(const StepCand& c) {
   StepInputs& in = step_in_;
   in.start = c.start;
   in.end = c.end;
+  {
+    const Ivs whole{{c.start, c.end}};
+    stats_.step_idle_integral += stats_.idle.integrate(whole);
+    stats_.step_idle_covered += stats_.idle.covered(whole);
+  }
   compute_.take(c.start, c.end, in.compute);
   comm_.take(c.start, c.end, in.comm);
   h2d_.take(c.start, c.end, in.h2d);

@@ -57,7 +57,7 @@ json loader_json(const DataLoaderReport& l) {
   json epochs = json::array();
   for (const auto& e : l.epochs)
     epochs.push_back({{"generation", e.generation}, {"startup_ms", e.startup_ms},
-                      {"workers_started", e.workers_started}});
+                      {"workers_started", e.workers_started}, {"first_wait_ms", e.first_wait_ms}});
   return {{"id", l.id}, {"site", l.site},
           {"config", {{"dataset", l.dataset}, {"dataset_kind", l.dataset_kind}, {"dataset_len", l.dataset_len},
                       {"sampler", l.sampler}, {"batch_sampler", l.batch_sampler}, {"collate", l.collate},
@@ -147,6 +147,7 @@ json cpu_json(const CpuBudget& c) {
   return {{"known", c.known}, {"affinity_cpus", c.affinity_cpus}, {"quota_cores", c.quota_cores},
           {"ranks_on_node", c.ranks_on_node}, {"budget_cores", c.budget_cores},
           {"used_cores", c.used_cores}, {"idle_cpus_during_stalls", c.idle_during_stalls},
+          {"idle_cpus_in_steps", c.idle_in_steps},
           {"throttled_periods", c.throttled_periods}, {"throttled_ms", c.throttled_ms},
           {"utilization", c.utilization}, {"capacity_per_s", c.capacity},
           {"demand_per_s", c.demand}, {"headroom", c.headroom()}};

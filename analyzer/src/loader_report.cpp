@@ -118,8 +118,10 @@ void LoaderModel::count_wait(const Wait& w) {
   auto st = a.gen_start.find(gen);
   auto ep = a.epochs.find(gen);  // (made by its loader_config)
   if (st != a.gen_start.end() && ep != a.epochs.end() && ep->second.startup_ms < 0 &&
-      received >= st->second)
+      received >= st->second) {
     ep->second.startup_ms = ms(double(received - st->second));
+    ep->second.first_wait_ms = ms(double(w.in_step_ns));
+  }
 }
 
 void LoaderModel::retire(int64_t before) {

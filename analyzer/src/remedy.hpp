@@ -105,6 +105,19 @@ double fetch_share(const DataLoaderReport& l);
 // more_workers remedy, or nothing when they keep up or cannot be added.
 std::optional<Remedy> producer_workers(const RemedyContext& c);
 double transform_share(const DataLoaderReport& l);
+// Epochs after a loader's first, in start order: the trainer's waits for
+// their first batches inside steps (ms, summed), and of them the epochs
+// that started new workers (persistent_workers off) with their start-ups.
+// Neither deeper prefetch nor more workers shortens such a wait: the
+// workers get their first indices only when the epoch's iterator exists.
+struct EpochStarts {
+  int later = 0;              // epochs after the first with a measured first wait
+  double later_wait_ms = 0;   // their first waits inside steps
+  int restarts = 0;           // of them, epochs that started new workers
+  double restart_wait_ms = 0; // their first waits inside steps
+  double startup_ms = 0;      // start-ups of every epoch that started workers, the first included
+};
+EpochStarts epoch_starts(const DataLoaderReport& l);
 
 // "; top: cudaLaunchKernel 1.20 ms, aten::add 0.80 ms" — the largest
 // activities of one or two gap classes (report.hpp HostGapReport), "" none.
@@ -134,6 +147,7 @@ STALLSCOPE_REMEDY(fused_optimizer_rule);
 STALLSCOPE_REMEDY(logging_off_step_rule);
 STALLSCOPE_REMEDY(larger_batch_rule);
 STALLSCOPE_REMEDY(tune_dataloader_rule);
+STALLSCOPE_REMEDY(persistent_workers_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY
 

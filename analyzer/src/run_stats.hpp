@@ -84,6 +84,8 @@ struct RunStats {
   int64_t idle_proc = -1;
   double stall_idle_integral = 0;  // idle CPUs × ns, over data stalls
   int64_t stall_idle_covered = 0;
+  double step_idle_integral = 0;  // idle CPUs × ns, over whole steps
+  int64_t step_idle_covered = 0;
 };
 
 }  // namespace stallscope::analyzer

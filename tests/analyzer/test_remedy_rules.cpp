@@ -228,8 +228,34 @@ BOOST_AUTO_TEST_CASE(cache_decoded_fires_when_no_cpu_is_idle) {
   BOOST_TEST(input(m, "idle_cpus_during_stalls") == 0.0);
   BOOST_TEST(input(m, "preprocess_stall_ms") == 50.0, tt::tolerance(kTol));
   BOOST_TEST(m.predicted_step_ms == 100.0 - 50.0, tt::tolerance(kTol));
+  BOOST_TEST(input(m, "cpu_contention_ms") == 0.0);
   // Its own CPU use is low: the evidence says others keep the CPUs busy.
   BOOST_TEST(m.evidence.find("busy with other processes or ranks") != std::string::npos,
+             m.evidence);
+  BOOST_TEST(quiet(r, "more_workers"));
+}
+
+// The rank's own processes fill its one CPU: its trainer, off CPU outside
+// its waits, waits for the CPU its loading holds, which caching gives back
+// too. (With the CPUs busy with other processes, as above, it does not
+// count: that time is not the loading's to give back.)
+BOOST_AUTO_TEST_CASE(cache_decoded_counts_the_trainers_wait_for_a_cpu_its_loading_holds) {
+  RankBuilder b;
+  b.t.procs[0].affinity_cpus = 1;
+  for (int t = 0; t <= 100 * (kSteps + 1); t += 10)
+    b.counter("cpu.idle", t, 0).counter("cpu.process_ns", t, t * 1e6).counter("cpu.thread_ns", t, 0, 100);
+  const uint32_t w = b.thread(200);
+  for (int i = 1; i <= kSteps; ++i) {
+    const double s = start_of(i);
+    b.step(i, s, s + 100).wait(s, s + 30, i).kernel(s + 30, s + 60);
+    b.pre(w, s - 40, s + 30, uint64_t(i)).ready(w, s + 30, i, {uint64_t(i)});
+  }
+  const auto r = analyze_all(b);
+  BOOST_TEST(mean_ms(r, Part::kHostBlocked) == 40.0, tt::tolerance(kTol));
+  const an::Remedy& m = fired(r, "cache_decoded");
+  BOOST_TEST(input(m, "cpu_contention_ms") == 40.0, tt::tolerance(kTol));
+  BOOST_TEST(m.predicted_step_ms == 100.0 - 30.0 - 40.0, tt::tolerance(kTol));
+  BOOST_TEST(m.evidence.find("waits 40.00 ms per step for a CPU its loading holds") != std::string::npos,
              m.evidence);
   BOOST_TEST(quiet(r, "more_workers"));
 }

@@ -1,5 +1,7 @@
 // Cache decoded samples or move augmentation to the GPU: preprocessing
 // stalls the trainer and no usable CPU is left for more workers.
+#include <algorithm>
+
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
@@ -43,15 +45,42 @@ class CacheDecoded final : public RemedyRule {
         c, "cache_decoded", "Cache decoded samples or augment on the GPU",
         "cache decoded samples (loader dataset cache) or lighten the transform",
         "cache decoded tensors; GPU augmentation (DALI, torchvision.transforms.v2 on cuda)");
-    m.predicted_step_ms = c.step_ms - pre;
+    // When the rank's own processes fill its CPUs, its trainer also waits
+    // for a CPU its workers hold: off-CPU outside its data waits (host
+    // blocked). Decoding removed gives that back too, in the share of the
+    // rank's CPU its loading took (all but the trainer's own, which with no
+    // device is the compute part).
+    const double blocked = c.ms(Part::kHostBlocked);
+    const bool own = cpu.known && cpu.budget_cores > 0 && cpu.used_cores >= 0.9 * cpu.budget_cores &&
+                     (cpu.idle_during_stalls < 0 || cpu.idle_during_stalls < 1);
+    double contention = 0;
+    if (own && blocked > 0) {
+      const double trainer = c.r.compute_basis == "cpu_only" ? c.ms(Part::kCompute) / c.step_ms : 0;
+      contention = blocked * std::clamp(1 - trainer / cpu.used_cores, 0.0, 1.0);
+    }
+    // A DataLoader the hooks recorded: the dataset whose items to cache and
+    // the loader's line.
+    if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr && !l->dataset.empty()) {
+      m.loader_knob = "none";
+      m.pytorch_knob = "cache " + l->dataset + "'s decoded samples (decode once, save the tensors, load them)";
+      if (l->getitem_ms > 0) m.pytorch_knob += strf(": its __getitem__ takes %.2f ms per sample", l->getitem_ms);
+      if (!l->site.empty()) m.pytorch_knob += ", for the DataLoader at " + l->site;
+      m.pytorch_knob += "; or a lighter transform, or augmentation on the GPU";
+    }
+    m.predicted_step_ms = c.step_ms - pre - contention;
     m.bound = true;
     m.inputs_from = "assumed";
-    m.model = "bound: step - preprocess_stall (decode cost removed entirely)";
+    m.model = "bound: step - preprocess_stall (decode cost removed entirely) - host_blocked x the "
+              "loading's share of the rank's CPU, where the rank's own processes fill its CPUs";
     m.evidence = cpu_evidence(cpu) + strf("; preprocessing stalls %.2f ms per step", pre);
+    if (contention > 0)
+      m.evidence += strf(", and the trainer waits %.2f ms per step for a CPU its loading holds "
+                         "(off CPU outside its data waits)", contention);
     m.inputs = {{"used_cores", cpu.used_cores, ""},
                 {"budget_cores", cpu.budget_cores, ""},
                 {"idle_cpus_during_stalls", cpu.idle_during_stalls, ""},
-                {"preprocess_stall_ms", pre, "ms"}};
+                {"preprocess_stall_ms", pre, "ms"},
+                {"cpu_contention_ms", contention, "ms"}};
     return m;
   }
 };

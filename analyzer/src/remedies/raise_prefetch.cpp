@@ -2,6 +2,8 @@
 // demand) yet the trainer still waits — bursts a deeper queue would absorb.
 // "Keep up" must be measured: a stage the stall is attributed to that the
 // run did not measure leaves the question open, and the rule abstains.
+#include <algorithm>
+
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
@@ -11,11 +13,17 @@ class RaisePrefetch final : public RemedyRule {
  public:
   std::string_view id() const override { return "raise_prefetch"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
-    const double data = c.data_ms();
-    if (data < 0.05 * c.step_ms) return std::nullopt;
-    // Without workers a DataLoader has no prefetch at all.
+    // Without workers a DataLoader has no prefetch at all. Its waits for
+    // each later epoch's first batch are no burst a deeper queue absorbs:
+    // the workers get their first indices only when the epoch begins (and
+    // start again without persistent_workers), so they stay.
     const DataLoaderReport* l = fed_loader(c.r);
     if (l != nullptr && l->num_workers == 0) return std::nullopt;
+    const double starts =
+        l != nullptr && c.r.steady_steps > 0
+            ? epoch_starts(*l).later_wait_ms / double(c.r.steady_steps) : 0;
+    const double data = std::max(0.0, c.data_ms() - starts);
+    if (data < 0.05 * c.step_ms) return std::nullopt;
     // The stages behind the stall: an unsplit stall may be either.
     const bool unsplit = c.ms(Part::kDataUnknown) > 0;
     const bool need_storage = unsplit || c.ms(Part::kDataStorage) > 0;
@@ -36,10 +44,14 @@ class RaisePrefetch final : public RemedyRule {
                            "--loader-prefetch / STALLSCOPE_LOADER_PREFETCH",
                            "DataLoader(prefetch_factor=...)");
     m.predicted_step_ms = std::max(c.step_ms - data, 1000.0 / min_capacity);
-    m.model = "step - data_stall, floored at 1 / slowest input stage capacity";
+    m.model = "step - data_stall (less the waits for each later epoch's first batch), floored at 1 / slowest input stage capacity";
     m.evidence = strf("input stages keep up on average (slowest %.1f batches/s vs demand %.1f) "
                       "but data stalls take %.2f ms per step", min_capacity, demand, data);
     m.inputs = {{"data_stall_ms", data, "ms"}, {"slowest_stage_capacity", min_capacity, "1/s"}};
+    if (starts > 0) {
+      m.evidence += strf(" (beyond %.2f ms per step of waits for each epoch's first batch)", starts);
+      m.inputs.push_back({"epoch_start_wait_ms", starts, "ms"});
+    }
     if (c.p.prefetch_batches > 0) {
       // stallscope's loader: twice the depth it ran with.
       m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});

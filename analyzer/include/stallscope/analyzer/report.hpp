@@ -162,6 +162,7 @@ struct CpuBudget {
   double budget_cores = 0;     // min(affinity, quota) / ranks_on_node
   double used_cores = 0;       // CPU time of all the rank's processes / wall
   double idle_during_stalls = -1;  // mean idle CPUs of the affinity set in stalls (-1 unknown)
+  double idle_in_steps = -1;       // the same over whole steps
   double throttled_periods = 0;    // cgroup nr_throttled over the run
   double throttled_ms = 0;
   double utilization = 0;      // used / budget (may exceed 1)
@@ -202,6 +203,7 @@ struct LoaderEpoch {
   uint32_t generation = 0;
   double startup_ms = -1;        // iterator creation -> first batch received
   bool workers_started = false;  // new worker processes (persistent_workers off, or the first)
+  double first_wait_ms = -1;     // the trainer's wait for its first batch, the part inside steps
 };
 // Where the trainer's waits on this loader went (ms, all waits of the run).
 struct LoaderWaitSplit {
