@@ -168,6 +168,7 @@ class RankEngine {
   uint64_t last_file_ = ~uint64_t{0};                 // of the previous read
   std::pair<uint32_t, uint32_t> last_worker_{~0u, ~0u};  // of the previous preprocess item
   uint32_t trainer_proc_ = 0, trainer_tid_ = 0;
+  int64_t all_first_ns_ = INT64_MAX, all_last_ns_ = INT64_MIN;  // every event, notes included
 };
 
 void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
@@ -181,6 +182,10 @@ void RankEngine::ingest(const Ev& e, std::span<const uint64_t> ids) {
     stats_.first_ns = std::min(stats_.first_ns, e.start);
     stats_.last_ns = std::max(stats_.last_ns, e.end);
   }
+  // With the notes: the whole-trace window of a run nothing delimits
+  // (the CPU sampler's counters span a CPU-only program's run).
+  all_first_ns_ = std::min(all_first_ns_, e.start);
+  all_last_ns_ = std::max(all_last_ns_, e.end);
   if (e.end < finalized_until_ && e.kind != Kind::kCounter && e.kind != Kind::kGap) {
     ++drops_.late_events;
   }

@@ -19,7 +19,8 @@ std::string compute_basis(bool device, uint64_t api, bool gpu_track) {
 
 RankReport RankEngine::finish() {
   const bool was = finder_.decided();
-  finder_.finish(stats_.last_ns);
+  finder_.finish(stats_.last_ns, std::min(stats_.first_ns, all_first_ns_),
+                 std::max(stats_.last_ns, all_last_ns_));
   if (!was && finder_.decided()) on_decided();
   advance(INT64_MAX);
   RankReport r;
@@ -76,6 +77,8 @@ RankReport RankEngine::finish() {
 void RankEngine::add_warnings(RankReport& r) const {
   auto& w = r.warnings;
   if (r.source == StepSource::kNone) w.push_back("no steps found: no step events, no ranges matching the step pattern, no hand-offs to a trainer thread, no data waits");
+  if (r.source == StepSource::kWholeTrace && trace_.origin != TraceOrigin::kProfilerImport)
+    w.push_back("no step events, no ranges matching the step pattern, no hand-offs to a trainer thread, no data waits: the whole trace is analyzed as one window (mark steps: stallscope.step(), a range named step, or --step-pattern)");
   const size_t closed = steps_closed_;
   if (closed > 0 && r.source == StepSource::kDataWaits)
     w.push_back("the last step (from the last data wait to the last event) is partial: closed by the analyzer");

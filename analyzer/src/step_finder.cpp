@@ -370,8 +370,28 @@ std::vector<StepCand> StepFinder::pop_ready(int64_t t) {
   return out;
 }
 
-void StepFinder::finish(int64_t last_ns) {
+void StepFinder::finish(int64_t last_ns, int64_t window_first, int64_t window_last) {
   decide();
+  if (!decided_ && window_last > window_first) {
+    // Nothing marks steps: one window rather than an empty report.
+    uint32_t main = kNoTrack;
+    for (uint32_t t = 0; t < trace_.tracks.size(); ++t) {
+      const TrackDesc& td = trace_.tracks[t];
+      if (td.type != TrackType::kThread || td.proc >= trace_.procs.size()) continue;
+      if (main == kNoTrack) main = t;
+      if (td.proc == 0 && td.tid == trace_.procs[0].pid) {
+        main = t;
+        break;
+      }
+    }
+    if (main == kNoTrack) return;
+    source_ = StepSource::kWholeTrace;
+    detail_ = "nothing delimits steps: the whole trace is one window";
+    trainer_ = main;
+    has_trainer_ = decided_ = true;
+    accept({0, window_first, window_last, main, false});
+    return;
+  }
   if (source_ == StepSource::kHandoffs) {
     auto open = last_handoff_step_.find(trainer_);
     if (open != last_handoff_step_.end() && last_ns > open->second)

@@ -42,7 +42,10 @@ class StepFinder {
   // How many steps pop_ready(t) would return.
   size_t ready_count(int64_t t) const;
   // End of input: closes open steps at `last_ns` (marked closed_by_analyzer).
-  void finish(int64_t last_ns);
+  // Where nothing delimits steps, the trace from `window_first` to
+  // `window_last` is one window (kWholeTrace) on the first process's main
+  // thread.
+  void finish(int64_t last_ns, int64_t window_first, int64_t window_last);
   uint64_t unmatched_ends() const noexcept { return unmatched_ends_; }
 
  private:

@@ -50,7 +50,13 @@ BOOST_AUTO_TEST_CASE(custom_step_pattern) {
   RankBuilder b;
   b.range("fwd_bwd 1", b.trainer, 0, 10).range("fwd_bwd 2", b.trainer, 10, 20);
   stallscope::analyzer::AnalyzeOptions o;
-  BOOST_TEST(b.analyze(o).steps.size() == 0u);
+  // Unmatched: nothing delimits steps, the whole trace is one window.
+  const auto whole = b.analyze(o);
+  BOOST_TEST(static_cast<int>(whole.source) == static_cast<int>(StepSource::kWholeTrace));
+  BOOST_REQUIRE_EQUAL(whole.steps.size(), 1u);
+  BOOST_TEST(whole.steps[0].start_ns == ms(0));
+  BOOST_TEST(whole.steps[0].end_ns == ms(20));
+  BOOST_TEST(whole.warnings.front().find("one window") != std::string::npos);
   o.step_pattern = "^fwd_bwd";
   BOOST_TEST(b.analyze(o).steps.size() == 2u);
 }
