@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "shim.hpp"
+#include "stallscope/internal/thread_buffer.hpp"
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
 
@@ -193,9 +194,15 @@ void relay_wait_end(const SyncWait& w) noexcept {
   const auto ns = static_cast<double>(t1 - w.t0) * ns_per_tick();
   if (ns < static_cast<double>(config().wait_min_ns)) return;
   if (!confirmed(s, w, me, producer)) return;
-  // The record path (a confirmed relay, after a wait of at least wait_min)
-  // is the only one that may allocate: the thread's first record creates
-  // its trace buffer in the recorder, once per thread.
+  // A thread's first record creates its trace buffer (an allocation). A
+  // condition variable's wait returns holding the caller's mutex, which may
+  // be an allocator's own (jemalloc's and tcmalloc's background threads
+  // wait on condition variables): only the process's main thread — the
+  // trainer of a C program with a loader thread — may allocate here;
+  // another thread without a buffer records nothing.
+  if (stallscope_inline_v1_thread_buffer == nullptr &&
+      me != static_cast<uint32_t>(recorded_pid()))
+    return;
   record_relay(w, producer, put, t1);
 }
 
