@@ -1,18 +1,30 @@
-// Parsing and validation of the loader's knobs (variables and flags share
-// one table, so a knob cannot be settable one way and not the other).
+// Parsing and validation of the loader's knobs. Their names, ranges and
+// choices are the rows of the configuration table (internal/config.hpp);
+// variables and flags share them, so a knob cannot be settable one way and
+// not the other.
 #include "stallscope/loader/config.hpp"
 
 #include <errno.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+
+#include "stallscope/internal/config.hpp"
 
 namespace stallscope::loader {
 
 namespace {
 
-using Setter = bool (*)(Config&, std::string_view);
+using config::Id;
+using config::Var;
+
+// A setter parses one value into the config; the row gives its range or
+// choices, so the table in internal/ is the one place they are written.
+using Setter = bool (*)(Config&, std::string_view, const Var&);
 
 bool parse_u64(std::string_view v, uint64_t lo, uint64_t hi, uint64_t* out) {
   if (v.empty() || v.size() > 20) return false;
@@ -32,18 +44,41 @@ bool parse_u64(std::string_view v, uint64_t lo, uint64_t hi, uint64_t* out) {
   return true;
 }
 
+// An integer in the row's [lo, hi] (K/M/G suffixes allowed).
 template <typename T>
-bool set_uint(T& field, std::string_view v, uint64_t lo, uint64_t hi) {
+bool set_uint(T& field, std::string_view v, const Var& row) {
   uint64_t n;
-  if (!parse_u64(v, lo, hi, &n)) return false;
+  if (!parse_u64(v, static_cast<uint64_t>(row.lo), static_cast<uint64_t>(row.hi), &n)) return false;
   field = static_cast<T>(n);
   return true;
 }
 
-bool set_bool(bool& field, std::string_view v) {
+// The position of v among the row's words ("a|b|c"), or -1.
+int word_index(std::string_view v, const Var& row) {
+  std::string_view words = row.words;
+  for (int i = 0; !words.empty(); ++i) {
+    const size_t bar = words.find('|');
+    if (words.substr(0, bar) == v) return i;
+    if (bar == std::string_view::npos) break;
+    words.remove_prefix(bar + 1);
+  }
+  return -1;
+}
+
+// A switch row's words are "on|off" (or "1|0"); the usual spellings of
+// both are accepted.
+bool set_bool(bool& field, std::string_view v, const Var&) {
   if (v == "1" || v == "on" || v == "true" || v == "yes") return field = true, true;
   if (v == "0" || v == "off" || v == "false" || v == "no") return field = false, true;
   return false;
+}
+
+template <typename E>
+bool set_word(E& field, std::string_view v, const Var& row, std::initializer_list<E> values) {
+  const int i = word_index(v, row);
+  if (i < 0 || static_cast<size_t>(i) >= values.size()) return false;
+  field = values.begin()[i];
+  return true;
 }
 
 bool set_gbps(double& field, std::string_view v) {
@@ -56,88 +91,111 @@ bool set_gbps(double& field, std::string_view v) {
 }
 
 struct Knob {
-  const char* name;     // flag --loader-<name>, variable STALLSCOPE_LOADER_<NAME>
-  const char* accepts;  // shown in errors
+  Id id;         // its row: STALLSCOPE_LOADER_<NAME>, flag --loader-<name>
   Setter set;
+  const char* accepts = nullptr;  // for rows whose range the table cannot hold
 };
 
+// Every loader row of the configuration table (Type::kKnob), with its parser.
 const Knob kKnobs[] = {
-    {"workers", "an integer in [1, 256]",
-     [](Config& c, std::string_view v) { return set_uint(c.workers, v, 1, 256); }},
-    {"queue_depth", "an integer in [1, 4096]",
-     [](Config& c, std::string_view v) { return set_uint(c.queue_depth, v, 1, 4096); }},
-    {"prefetch", "an integer in [1, 1024]",
-     [](Config& c, std::string_view v) { return set_uint(c.prefetch_batches, v, 1, 1024); }},
-    {"batch_size", "an integer in [1, 1048576]",
-     [](Config& c, std::string_view v) { return set_uint(c.batch_size, v, 1, 1u << 20); }},
-    {"group_size", "an integer in [0, 1048576] (0 = auto)",
-     [](Config& c, std::string_view v) { return set_uint(c.group_size, v, 0, 1u << 20); }},
-    {"read_size", "a size in [4K, 1G], a multiple of 4096 (K/M/G suffixes)",
-     [](Config& c, std::string_view v) {
-       return set_uint(c.read_size, v, 4096, 1u << 30) && c.read_size % 4096 == 0;
-     }},
-    {"pread_threads", "an integer in [1, 256]",
-     [](Config& c, std::string_view v) { return set_uint(c.pread_threads, v, 1, 256); }},
-    {"direct", "auto, on or off",
-     [](Config& c, std::string_view v) {
+    {Id::kLoaderWorkers, [](Config& c, std::string_view v, const Var& r) { return set_uint(c.workers, v, r); }},
+    {Id::kLoaderQueueDepth,
+     [](Config& c, std::string_view v, const Var& r) { return set_uint(c.queue_depth, v, r); }},
+    {Id::kLoaderPrefetch,
+     [](Config& c, std::string_view v, const Var& r) { return set_uint(c.prefetch_batches, v, r); }},
+    {Id::kLoaderBatchSize,
+     [](Config& c, std::string_view v, const Var& r) { return set_uint(c.batch_size, v, r); }},
+    {Id::kLoaderGroupSize,
+     [](Config& c, std::string_view v, const Var& r) { return set_uint(c.group_size, v, r); }},
+    {Id::kLoaderReadSize,
+     [](Config& c, std::string_view v, const Var& r) {
+       return set_uint(c.read_size, v, r) && c.read_size % 4096 == 0;
+     },
+     "a size in [4K, 1G], a multiple of 4096 (K/M/G suffixes)"},
+    {Id::kLoaderPreadThreads,
+     [](Config& c, std::string_view v, const Var& r) { return set_uint(c.pread_threads, v, r); }},
+    {Id::kLoaderDirect,
+     [](Config& c, std::string_view v, const Var& r) {
        if (v == "auto") return c.direct = Toggle::kAuto, true;
        bool b;
-       if (!set_bool(b, v)) return false;
+       if (!set_bool(b, v, r)) return false;
        c.direct = b ? Toggle::kOn : Toggle::kOff;
        return true;
      }},
-    {"pinned", "on or off", [](Config& c, std::string_view v) { return set_bool(c.pinned, v); }},
-    {"drop_last", "on or off",
-     [](Config& c, std::string_view v) { return set_bool(c.drop_last, v); }},
-    {"probe", "1 or 0", [](Config& c, std::string_view v) { return set_bool(c.probe, v); }},
-    {"shuffle", "on or off", [](Config& c, std::string_view v) { return set_bool(c.shuffle, v); }},
-    {"error_policy", "fail or skip",
-     [](Config& c, std::string_view v) {
-       if (v == "fail") return c.on_error = ErrorPolicy::kFail, true;
-       if (v == "skip") return c.on_error = ErrorPolicy::kSkip, true;
-       return false;
+    {Id::kLoaderPinned, [](Config& c, std::string_view v, const Var& r) { return set_bool(c.pinned, v, r); }},
+    {Id::kLoaderDropLast,
+     [](Config& c, std::string_view v, const Var& r) { return set_bool(c.drop_last, v, r); }},
+    {Id::kLoaderProbe, [](Config& c, std::string_view v, const Var& r) { return set_bool(c.probe, v, r); }},
+    {Id::kLoaderShuffle, [](Config& c, std::string_view v, const Var& r) { return set_bool(c.shuffle, v, r); }},
+    {Id::kLoaderErrorPolicy,
+     [](Config& c, std::string_view v, const Var& r) {
+       return set_word(c.on_error, v, r, {ErrorPolicy::kFail, ErrorPolicy::kSkip});
      }},
-    {"backend", "uring, pread or auto",
-     [](Config& c, std::string_view v) {
-       if (v == "uring") return c.backend = Backend::kUring, true;
-       if (v == "pread") return c.backend = Backend::kPread, true;
-       if (v == "auto") return c.backend = Backend::kAuto, true;
-       return false;
+    {Id::kLoaderBackend,
+     [](Config& c, std::string_view v, const Var& r) {
+       return set_word(c.backend, v, r, {Backend::kUring, Backend::kPread, Backend::kAuto});
      }},
-    {"device", "auto, emulated, cuda or none",
-     [](Config& c, std::string_view v) {
-       if (v == "auto") return c.device = DeviceKind::kAuto, true;
-       if (v == "emulated") return c.device = DeviceKind::kEmulated, true;
-       if (v == "cuda") return c.device = DeviceKind::kCuda, true;
-       if (v == "none") return c.device = DeviceKind::kNone, true;
-       return false;
+    {Id::kLoaderDevice,
+     [](Config& c, std::string_view v, const Var& r) {
+       return set_word(c.device, v, r,
+                       {DeviceKind::kAuto, DeviceKind::kEmulated, DeviceKind::kCuda, DeviceKind::kNone});
      }},
-    {"pinned_gbps", "a number of GB/s in (0.001, 10000)",
-     [](Config& c, std::string_view v) { return set_gbps(c.pinned_gbps, v); }},
-    {"pageable_gbps", "a number of GB/s in (0.001, 10000)",
-     [](Config& c, std::string_view v) { return set_gbps(c.pageable_gbps, v); }},
-    {"seed", "an unsigned integer",
-     [](Config& c, std::string_view v) { return set_uint(c.seed, v, 0, UINT64_MAX); }},
-    {"rank", "an integer in [0, 1048575]",
-     [](Config& c, std::string_view v) { return set_uint(c.rank, v, 0, (1u << 20) - 1); }},
-    {"world_size", "an integer in [1, 1048576]",
-     [](Config& c, std::string_view v) { return set_uint(c.world_size, v, 1, 1u << 20); }},
+    {Id::kLoaderPinnedGbps, [](Config& c, std::string_view v, const Var&) { return set_gbps(c.pinned_gbps, v); },
+     "a number of GB/s in (0.001, 10000)"},
+    {Id::kLoaderPageableGbps,
+     [](Config& c, std::string_view v, const Var&) { return set_gbps(c.pageable_gbps, v); },
+     "a number of GB/s in (0.001, 10000)"},
+    {Id::kLoaderSeed,
+     [](Config& c, std::string_view v, const Var&) {
+       uint64_t n;
+       return parse_u64(v, 0, UINT64_MAX, &n) ? (c.seed = n, true) : false;
+     },
+     "an unsigned integer"},
+    {Id::kLoaderRank, [](Config& c, std::string_view v, const Var& r) { return set_uint(c.rank, v, r); }},
+    {Id::kLoaderWorldSize,
+     [](Config& c, std::string_view v, const Var& r) { return set_uint(c.world_size, v, r); }},
 };
 
-std::string env_name(const Knob& k) {
-  std::string s = "STALLSCOPE_LOADER_";
-  for (const char* p = k.name; *p; ++p) s += static_cast<char>(std::toupper(*p));
+constexpr std::string_view kEnvPrefix = "STALLSCOPE_LOADER_";
+
+const Var& row(const Knob& k) { return config::var(k.id); }
+
+// "workers" for STALLSCOPE_LOADER_WORKERS.
+std::string knob_name(const Knob& k) {
+  std::string s(std::string_view(row(k).name).substr(kEnvPrefix.size()));
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return s;
 }
 
+std::string env_name(const Knob& k) { return row(k).name; }
+
 std::string flag_name(const Knob& k) {
-  std::string s = "--loader-";
-  for (const char* p = k.name; *p; ++p) s += *p == '_' ? '-' : *p;
+  std::string s = "--loader-" + knob_name(k);
+  for (size_t i = 9; i < s.size(); ++i)
+    if (s[i] == '_') s[i] = '-';
   return s;
+}
+
+// What the knob accepts, for errors: "an integer in [1, 256]", "auto, on or off".
+std::string accepts(const Knob& k) {
+  if (k.accepts != nullptr) return k.accepts;
+  const Var& r = row(k);
+  if (r.words[0] == '\0')
+    return "an integer in [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+  std::string words = r.words, out;
+  size_t count = 1 + static_cast<size_t>(std::count(words.begin(), words.end(), '|'));
+  size_t n = 0, from = 0;
+  while (from <= words.size()) {
+    const size_t bar = std::min(words.find('|', from), words.size());
+    out += (n == 0 ? "" : n + 1 == count ? " or " : ", ") + words.substr(from, bar - from);
+    ++n;
+    from = bar + 1;
+  }
+  return out;
 }
 
 int refuse(std::string* error, const std::string& who, std::string_view value,
-           const char* accepts) {
+           const std::string& accepts) {
   if (error) *error = who + "='" + std::string(value) + "' is not " + accepts;
   return -EINVAL;
 }
@@ -153,7 +211,7 @@ int apply_env(Config& cfg, const char* (*get)(const char*), std::string* error) 
     for (const Knob& k : kKnobs) {
       const std::string var = env_name(k);
       const char* v = get(var.c_str());
-      if (v != nullptr && !k.set(cfg, v)) return refuse(error, var, v, k.accepts);
+      if (v != nullptr && !k.set(cfg, v, row(k))) return refuse(error, var, v, accepts(k));
     }
   } catch (...) {
     return -ENOMEM;
@@ -170,7 +228,7 @@ int apply_flags(Config& cfg, const std::vector<std::string>& args, std::string* 
         const std::string f = flag_name(k) + "=";
         if (a.rfind(f, 0) != 0) continue;
         const std::string_view v = std::string_view(a).substr(f.size());
-        if (!k.set(cfg, v)) return refuse(error, f.substr(0, f.size() - 1), v, k.accepts);
+        if (!k.set(cfg, v, row(k))) return refuse(error, f.substr(0, f.size() - 1), v, accepts(k));
         used = true;
       }
       if (!used && a.rfind("--loader-", 0) == 0) {
@@ -189,10 +247,10 @@ int set_knob(Config& cfg, std::string_view name, std::string_view value,
              std::string* error) noexcept {
   try {
     for (const Knob& k : kKnobs) {
-      if (name != k.name) continue;
+      if (name != knob_name(k)) continue;
       Config next = cfg;  // a setter may write before it refuses (read_size)
-      if (k.set(next, value)) return cfg = next, 0;
-      if (error) *error = std::string("not ") + k.accepts;
+      if (k.set(next, value, row(k))) return cfg = next, 0;
+      if (error) *error = "not " + accepts(k);
       return -EINVAL;
     }
     if (error) *error = "no such knob";

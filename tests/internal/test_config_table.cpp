@@ -4,6 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -211,6 +214,46 @@ BOOST_AUTO_TEST_CASE(knob_rows_are_the_variables_the_loader_reads) {
   for (const config::Var& v : config::table())
     if (v.type == config::Type::kKnob) rows.insert(v.name);
   BOOST_TEST(asked == rows, boost::test_tools::per_element());
+}
+
+// The loader takes its knobs' ranges and choices from the rows: a row's
+// bounds are accepted and one past them refused, with the row's range in
+// the message; every word of a row is accepted.
+BOOST_AUTO_TEST_CASE(loader_knobs_take_ranges_and_words_from_the_rows) {
+  for (const config::Var& v : config::table()) {
+    if (v.type != config::Type::kKnob) continue;
+    std::string name = std::string(v.name).substr(std::strlen("STALLSCOPE_LOADER_"));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    stallscope::loader::Config cfg;
+    std::string error;
+    if (*v.words != '\0') {
+      std::string words = v.words;
+      for (size_t from = 0; from <= words.size();) {
+        const size_t bar = std::min(words.find('|', from), words.size());
+        const std::string w = words.substr(from, bar - from);
+        BOOST_TEST(stallscope::loader::set_knob(cfg, name, w, &error) == 0, v.name << "=" << w);
+        from = bar + 1;
+      }
+      BOOST_TEST(stallscope::loader::set_knob(cfg, name, "no-such-word", &error) == -EINVAL);
+      continue;
+    }
+    if (v.lo >= v.hi) continue;  // a range the row cannot hold (seed, GB/s)
+    BOOST_TEST(stallscope::loader::set_knob(cfg, name, std::to_string(v.lo), &error) == 0,
+               v.name << "=" << v.lo << ": " << error);
+    BOOST_TEST(stallscope::loader::set_knob(cfg, name, std::to_string(v.hi), &error) == 0,
+               v.name << "=" << v.hi << ": " << error);
+    BOOST_TEST(stallscope::loader::set_knob(cfg, name, std::to_string(v.hi + 1), &error) == -EINVAL,
+               v.name << "=" << v.hi + 1);
+    if (v.lo > 0) {
+      BOOST_TEST(stallscope::loader::set_knob(cfg, name, std::to_string(v.lo - 1), &error) ==
+                     -EINVAL,
+                 v.name << "=" << v.lo - 1);
+      if (name != "read_size")
+        BOOST_TEST(error.find("[" + std::to_string(v.lo) + ", " + std::to_string(v.hi) + "]") !=
+                       std::string::npos,
+                   error);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

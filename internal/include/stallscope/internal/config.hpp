@@ -139,8 +139,8 @@ enum class Type : uint8_t {
     "Samples per batch")                                                                           \
   X(kLoaderGroupSize, "STALLSCOPE_LOADER_GROUP_SIZE", kKnob, 0, 1048576, "", "", "", "loader",     \
     "Samples per preprocessing task (0 = auto)")                                                   \
-  X(kLoaderReadSize, "STALLSCOPE_LOADER_READ_SIZE", kKnob, 0, 0, "", "", "", "loader",             \
-    "Bytes per storage read, a multiple of 4096 (K/M/G suffixes)")                                 \
+  X(kLoaderReadSize, "STALLSCOPE_LOADER_READ_SIZE", kKnob, 4096, 1073741824, "bytes", "", "",     \
+    "loader", "Bytes per storage read, a multiple of 4096 (K/M/G suffixes)")                       \
   X(kLoaderPreadThreads, "STALLSCOPE_LOADER_PREAD_THREADS", kKnob, 1, 256, "", "", "", "loader",   \
     "Threads of the pread backend")                                                                \
   X(kLoaderDirect, "STALLSCOPE_LOADER_DIRECT", kKnob, 0, 0, "", "auto|on|off", "", "loader",       \
