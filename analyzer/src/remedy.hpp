@@ -119,6 +119,24 @@ struct EpochStarts {
 };
 EpochStarts epoch_starts(const DataLoaderReport& l);
 
+// Deeper prefetch: how many more batches the queue must hold to absorb the
+// run's bursts. Over the steady steps in order, a step's data stall is
+// stall × capacity batches short; while the trainer works, producers of that capacity gain
+// consume × capacity - 1 batches. The deficit carried from step to step
+// (never below 0) peaks at the batches a queue would have to hold:
+// extra_batches = ceil(peak), at least 1, at most kMaxExtraPrefetch.
+inline constexpr int kMaxExtraPrefetch = 64;
+struct PrefetchPlan {
+  double capacity_per_s = 0;  // the slowest input stage's batches per second
+  double peak_batches = 0;
+  int extra_batches = 0;
+  bool capped = false;        // the peak asked for more than kMaxExtraPrefetch
+  int steady_steps = 0, stalled_steps = 0;  // stalled: data stall > 5 % of the mean step
+  double burst_ms = 0;        // the longest run of stalled steps: its stall, ms
+  int burst_steps = 0;        // and its steps
+};
+std::optional<PrefetchPlan> prefetch_plan(const RemedyContext& c, double capacity_per_s);
+
 // "; top: cudaLaunchKernel 1.20 ms, aten::add 0.80 ms" — the largest
 // activities of one or two gap classes (report.hpp HostGapReport), "" none.
 std::string gap_top_text(const GapClassStat& a, const GapClassStat* b = nullptr);

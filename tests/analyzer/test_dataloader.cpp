@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/rank_builder.hpp"
+#include "analyzer/report_lookup.hpp"
 #include "capacity.hpp"
 #include "loader_model.hpp"
 #include "stallscope/analyzer/render.hpp"
@@ -30,12 +31,6 @@ double mean_ms(const RankReport& r, Part p) {
   return r.steady_steps > 0
              ? double(r.parts[stallscope::analyzer::idx(p)].total_ns) / 1e6 / double(r.steady_steps)
              : -1;
-}
-
-const Remedy* remedy(const RankReport& r, const std::string& id) {
-  for (const auto& m : r.remedies)
-    if (m.id == id) return &m;
-  return nullptr;
 }
 
 void idle_cpus(RankBuilder& b, double until, double idle) {
@@ -242,6 +237,9 @@ BOOST_AUTO_TEST_CASE(handoff_bound_waits_propose_no_cache_and_no_workers) {
 
 // Two workers keep up on average (15 ms a batch each, one batch per 20 ms
 // step) yet each batch starts late: deeper prefetch, with its value and site.
+// Each wait is 5.1 ms of producers making a batch every 7.5 ms: 0.68 of a
+// batch short, made up within the step, so one batch more in flight:
+// prefetch_factor 2 + ceil(1 / 2 workers) = 3.
 BOOST_AUTO_TEST_CASE(workers_that_keep_up_on_average_get_a_deeper_prefetch) {
   RankBuilder b;
   b.t.procs[0].cmdline = {"python3", "train.py"};
@@ -258,10 +256,42 @@ BOOST_AUTO_TEST_CASE(workers_that_keep_up_on_average_get_a_deeper_prefetch) {
   BOOST_TEST(remedy(r, "more_workers") == nullptr);  // 2 workers are enough
   const Remedy* m = remedy(r, "raise_prefetch");
   BOOST_REQUIRE(m != nullptr);
-  BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=4) at train.py:42");
+  BOOST_TEST(input(*m, "peak_deficit_batches") == 5.1 / 7.5, tt::tolerance(kTol));
+  BOOST_TEST(input(*m, "extra_batches") == 1.0);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=3) at train.py:42");
   BOOST_TEST(
       m->try_command ==
-      "stallscope run --set 'dataloader[train.py:42].prefetch_factor=4' -- python3 train.py");
+      "stallscope run --set 'dataloader[train.py:42].prefetch_factor=3' -- python3 train.py");
+}
+
+// A burst: three steps in a row wait 30 ms each for producers that make a
+// batch every 7.5 ms and gain 20 / 7.5 - 1 = 1.67 batches per 20 ms of
+// work: the deficit peaks at 4 + 2.33 + 2.33 = 8.67 batches, so 9 more
+// batches in flight: prefetch_factor 2 + ceil(9 / 2) = 7.
+BOOST_AUTO_TEST_CASE(a_burst_of_stalls_sizes_the_prefetch_depth) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w[2] = {b.worker_thread(201), b.worker_thread(202)};
+  b.loader_config(0, kTrain, 2);
+  double s = 20;
+  for (int i = 0; i < 2 * kSteps; ++i) {
+    const bool burst = i >= 12 && i < 15;
+    const double wait = burst ? 30 : 0.0;
+    b.sample(w[i % 2], s + wait - 15, s + wait, SamplePart::kFetch, i, 0, i % 2);
+    b.step(i, s, s + wait + 20).kernel(s + wait, s + wait + 20);
+    if (burst) b.wait(s, s + wait, i);
+    b.handoff(s, s + std::max(wait, 0.01), kTrain, i, i % 2 == 0 ? 201 : 202, i % 2);
+    s += wait + 20;
+  }
+  idle_cpus(b, s + 20, 0.9);
+  const auto r = b.analyze();
+  const Remedy* m = remedy(r, "raise_prefetch");
+  BOOST_REQUIRE_MESSAGE(m != nullptr, r.summary);
+  BOOST_TEST(input(*m, "peak_deficit_batches") == 4 + 2 * (4 - (20 / 7.5 - 1)), tt::tolerance(0.02));
+  BOOST_TEST(input(*m, "extra_batches") == 9.0);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=7) at train.py:42");
+  BOOST_TEST(m->evidence.find("longest burst: 3 stalled step(s), 90.0 ms") != std::string::npos,
+             m->evidence);
 }
 
 // Pageable copies from a DataLoader that asked for pin_memory=True which

@@ -52,15 +52,33 @@ class RaisePrefetch final : public RemedyRule {
       m.evidence += strf(" (beyond %.2f ms per step of waits for each epoch's first batch)", starts);
       m.inputs.push_back({"epoch_start_wait_ms", starts, "ms"});
     }
+    // The depth: the batches the run's bursts asked for beyond today's.
+    const auto plan = prefetch_plan(c, min_capacity);
+    const int extra = plan ? plan->extra_batches : 0;
+    if (plan) {
+      m.evidence += strf("; the producers fell up to %.1f batches behind (longest burst: %d "
+                         "stalled step(s), %.1f ms)%s, so the queue needs %d more",
+                         plan->peak_batches, plan->burst_steps, plan->burst_ms,
+                         plan->capped ? " (capped)" : "", extra);
+      m.model += "; depth + ceil(peak deficit), the deficit carried over steps as "
+                 "max(0, deficit + stall * capacity - (work * capacity - 1))";
+      m.inputs.push_back({"peak_deficit_batches", plan->peak_batches, ""});
+      m.inputs.push_back({"extra_batches", double(extra), ""});
+    }
     if (c.p.prefetch_batches > 0) {
-      // stallscope's loader: twice the depth it ran with.
       m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
-      const std::string depth = strf("%.0f", 2 * c.p.prefetch_batches);
+      const double next = extra > 0 ? c.p.prefetch_batches + extra : 2 * c.p.prefetch_batches;
+      const std::string depth = strf("%.0f", next);
       m.loader_knob = "--loader-prefetch=" + depth + " (or --set loader.prefetch=" + depth + ")";
       m.try_command = loader_try(c, {{"prefetch", depth}});
     }
-    if (l != nullptr) {  // torch's default prefetch_factor is 2: double it
-      const std::string pf = std::to_string(2 * std::max<uint32_t>(l->prefetch_factor, 2));
+    if (l != nullptr) {
+      // In flight: num_workers × prefetch_factor (torch's default 2); the
+      // extra batches spread over the workers.
+      const uint32_t pf0 = std::max<uint32_t>(l->prefetch_factor, 2);
+      const uint32_t w = std::max<uint32_t>(l->num_workers, 1);
+      const uint32_t pf1 = extra > 0 ? pf0 + (static_cast<uint32_t>(extra) + w - 1) / w : 2 * pf0;
+      const std::string pf = std::to_string(pf1);
       m.loader_knob = "none";
       m.pytorch_knob = dataloader_knob(*l, {{"prefetch_factor", pf}});
       m.try_command = dataloader_try(c, *l, {{"prefetch_factor", pf}});
