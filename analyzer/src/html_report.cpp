@@ -105,7 +105,8 @@ void remedies(std::ostream& o, const RankReport& r) {
     o << "<tr><td>" << esc(m.title) << "</td><td>" << (m.bound ? "at best " : "")
       << num("%.2f ms", m.predicted_step_ms) << "</td><td>" << num("%.2f ms", m.gain_ms()) << "</td><td>"
       << esc(m.evidence) << "</td><td>" << esc(m.model) << " [" << esc(m.inputs_from) << "]</td><td>loader: "
-      << esc(m.loader_knob) << "<br>PyTorch: " << esc(m.pytorch_knob);
+      << esc(m.loader_knob) << (m.knob_for == "program" ? "<br>program: " : "<br>PyTorch: ")
+      << esc(m.pytorch_knob);
     if (!m.try_command.empty()) o << "<br>try: <code>" << esc(m.try_command) << "</code>";
     o << "</td></tr>\n";
   }

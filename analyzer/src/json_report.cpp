@@ -43,7 +43,7 @@ json stage_json(const Stage& s) {
 
 json remedy_json(const Remedy& m) {
   return {{"id", m.id}, {"title", m.title}, {"evidence", m.evidence}, {"model", m.model},
-          {"loader_knob", m.loader_knob}, {"pytorch_knob", m.pytorch_knob}, {"step_ms", m.step_ms},
+          {"loader_knob", m.loader_knob}, {"pytorch_knob", m.pytorch_knob}, {"knob_for", m.knob_for}, {"step_ms", m.step_ms},
           {"predicted_step_ms", m.predicted_step_ms}, {"gain_ms", m.gain_ms()}, {"bound", m.bound},
           {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", m.try_command}};
 }

@@ -248,8 +248,9 @@ void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, cons
       << f("%.2f ms (-%.1f %%)", m.predicted_step_ms,
            m.step_ms > 0 ? 100 * m.gain_ms() / m.step_ms : 0)
       << " [" << m.inputs_from << "]\n     " << s.dim() << m.evidence << s.off() << "\n";
-    if (m.loader_knob != "none") o << "     loader: " << m.loader_knob << " | PyTorch: " << m.pytorch_knob << "\n";
-    else if (!m.pytorch_knob.empty()) o << "     PyTorch: " << m.pytorch_knob << "\n";
+    const char* label = m.knob_for == "program" ? "program: " : "PyTorch: ";
+    if (m.loader_knob != "none") o << "     loader: " << m.loader_knob << " | " << label << m.pytorch_knob << "\n";
+    else if (!m.pytorch_knob.empty()) o << "     " << label << m.pytorch_knob << "\n";
     if (!m.try_command.empty()) o << "     try: " << m.try_command << "\n";
   }
 }

@@ -1,9 +1,12 @@
 // Pipelines without hooks (docs/attach-preload.md "Hand-offs"): steps from
 // the hand-offs to the trainer thread, blocking or not; several objects per
 // step; relays; locks handed both ways are no hand-offs; the producer stage.
+#include <sstream>
+
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/rank_builder.hpp"
+#include "stallscope/analyzer/render.hpp"
 
 using namespace stallscope::testing;
 using stallscope::analyzer::StageKind;
@@ -192,6 +195,14 @@ BOOST_AUTO_TEST_CASE(producers_that_do_not_keep_up_get_more_workers) {
   BOOST_TEST(m.title == "Add producer processes");
   BOOST_TEST(m.pytorch_knob.find("3 producer processes") == 0, m.pytorch_knob << " / " << m.evidence);
   BOOST_TEST(m.predicted_step_ms == 10.0, boost::test_tools::tolerance(0.05));
+  // The setting is the program's own, not torch's: labelled so.
+  BOOST_TEST(m.knob_for == "program");
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(r);
+  std::ostringstream text;
+  stallscope::analyzer::write_text(text, rep, {});
+  BOOST_TEST(text.str().find("program: 3 producer processes") != std::string::npos, text.str());
+  BOOST_TEST(text.str().find("PyTorch: 3 producer") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

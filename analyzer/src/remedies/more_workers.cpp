@@ -92,6 +92,7 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
       strf("%d %s feeding the trainer (now %.0f)%s", proposed, what.c_str(), w,
            f.relays.empty() ? "" : strf(": Pool(processes=%d) / ProcessPoolExecutor(max_workers=%d)",
                                         proposed, proposed).c_str()));
+  m.knob_for = "program";
   const double stall = std::max(0.0, per_step / proposed - trainer_ms);
   m.predicted_step_ms = c.step_ms - data + std::min(stall, data);
   m.model = "workers = ceil(busy_per_item * items_per_step / (step - data_stall)), at most "

@@ -51,6 +51,7 @@ std::optional<Remedy> for_feed(const RemedyContext& c, double data) {
   const FeedReport& f = c.r.feed;
   Remedy m = make_remedy(c, "tune_dataloader", "Feed the trainer faster: its producers do not keep up",
                          "none", "more producers, or less work per item in them (cache, lighter transforms)");
+  m.knob_for = "program";
   m.evidence = strf("the trainer waits %.2f ms per step (%.0f %% of the step) for objects from %s",
                     data, 100.0 * data / c.step_ms, f.path.c_str());
   if (f.busy_ms_per_item < 0) m.evidence += "; the producers' CPU was not sampled, so how many keep up is unknown";

@@ -26,7 +26,7 @@ inline constexpr int kSchemaVersion = 1;
 // stage, step sources `handoffs`, `inferred`, `whole_trace`;
 // 1.5: `host_gaps` (the host parts' device-idle gaps classed, with their
 // activities), the step table's `gap_ns`.
-inline constexpr int kSchemaMinor = 5;
+inline constexpr int kSchemaMinor = 6;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
@@ -178,7 +178,11 @@ struct Remedy {
   std::string evidence;       // one sentence with the numbers
   std::string model;          // the formula used
   std::string loader_knob;    // stallscope loader knob
-  std::string pytorch_knob;   // the usual PyTorch equivalent
+  std::string pytorch_knob;   // the usual PyTorch equivalent (or the program's own setting)
+  // Whose setting pytorch_knob is: "pytorch" (a DataLoader, torch), or
+  // "program" (the traced program's own code: its producer threads or
+  // processes, a Pool), shown as "PyTorch:" and "program:".
+  std::string knob_for = "pytorch";
   double step_ms = 0;         // current median steady step
   double predicted_step_ms = 0;
   bool bound = false;         // prediction is a bound ("at best"): an input was not measured
