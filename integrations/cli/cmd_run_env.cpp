@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "cmd_run.hpp"
 #include "stallscope/internal/process_facts.hpp"
@@ -46,6 +48,38 @@ void append_list(std::map<std::string, std::string>& env, const std::string& nam
     v = front ? item + sep + v : v + sep + item;
 }
 
+// /proc/PID/stat field 22 (the start time in clock ticks), 0 when unreadable.
+uint64_t start_ticks_of(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');  // comm may hold spaces and parentheses
+  if (paren == std::string::npos) return 0;
+  std::istringstream rest(text.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (rest >> field); ++i) {
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+// The ranks a launcher started on this node, each a `stallscope run --out
+// DIR`, must claim one directory (rank 0 reports them all). With a job id
+// the key is the job's; without one (plain mpiexec, a torch env:// launch by
+// hand) the ranks share their parent, the launcher: its pid and start time
+// (never reused within a boot), so a later job with the same --out still
+// gets a directory of its own. "" where this is not such a rank.
+std::string launcher_key(const sys::EnvLookup& env, const sys::ProcessFacts& facts) {
+  // run_key without a boot, pid or start time is ":0:0" unless it comes
+  // from STALLSCOPE_RUN_KEY (inherited) or the job's id: those stand.
+  if (sys::run_key(env, "", 0, 0) != ":0:0") return "";
+  const LauncherRank lr = launcher_rank();
+  if (!lr.under_launcher || facts.parent_pid <= 1) return "";
+  const uint64_t ticks = start_ticks_of(facts.parent_pid);
+  if (ticks == 0) return "";
+  return "launcher:" + facts.boot_id + ":" + std::to_string(facts.parent_pid) + ":" +
+         std::to_string(ticks) + ":world" + std::to_string(lr.world);
+}
+
 std::string claim_dir(const RunOptions& o, std::string* key_out, std::string* error) {
   const sys::ProcessFacts facts = sys::collect_process_facts();
   sys::EnvLookup env = sys::process_env();
@@ -57,6 +91,9 @@ std::string claim_dir(const RunOptions& o, std::string* key_out, std::string* er
     choice.explicit_out = true;
   }
   *key_out = sys::run_key(env, facts.boot_id, facts.start_time_ticks, facts.pid);
+  if (choice.explicit_out) {
+    if (std::string k = launcher_key(env, facts); !k.empty()) *key_out = std::move(k);
+  }
   std::string dir = sys::claim_run_dir(choice, *key_out, error);
   if (dir.empty()) return dir;
   std::error_code ec;
