@@ -313,6 +313,28 @@ BOOST_AUTO_TEST_CASE(pageable_copies_name_pin_memory_at_the_site) {
   BOOST_TEST(m->evidence.find("torch turned it off") != std::string::npos, m->evidence);
 }
 
+// The DataLoader pins its batches, yet the copies are pageable: other
+// tensors. pin_memory=True again would change nothing: the tensors' own
+// setting, no `try`.
+BOOST_AUTO_TEST_CASE(pageable_copies_beside_a_pinning_dataloader_name_the_tensors_setting) {
+  RankBuilder b = one_worker(0.2);
+  b.t.events.front().loader().pin_memory = stallscope::format::PinMemory::kOn;
+  for (int i = 1; i < kSteps; ++i) {
+    const double f = 20.0 * i;
+    b.copy(Kind::kH2D, f + 12, f + 14, 8 << 20, /*pinned=*/false);
+  }
+  const auto r = b.analyze();
+  const Remedy* m = remedy(r, "pinned_memory");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob.find("DataLoader(pin_memory=True)") == std::string::npos,
+             m->pytorch_knob);
+  BOOST_TEST(m->pytorch_knob.find("t.pin_memory() and t.to(device, non_blocking=True)") !=
+                 std::string::npos,
+             m->pytorch_knob);
+  BOOST_TEST(m->try_command.empty(), m->try_command);
+  BOOST_TEST(m->evidence.find("not its batches") != std::string::npos, m->evidence);
+}
+
 BOOST_AUTO_TEST_CASE(ready_batches_behind_a_late_one_are_head_of_line_waits) {
   RankBuilder b;
   const uint32_t w0 = b.worker_thread(201), w1 = b.worker_thread(202);

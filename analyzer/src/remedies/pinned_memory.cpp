@@ -13,9 +13,13 @@ class PinnedMemory final : public RemedyRule {
     const double h2d = c.ms(Part::kCopyH2D);
     const double pageable = double(c.s.h2d_bytes[0]), pinned = double(c.s.h2d_bytes[1]);
     if (h2d < 0.05 * c.step_ms || pageable <= pinned) return std::nullopt;
+    // Without a DataLoader record (an imported profiler trace, a loader of
+    // the program's own) the copies may come from a DataLoader or not: both
+    // settings, the DataLoader's and the tensor's.
     Remedy m = make_remedy(c, "pinned_memory", "Stage host-to-device copies in pinned memory",
                            "--loader-pinned=on (or --set loader.pinned=true)",
-                           "DataLoader(pin_memory=True)");
+                           "DataLoader(pin_memory=True); for tensors not from a DataLoader, "
+                           "t.pin_memory() and t.to(device, non_blocking=True)");
     m.try_command = loader_try(c, {{"pinned", "true"}});
     const double page_bw = c.figure(StageKind::kPinH2D, Fig::kPageableBandwidth).value_or(0);
     double pin_bw = c.figure(StageKind::kPinH2D, Fig::kPinnedBandwidth).value_or(0);
@@ -50,13 +54,21 @@ class PinnedMemory final : public RemedyRule {
                       100.0 * pageable / (pageable + pinned), h2d);
     if (const DataLoaderReport* l = fed_loader(c.r)) {
       m.loader_knob = "none";
+      if (l->pin_memory == "on") {
+        // Its batches are pinned already: pin_memory=True again changes
+        // nothing; the pageable copies are of other tensors.
+        m.pytorch_knob =
+            "t.pin_memory() and t.to(device, non_blocking=True) for the tensors copied "
+            "outside the DataLoader's batches (its pin_memory is on already)";
+        m.try_command.clear();
+        m.evidence += "; the DataLoader pins its batches, yet these copies are pageable (not its batches)";
+        return m;
+      }
       m.pytorch_knob = dataloader_knob(*l, {{"pin_memory", "True"}});
       m.try_command = dataloader_try(c, *l, {{"pin_memory", "True"}});
       if (l->pin_memory == "inactive")
         m.evidence += "; the DataLoader asked for pin_memory=True but torch turned it off (no "
                       "accelerator seen when the iterator started)";
-      else if (l->pin_memory == "on")
-        m.evidence += "; the DataLoader pins its batches, yet these copies are pageable (not its batches?)";
     }
     return m;
   }
