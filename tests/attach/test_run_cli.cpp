@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -498,6 +499,34 @@ BOOST_AUTO_TEST_CASE(exit_after_window_still_forwards_signals_before_the_window_
   BOOST_TEST(exit_code(wait_for_exit(pid, 30)) == 0, slurp(log));  // the command's status
   BOOST_TEST(slurp(file) == "signal 2\n");
   BOOST_TEST(slurp(log).find("ended the job") == std::string::npos, slurp(log));
+}
+
+// Ranks a launcher started by hand (RANK and WORLD_SIZE, no job id), each a
+// `stallscope run --out DIR`: one directory for both (their parent's), rank
+// 0's report covers both; the same command again is a new job: DIR-2.
+BOOST_AUTO_TEST_CASE(ranks_of_one_launcher_with_out_share_the_directory) {
+  TempDir t;
+  const std::string dir = t.path() + "/job", log = t.path() + "/log";
+  auto rank = [&](int r) {
+    return "RANK=" + std::to_string(r) + " WORLD_SIZE=2 '" + std::string(STALLSCOPE_BIN) +
+           "' run --out '" + dir + "' --start-step 2 --steps 5 -- '" + kChild + "' steps 30 10 '" +
+           t.path() + "/done" + std::to_string(r) + "'";
+  };
+  const std::string both = rank(0) + " & " + rank(1) + " & wait";
+  for (int job = 1; job <= 2; ++job) {
+    const int code = run({"/bin/sh", "-c", both}, log, 120);
+    BOOST_TEST_REQUIRE(code == 0, slurp(log));
+  }
+  std::vector<std::string> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(t.path()))
+    if (e.is_directory()) dirs.push_back(e.path().filename().string());
+  std::sort(dirs.begin(), dirs.end());
+  BOOST_TEST((dirs == std::vector<std::string>{"job", "job-2"}), slurp(log));
+  for (const std::string d : {dir, dir + "-2"}) {
+    const auto rep = report_json(d);
+    BOOST_TEST_REQUIRE(rep.is_object(), slurp(log));
+    BOOST_TEST(rep["ranks"].size() == 2u, slurp(log));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
