@@ -281,6 +281,12 @@ BOOST_AUTO_TEST_CASE(pinned_memory_fires_on_pageable_copies) {
   BOOST_TEST(input(m, "pinned_bandwidth") == 24e9, tt::tolerance(kTol));
   BOOST_TEST(m.predicted_step_ms == 100.0 - 20.0 * (1 - 4.0 / 24), tt::tolerance(kTol));
   BOOST_TEST(!m.bound);
+  // The setting with its value: stallscope's loader's, and PyTorch's for a
+  // DataLoader or for tensors copied outside one.
+  BOOST_TEST(m.loader_knob == "--loader-pinned=on (or --set loader.pinned=true)");
+  BOOST_TEST(m.pytorch_knob.find("DataLoader(pin_memory=True)") == 0u, m.pytorch_knob);
+  BOOST_TEST(m.pytorch_knob.find("t.to(device, non_blocking=True)") != std::string::npos,
+             m.pytorch_knob);
 }
 
 BOOST_AUTO_TEST_CASE(pinned_memory_stays_quiet_on_pinned_copies) {
