@@ -15,7 +15,8 @@ machines):
 - iterable: the DataLoader is recorded as an iterable dataset;
 - spawn: the workers (spawn context) are recorded, the hooks pickled;
 - trainval: two DataLoaders, the train one fed the optimizer, remedies
-  name the train loader's line only;
+  name the train loader's line only; the validation loader's waits are
+  not in the train steps;
 - ddp: two gloo ranks (env:// on localhost, a DistributedSampler), each a
   `stallscope run --out DIR` as a launcher starts them, in one report,
   each with its steps and half the node's CPUs as its budget; a
@@ -190,6 +191,11 @@ class Smoke:
             sites = sorted(d.get("site", "").rsplit(":", 1)[-1] for d in dls)
             self.check(sites == sorted([str(train_line), str(val)]),
                        f"two DataLoaders, lines {train_line} and {val} (got {sites})")
+            v = [d for d in dls if d.get("site", "").endswith(f"smoke_train.py:{val}")]
+            self.check(len(v) == 1 and not v[0].get("fed_optimizer") and v[0].get("batches", 0) > 0
+                       and v[0].get("waits_in_steps", -1) == 0,
+                       "the validation loader recorded, its waits outside the train steps "
+                       f"({[(d.get('batches'), d.get('waits'), d.get('waits_in_steps')) for d in v]})")
             t = fed[0] if fed else {}
             self.check(t.get("batches", 0) >= STEPS and t.get("waits_in_steps", 0) >= STEPS,
                        f"the train loader's batches are the steps' ({t.get('batches')} batches, "
