@@ -8,7 +8,8 @@
 
 namespace stallscope::analyzer {
 
-std::optional<PrefetchPlan> prefetch_plan(const RemedyContext& c, double capacity_per_s) {
+std::optional<PrefetchPlan> prefetch_plan(const RemedyContext& c, double capacity_per_s,
+                                          double producer_share) {
   if (capacity_per_s <= 0) return std::nullopt;
   PrefetchPlan p;
   p.capacity_per_s = capacity_per_s;
@@ -23,7 +24,8 @@ std::optional<PrefetchPlan> prefetch_plan(const RemedyContext& c, double capacit
     const double wall = double(st.wall()) / 1e6;
     const double stall = std::max(0.0, double(st.parts[idx(Part::kDataStorage)] +
                                               st.parts[idx(Part::kDataPreprocess)] +
-                                              st.parts[idx(Part::kDataUnknown)]) / 1e6);
+                                              st.parts[idx(Part::kDataUnknown)]) / 1e6) *
+                         std::clamp(producer_share, 0.0, 1.0);
     const double consume = std::max(0.0, wall - stall);
     // The trainer waited `stall` ms for producers that make a batch every
     // per_batch_ms: that many batches short. While it works `consume` ms

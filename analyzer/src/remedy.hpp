@@ -135,7 +135,10 @@ struct PrefetchPlan {
   double burst_ms = 0;        // the longest run of stalled steps: its stall, ms
   int burst_steps = 0;        // and its steps
 };
-std::optional<PrefetchPlan> prefetch_plan(const RemedyContext& c, double capacity_per_s);
+// `producer_share`: the part of each stall the producers' lateness explains
+// (a DataLoader's fetch_share; 1 for stallscope's loader).
+std::optional<PrefetchPlan> prefetch_plan(const RemedyContext& c, double capacity_per_s,
+                                          double producer_share = 1);
 
 // "; top: cudaLaunchKernel 1.20 ms, aten::add 0.80 ms" — the largest
 // activities of one or two gap classes (report.hpp HostGapReport), "" none.

@@ -19,6 +19,11 @@ class RaisePrefetch final : public RemedyRule {
     // start again without persistent_workers), so they stay.
     const DataLoaderReport* l = fed_loader(c.r);
     if (l != nullptr && l->num_workers == 0) return std::nullopt;
+    // Waits mostly outside the workers' fetches (the hand-off: pickling,
+    // a trainer waiting for a CPU once the batch is there) are no producer
+    // falling behind: no depth shortens them.
+    const double share = l != nullptr ? fetch_share(*l) : 1.0;
+    if (l != nullptr && share < 0.5) return std::nullopt;
     const double starts =
         l != nullptr && c.r.steady_steps > 0
             ? epoch_starts(*l).later_wait_ms / double(c.r.steady_steps) : 0;
@@ -53,7 +58,7 @@ class RaisePrefetch final : public RemedyRule {
       m.inputs.push_back({"epoch_start_wait_ms", starts, "ms"});
     }
     // The depth: the batches the run's bursts asked for beyond today's.
-    const auto plan = prefetch_plan(c, min_capacity);
+    const auto plan = prefetch_plan(c, min_capacity, share);
     const int extra = plan ? plan->extra_batches : 0;
     if (plan) {
       m.evidence += strf("; the producers fell up to %.1f batches behind (longest burst: %d "
