@@ -66,6 +66,33 @@ RankBuilder one_worker(double read_ms,
   return b;
 }
 
+// A worker that reads most of the time (issue #25): one worker process
+// (pid 301) fetches batch i in [40i, 40i + 40), eight __getitem__ of 5 ms
+// each opening with a read of `read_ms` from a network mount, and is on
+// CPU `cpu_share` of its time (the sampler's process CPU). The trainer
+// computes 5 ms per batch and waits the other 35 ms of each 40 ms step.
+RankBuilder waiting_worker(double read_ms, double cpu_share, double idle) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w = b.worker_thread(301);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps; ++i) {
+    const double f = 40.0 * i;
+    for (int s = 0; s < 8; ++s) {
+      b.sample(w, f + 5 * s, f + 5 * s + 5, SamplePart::kGetItem, i);
+      b.read(w, f + 5 * s, f + 5 * s + read_ms, 0, 0, 65536, stallscope::format::Tier::kNetwork);
+    }
+    b.sample(w, f, f + 40, SamplePart::kFetch, i, 0, 0, 8);
+    const double start = i == 0 ? 0 : f + 5.1;
+    b.step(i, start, f + 45.1).wait(start, f + 40.1, i).kernel(f + 40.1, f + 45.1);
+    b.handoff(start, f + 40.1, kTrain, i, 301);
+  }
+  const double end = 40.0 * kSteps + 40;
+  idle_cpus(b, end, idle);
+  for (double t = 0; t <= end; t += 5) b.counter("cpu.process_ns", t, t * cpu_share * 1e6, 0, w);
+  return b;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(dataloader)
@@ -645,6 +672,52 @@ BOOST_AUTO_TEST_CASE(a_batch_held_back_by_its_workers_next_fetch_is_preprocessin
   const Remedy* m = remedy(r, "more_workers");
   BOOST_TEST_REQUIRE(m != nullptr);
   BOOST_TEST(m->try_command.find("num_workers=2") != std::string::npos, m->try_command);
+}
+
+// A worker that waits on storage 90 % of its busy time uses a tenth of a
+// CPU: the 1.5 idle CPUs cap the CPU the workers need (8 × 0.1), not their
+// number, so 8 workers — above the 2 cores — keep up with the trainer.
+BOOST_AUTO_TEST_CASE(workers_waiting_on_storage_get_more_workers_than_cores) {
+  const auto r = waiting_worker(4.5, 0.1, 1.5).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.fetch_storage_share == 0.9, tt::tolerance(1e-6));
+  BOOST_TEST(l.fetch_cpu_share == 0.1 * (40.0 * kSteps + 40) / (40.0 * kSteps), tt::tolerance(1e-3));
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=8) at train.py:42");
+  BOOST_TEST(r.remedies.front().id == "more_workers");
+  BOOST_TEST(m->evidence.find("wait on storage 90 % of their busy time") != std::string::npos, m->evidence);
+  // 8 workers × 0.11 CPU of the 1.5 idle + the fetching worker's 0.11.
+  BOOST_TEST(m->evidence.find("8 workers need 0.87 CPUs of 1.61 usable") != std::string::npos, m->evidence);
+  // 40 ms of fetch over 8 workers: 5 ms per batch, the trainer's own 5 ms.
+  BOOST_TEST(m->predicted_step_ms == 5.0, tt::tolerance(0.05));
+}
+
+// The same workers on CPU 40 % of the time (storage 60 %): 0.43 CPU each
+// (the sampler's CPU over the run, 520 ms, against 480 ms of fetches), so
+// the 1.5 idle CPUs allow 1 + 3 workers, fewer than the 8 needed.
+BOOST_AUTO_TEST_CASE(workers_waiting_on_storage_are_capped_by_the_cpu_they_need) {
+  const auto r = waiting_worker(3.0, 0.4, 1.5).analyze();
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=4) at train.py:42");
+  BOOST_TEST(m->evidence.find("4 workers need 1.73 CPUs of 1.93 usable (4 proposed: the usable "
+                              "CPUs allow no more)") != std::string::npos,
+             m->evidence);
+}
+
+// CPU-bound workers (reads 10 % of their time): one more worker per idle
+// CPU, as many as the idle CPUs hold, not the 8 Little's law asks for.
+BOOST_AUTO_TEST_CASE(cpu_bound_workers_stay_capped_by_idle_cpus) {
+  const auto r = waiting_worker(0.5, 0.9, 1.5).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.fetch_storage_share == 0.1, tt::tolerance(1e-6));
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=3) at train.py:42");
+  BOOST_TEST(m->evidence.find("wait on storage") == std::string::npos, m->evidence);
+  BOOST_TEST(m->evidence.find("(3 proposed: the idle CPUs allow no more)") != std::string::npos,
+             m->evidence);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
