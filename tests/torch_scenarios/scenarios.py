@@ -18,19 +18,22 @@ it prints SKIP and exits 77 (ctest shows a skip). A check that fails while
 the premise has since stopped holding, or while other processes used more
 than 1/4 of a core during the runs, skips as well, saying so.
 
-usage: scenarios.py STALLSCOPE_BIN NAME [--keep DIR] [--bench]
-  NAME: trainer_thread | one_worker | saturated | worker_startup | compute
+usage: scenarios.py STALLSCOPE_BIN NAME [--keep DIR] [--bench] [--slowfs SLOWFS_BIN]
+  NAME: trainer_thread | one_worker | saturated | worker_startup | compute | storage
+  --slowfs: the FUSE tool (tests/tools/slowfs) the storage scenario mounts
   --bench: also print RESULT lines (bench/torch_scenarios.sh)
 Exit: 0 pass, 1 fail, 77 skip. STALLSCOPE_SCENARIO_IGNORE_PREMISE=1 runs
 them on a busy machine (to debug the driver; the numbers then mean little).
 """
 
+import atexit
 import json
 import multiprocessing
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,6 +76,14 @@ SCENARIOS = {
     "compute": dict(
         title="compute-bound", decode_ms=4, compute_ms=40, args=["--workers", "1"],
         verdict="healthy", remedy="healthy", idle=1.5),
+    # The data on a slowfs mount answering each read request after
+    # `latency_us` (a sample is two: its bytes and end of file): the workers
+    # wait, using little CPU, and more of them than cores keep up.
+    "storage": dict(
+        title="slow storage through the FUSE tool (slowfs), little CPU per sample",
+        decode_ms=2, compute_ms=10, args=["--workers", "2"], latency_us=5000,
+        verdict="storage", remedy="more_workers", field="num_workers", values=(4, 64),
+        idle=1.0),
 }
 
 
@@ -163,6 +174,50 @@ def sizes(sc, cal, batch=8):
     return kb, layers, decode, compute
 
 
+class SlowMount:
+    """A slowfs mount of `src` on `mnt`, always unmounted: on close, at
+    exit, and when the driver is killed by ctest's SIGTERM. `why` says why
+    it did not mount ('' when it did)."""
+
+    def __init__(self, slowfs, src, mnt, latency_us):
+        self.mnt, self.mounted, self.why = mnt, False, ""
+        if not slowfs or not os.access(slowfs, os.X_OK):
+            self.why = "slowfs was not built (libfuse3 missing)"
+        elif not os.access("/dev/fuse", os.R_OK | os.W_OK):
+            self.why = "/dev/fuse is not available"
+        elif shutil.which("fusermount3") is None:
+            self.why = "fusermount3 is not installed"
+        if self.why:
+            return
+        os.makedirs(mnt, exist_ok=True)
+        atexit.register(self.close)
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # finally and atexit run
+        p = subprocess.run([slowfs, src, mnt, "--latency-us", str(latency_us)],
+                           capture_output=True, text=True)
+        for _ in range(50):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.02)
+        self.mounted = os.path.ismount(mnt)
+        if not self.mounted:
+            self.why = f"slowfs did not mount {mnt} (exit {p.returncode}: {p.stderr.strip()[-200:]})"
+
+    def close(self):
+        if not self.mounted:
+            return
+        if subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        self.mounted = os.path.ismount(self.mnt)
+
+
+def read_ms(path):
+    """Wall ms of one sample's read as the Dataset does it (open, read all)."""
+    t = time.perf_counter()
+    with open(path, "rb") as f:
+        f.read()
+    return (time.perf_counter() - t) * 1e3
+
+
 # ---- runs ------------------------------------------------------------------
 
 def step_times(log):
@@ -212,9 +267,10 @@ def try_sets(cmd):
 # ---- one scenario ----------------------------------------------------------
 
 class Scenario:
-    def __init__(self, name, stallscope, work, bench):
+    def __init__(self, name, stallscope, work, bench, slowfs=None):
         self.name, self.sc, self.stallscope, self.work, self.bench = (
             name, SCENARIOS[name], stallscope, work, bench)
+        self.slowfs, self.mount = slowfs, None
         self.failures = []
 
     def check(self, ok, what):
@@ -235,6 +291,8 @@ class Scenario:
         share = decode / (decode + compute)
         print(f"  calibration: decode {decode:.1f} ms per batch ({kb} KB samples), step compute "
               f"{compute:.1f} ms ({layers} hidden layers), on {cores()} CPUs")
+        if self.sc.get("latency_us"):
+            return self.slow_storage(decode, compute)
         inj = self.sc["decode_ms"] >= self.sc["compute_ms"]
         if inj and share < 0.4 * 1.25:  # the cause >= 40 % of the step, with room
             return f"decode is only {100 * share:.0f} % of the CPU per step"
@@ -242,6 +300,33 @@ class Scenario:
             w = cores()
             if compute + decode <= cores() * max(compute, decode / w):
                 return "the trainer and its workers would not saturate the CPUs"
+        return ""
+
+    def slow_storage(self, decode, compute):
+        """The storage scenario's premise: the mount works, a sample's read
+        through it takes the latency, and at the scenario's workers storage
+        is at least 40 % of the step (with room)."""
+        lat = self.sc["latency_us"] / 1e3
+        src = os.path.join(self.work, "data")
+        subprocess.run([PY, TRAIN, src, "--make-data", "--sample-kb", str(self.kb)], check=True)
+        self.mount = SlowMount(self.slowfs, src, os.path.join(self.work, "mnt"), self.sc["latency_us"])
+        if not self.mount.mounted:
+            return f"FUSE is not usable here: {self.mount.why}"
+        files = sorted(os.listdir(self.mount.mnt))
+        if files != sorted(os.listdir(src)):
+            return "the slowfs mount does not show the dataset's files"
+        t = sorted(read_ms(os.path.join(self.mount.mnt, f)) for f in files[:8])
+        sample = t[len(t) // 2]
+        workers = int(self.sc["args"][self.sc["args"].index("--workers") + 1])
+        fetch = 8 * sample + decode  # a batch of 8 samples
+        share = max(0.0, fetch / workers - compute) / (fetch / workers)
+        print(f"  calibration: a sample's read through slowfs takes {sample:.1f} ms (latency "
+              f"{lat:.1f} ms per request); a batch's fetch {fetch:.1f} ms, the trainer's compute "
+              f"{compute:.1f} ms: storage ~{100 * share:.0f} % of the step at {workers} workers")
+        if sample < lat:
+            return f"a read through the mount took {sample:.2f} ms, under its {lat:.1f} ms latency"
+        if share < 0.4 * 1.25:
+            return f"storage would be only {100 * share:.0f} % of the step"
         return ""
 
     def busy(self):
@@ -260,8 +345,11 @@ class Scenario:
         if why:
             print(f"SKIP: premise of {self.name} does not hold: {why}", flush=True)
             return SKIP
-        data = os.path.join(self.work, "data")
-        subprocess.run([PY, TRAIN, data, "--make-data", "--sample-kb", str(self.kb)], check=True)
+        if self.mount is not None:
+            data = self.mount.mnt
+        else:
+            data = os.path.join(self.work, "data")
+            subprocess.run([PY, TRAIN, data, "--make-data", "--sample-kb", str(self.kb)], check=True)
         start, steps = sc.get("start_step", 5), sc.get("steps", 30)
         base, log = run(self.stallscope, os.path.join(self.work, "base"), self.command(data),
                         start, steps)
@@ -414,13 +502,18 @@ def main():
         return SKIP
     keep = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
     bench = "--bench" in sys.argv
+    slowfs = sys.argv[sys.argv.index("--slowfs") + 1] if "--slowfs" in sys.argv else None
     work = tempfile.mkdtemp(prefix=f"stallscope-torch-{name}-")
+    sc = Scenario(name, stallscope, work, bench, slowfs)
     try:
-        return Scenario(name, stallscope, work, bench).run_all()
+        return sc.run_all()
     finally:
+        if sc.mount is not None:
+            sc.mount.close()  # before anything under work is removed
         if keep:
             shutil.rmtree(keep, ignore_errors=True)
-            shutil.copytree(work, keep, ignore=shutil.ignore_patterns("data", "cached", "calib"))
+            shutil.copytree(work, keep,
+                            ignore=shutil.ignore_patterns("data", "cached", "calib", "mnt"))
         shutil.rmtree(work, ignore_errors=True)
 
 
