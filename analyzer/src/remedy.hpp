@@ -178,6 +178,7 @@ STALLSCOPE_REMEDY(logging_off_step_rule);
 STALLSCOPE_REMEDY(larger_batch_rule);
 STALLSCOPE_REMEDY(tune_dataloader_rule);
 STALLSCOPE_REMEDY(persistent_workers_rule);
+STALLSCOPE_REMEDY(slow_samples_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY
 

@@ -2,6 +2,7 @@
 // per-loader model, the exact split of a wait, head-of-line waits, the
 // remedy's setting with its value and site, several loaders, `set` marks
 // and phases. Hand-computed traces, times in ms.
+#include <algorithm>
 #include <sstream>
 
 #include <boost/test/unit_test.hpp>
@@ -90,6 +91,36 @@ RankBuilder waiting_worker(double read_ms, double cpu_share, double idle) {
   const double end = 40.0 * kSteps + 40;
   idle_cpus(b, end, idle);
   for (double t = 0; t <= end; t += 5) b.counter("cpu.process_ns", t, t * cpu_share * 1e6, 0, w);
+  return b;
+}
+
+// One worker fetches batch after batch of eight samples of 2 ms each, each
+// reading its file /data/000K.z (K its place in the batch) for most of
+// its time; the samples `slow` take 30 ms instead. The trainer computes
+// 5 ms per batch and waits for the rest.
+RankBuilder slow_tail(const std::vector<uint64_t>& slow) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int k = 0; k < 8; ++k) b.t.files.push_back("/data/000" + std::to_string(k) + ".z");
+  double t = 0, trainer = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const double f = t;
+    for (int k = 0; k < 8; ++k) {
+      const uint64_t idx = uint64_t(i) * 8 + uint64_t(k);
+      const double d = std::find(slow.begin(), slow.end(), idx) != slow.end() ? 30 : 2;
+      b.sample(w, t, t + d, SamplePart::kGetItem, i);
+      b.t.events.back().sample().index = idx;
+      b.read(w, t, t + 0.8 * d, 0, RankBuilder::ReadOpts{.file = uint64_t(k) + 1});
+      t += d;
+    }
+    b.sample(w, f, t, SamplePart::kFetch, i, 0, 0, 8);
+    b.step(i, trainer, t + 5.1).wait(trainer, t + 0.1, i).kernel(t + 0.1, t + 5.1);
+    b.handoff(trainer, t + 0.1, kTrain, i, 201);
+    trainer = t + 5.1;
+  }
+  idle_cpus(b, t + 40, 0.9);
   return b;
 }
 
@@ -718,6 +749,62 @@ BOOST_AUTO_TEST_CASE(cpu_bound_workers_stay_capped_by_idle_cpus) {
   BOOST_TEST(m->evidence.find("wait on storage") == std::string::npos, m->evidence);
   BOOST_TEST(m->evidence.find("(3 proposed: the idle CPUs allow no more)") != std::string::npos,
              m->evidence);
+}
+
+// Two of 96 samples take 30 ms against a 2 ms median, each holding up its
+// batch while the trainer waits: the report names their indices and files,
+// and slow_samples bounds the gain at their 2 × 28 ms beyond the median
+// over the 12 batches waited for.
+BOOST_AUTO_TEST_CASE(slow_samples_at_the_head_of_the_line_are_named_with_their_files) {
+  const auto r = slow_tail({17, 42}).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.samples_timed == 96u);
+  BOOST_TEST(l.sample_p50_ms == 2.0, tt::tolerance(1e-6));
+  BOOST_TEST(l.sample_p99_ms == 30.0, tt::tolerance(1e-6));
+  BOOST_TEST(l.slow_sample_count == 2u);
+  BOOST_TEST(l.slow_sample_excess_ms == 56.0, tt::tolerance(1e-6));
+  BOOST_REQUIRE_EQUAL(l.slow_samples.size(), 2u);
+  BOOST_TEST(l.slow_samples[0].index == 17u);
+  BOOST_TEST(l.slow_samples[0].file == "/data/0001.z");
+  BOOST_TEST(l.slow_samples[1].index == 42u);
+  BOOST_TEST(l.slow_samples[1].file == "/data/0002.z");
+  const Remedy* m = remedy(r, "slow_samples");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->bound);
+  BOOST_TEST(m->try_command.empty());
+  BOOST_TEST(m->pytorch_knob.find("samples 17 (/data/0001.z), 42 (/data/0002.z) take up to 30.0 ms "
+                                  "against a 2.00 ms median") != std::string::npos,
+             m->pytorch_knob);
+  const double steps = double(r.steps.size());
+  BOOST_TEST(m->gain_ms() == 56.0 / 12 * (double(l.waits_in_steps) / steps), tt::tolerance(1e-3));
+  // Text and JSON carry the tail.
+  std::ostringstream text;
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(r);
+  stallscope::analyzer::write_text(text, rep, {});
+  BOOST_TEST(text.str().find("slow samples: 2 of 96 take 5x the median or more (median 2.00 ms, "
+                             "p99 30.00 ms): index 17 30.0 ms (/data/0001.z), index 42 30.0 ms "
+                             "(/data/0002.z)") != std::string::npos,
+             text.str());
+  std::ostringstream json;
+  stallscope::analyzer::write_json(json, rep);
+  const auto j = nlohmann::json::parse(json.str())["ranks"][0]["dataloaders"][0];
+  BOOST_TEST(j["slow_sample_count"].get<int>() == 2);
+  BOOST_TEST(j["slow_samples"][0]["index"].get<int>() == 17);
+  BOOST_TEST(j["slow_samples"][0]["file"].get<std::string>() == "/data/0001.z");
+  BOOST_TEST(j["sample_p50_ms"].get<double>() == 2.0, tt::tolerance(1e-6));
+}
+
+// No tail: every sample equally slow, or too many slow ones (8 of 96 is
+// over 5 %) — then the samples are slow, not a few of them.
+BOOST_AUTO_TEST_CASE(no_tail_no_slow_samples) {
+  const auto even = slow_tail({}).analyze();
+  BOOST_TEST(even.dataloaders.at(0).slow_samples.empty());
+  BOOST_TEST(remedy(even, "slow_samples") == nullptr);
+  const auto many = slow_tail({3, 13, 23, 33, 43, 53, 63, 73}).analyze();
+  BOOST_TEST(many.dataloaders.at(0).slow_samples.empty());
+  BOOST_TEST(many.dataloaders.at(0).slow_sample_count == 0u);
+  BOOST_TEST(remedy(many, "slow_samples") == nullptr);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -26,7 +26,7 @@ inline constexpr int kSchemaVersion = 1;
 // stage, step sources `handoffs`, `inferred`, `whole_trace`;
 // 1.5: `host_gaps` (the host parts' device-idle gaps classed, with their
 // activities), the step table's `gap_ns`.
-inline constexpr int kSchemaMinor = 6;
+inline constexpr int kSchemaMinor = 7;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
