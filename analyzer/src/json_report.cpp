@@ -82,7 +82,8 @@ json loader_json(const DataLoaderReport& l) {
           {"fetch_storage_share", l.fetch_storage_share}, {"fetch_cpu_share", l.fetch_cpu_share},
           {"samples_timed", l.samples_timed}, {"sample_p50_ms", l.sample_p50_ms},
           {"sample_p99_ms", l.sample_p99_ms}, {"slow_sample_count", l.slow_sample_count},
-          {"slow_sample_excess_ms", l.slow_sample_excess_ms}, {"slow_samples", std::move(slow)},
+          {"slow_sample_excess_ms", l.slow_sample_excess_ms},
+          {"slow_sample_stall_ms", l.slow_sample_stall_ms}, {"slow_samples", std::move(slow)},
           {"workers", std::move(workers)}, {"epochs", std::move(epochs)}};
 }
 

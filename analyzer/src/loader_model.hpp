@@ -123,8 +123,9 @@ class LoaderModel {
   };
   struct Item {  // one timed sample of a batch the trainer waited for
     float ms;
+    float wait_ms;  // the trainer's wait for its batch, the part inside steps
     uint32_t file;  // the longest read inside it (0 none)
-    uint64_t index, batch;
+    uint64_t index, batch, wait;  // wait: which wait (its ordinal in the loader)
   };
   struct PidFetches {  // all fetches of one worker process, waited for or not
     double fetches = 0, fetch_ns = 0, storage_ns = 0;
@@ -157,7 +158,7 @@ class LoaderModel {
   // How much of [put, received) the worker spent in its next fetches.
   int64_t busy_after(uint32_t track, int64_t put, int64_t received) const;
   void count_wait(const Wait& w);
-  void count_fetch(Acc& acc, uint32_t track, const Span& f, uint32_t pid);
+  void count_fetch(Acc& acc, uint32_t track, const Span& f, uint32_t pid, double wait_ms);
   // Reads of `l` inside [a, b): their length, ns; `longest` the file of
   // the longest one (0 none).
   int64_t reads_in(const Lane& l, int64_t a, int64_t b, uint32_t* longest = nullptr) const;

@@ -17,7 +17,7 @@ constexpr size_t kMaxWorkers = 4096;  // worker processes per loader
 double ms(double ns) { return ns / 1e6; }
 }  // namespace
 
-void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pid) {
+void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pid, double wait_ms) {
   if (a.workers.size() >= kMaxWorkers && !a.workers.contains({f.worker, pid})) return;
   WorkerAcc& w = a.workers[{f.worker, pid}];
   w.batches += 1;
@@ -34,7 +34,8 @@ void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pi
       if (s->part == format::SamplePart::kGetItem && s->count <= 1 && a.items.size() < kMaxItems) {
         uint32_t file = 0;
         reads_in(it->second, s->a, s->b, &file);
-        a.items.push_back({float(ms(double(s->b - s->a))), file, s->index, s->batch});
+        a.items.push_back({float(ms(double(s->b - s->a))), float(wait_ms), file, s->index, s->batch,
+                           a.rep.batches});
       }
     } else if (s->part == format::SamplePart::kCollate) {
       w.collate_ns += double(s->b - s->a);
@@ -104,7 +105,7 @@ void LoaderModel::count_wait(const Wait& w) {
   if (h != nullptr) {
     Fetch f{};
     fetch_for(*h, f);
-    count_fetch(a, f.track, *f.span, h->pid);
+    count_fetch(a, f.track, *f.span, h->pid, ms(double(w.in_step_ns)));
     if (f.span->b > std::max(h->asked, w.a)) {
       // The hand-off itself: not the worker's next fetches it waited behind.
       a.handoff_ns += double(h->received - f.span->b -
@@ -118,7 +119,7 @@ void LoaderModel::count_wait(const Wait& w) {
     received = h->received;
     gen = h->generation;
   } else {
-    count_fetch(a, w.track, *tf, pid_of(w.track));
+    count_fetch(a, w.track, *tf, pid_of(w.track), ms(double(w.in_step_ns)));
     gen = tf->generation;
   }
   auto st = a.gen_start.find(gen);
@@ -190,7 +191,9 @@ void LoaderModel::slow_samples(const Acc& a, DataLoaderReport& r) const {
   std::sort(v.begin(), v.end());
   r.sample_p50_ms = v[n / 2];
   r.sample_p99_ms = v[std::min(n - 1, static_cast<size_t>(std::ceil(0.99 * double(n))) - 1)];
-  const double cut = std::max(kTimes * r.sample_p50_ms, r.sample_p50_ms + kOverMs);
+  // A quarter of the slowest too: a busy machine's descheduled samples
+  // (a few ms) are not named beside the ones far slower.
+  const double cut = std::max({kTimes * r.sample_p50_ms, r.sample_p50_ms + kOverMs, 0.25 * v.back()});
   std::map<uint64_t, LoaderSlowSample> by_index;
   uint64_t slow = 0;
   double excess = 0;
@@ -210,6 +213,21 @@ void LoaderModel::slow_samples(const Acc& a, DataLoaderReport& r) const {
   if (slow == 0 || double(slow) > kFew * double(n)) return;  // none, or no tail: all slow
   r.slow_sample_count = slow;
   r.slow_sample_excess_ms = excess;
+  // What they cost the trainer: of each wait on a batch holding one, the
+  // part beyond the median wait, at most their time beyond the median
+  // sample (batches queued ahead absorb the rest).
+  std::vector<float> waits;
+  std::map<uint64_t, std::pair<double, double>> held;  // wait -> (its length, the slow ones' excess)
+  for (const Item& x : a.items) {
+    waits.push_back(x.wait_ms);
+    if (x.ms < cut) continue;
+    auto& h = held[x.wait];
+    h.first = x.wait_ms;
+    h.second += x.ms - r.sample_p50_ms;
+  }
+  std::nth_element(waits.begin(), waits.begin() + long(n / 2), waits.end());
+  const double typical = waits[n / 2];
+  for (const auto& [k, h] : held) r.slow_sample_stall_ms += std::clamp(h.first - typical, 0.0, h.second);
   for (auto& [i, s] : by_index) r.slow_samples.push_back(std::move(s));
   std::sort(r.slow_samples.begin(), r.slow_samples.end(),
             [](const auto& x, const auto& y) { return x.ms != y.ms ? x.ms > y.ms : x.index < y.index; });

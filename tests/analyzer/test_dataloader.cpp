@@ -753,8 +753,8 @@ BOOST_AUTO_TEST_CASE(cpu_bound_workers_stay_capped_by_idle_cpus) {
 
 // Two of 96 samples take 30 ms against a 2 ms median, each holding up its
 // batch while the trainer waits: the report names their indices and files,
-// and slow_samples bounds the gain at their 2 × 28 ms beyond the median
-// over the 12 batches waited for.
+// and slow_samples bounds the gain at the 2 × 28 ms their batches' waits
+// exceed the median wait, over the 12 batches waited for.
 BOOST_AUTO_TEST_CASE(slow_samples_at_the_head_of_the_line_are_named_with_their_files) {
   const auto r = slow_tail({17, 42}).analyze();
   const DataLoaderReport& l = r.dataloaders.at(0);
@@ -763,6 +763,9 @@ BOOST_AUTO_TEST_CASE(slow_samples_at_the_head_of_the_line_are_named_with_their_f
   BOOST_TEST(l.sample_p99_ms == 30.0, tt::tolerance(1e-6));
   BOOST_TEST(l.slow_sample_count == 2u);
   BOOST_TEST(l.slow_sample_excess_ms == 56.0, tt::tolerance(1e-6));
+  // Nothing queued ahead absorbs them: each of their batches' waits (39 ms)
+  // exceeds the median wait (11 ms) by their whole 28 ms beyond the median.
+  BOOST_TEST(l.slow_sample_stall_ms == 56.0, tt::tolerance(1e-3));
   BOOST_REQUIRE_EQUAL(l.slow_samples.size(), 2u);
   BOOST_TEST(l.slow_samples[0].index == 17u);
   BOOST_TEST(l.slow_samples[0].file == "/data/0001.z");

@@ -30,12 +30,12 @@ class SlowSamples final : public RemedyRule {
     const double data = c.data_ms();
     if (l == nullptr || l->slow_samples.empty() || l->batches == 0 || data < 0.1 * c.step_ms)
       return std::nullopt;
-    // A slow sample delays its batch by at most its time beyond the median;
-    // the trainer waits for that only where nothing else was late anyway.
+    // What they held the trainer up: its waits on their batches beyond a
+    // typical wait (at most their time beyond the median sample), per step.
     const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
     const double waits_per_step = l->waits_in_steps > 0 ? double(l->waits_in_steps) / steps : 1.0;
     const double per_step =
-        std::min(data, l->slow_sample_excess_ms / double(l->batches) * waits_per_step);
+        std::min(data, l->slow_sample_stall_ms / double(l->batches) * waits_per_step);
     if (per_step < 0.02 * c.step_ms) return std::nullopt;
     const LoaderSlowSample& top = l->slow_samples.front();
     Remedy m = make_remedy(
@@ -46,14 +46,17 @@ class SlowSamples final : public RemedyRule {
              l->sample_p50_ms));
     m.bound = true;
     m.predicted_step_ms = c.step_ms - per_step;
-    m.model = "bound: step - min(data_stall, sum over the tail's samples of (their time - median) / "
-              "batches waited for * waits per step); the tail: samples at 5x the median and 1 ms "
-              "more, at most 5 % of them, in batches the trainer waited for";
+    m.model = "bound: step - min(data_stall, sum over the waits on batches holding the tail's samples "
+              "of min(wait - median wait, their time - median sample) / batches waited for * waits "
+              "per step); the tail: samples at max(5 x median, median + 1 ms, "
+              "slowest / 4) or more, at most 5 % of them, in batches the trainer waited for";
     m.evidence = strf("%.0f of the %.0f samples timed in the batches the trainer waited for took "
-                      "5x the median (%.2f ms) or more, %.1f ms beyond it in all (p99 %.2f ms); "
-                      "the slowest: index %.0f, %.1f ms",
+                      "5x the median (%.2f ms) or more, %.1f ms beyond it in all (p99 %.2f ms), "
+                      "and held the trainer's waits %.1f ms beyond a typical wait; the slowest: "
+                      "index %.0f, %.1f ms",
                       double(l->slow_sample_count), double(l->samples_timed), l->sample_p50_ms,
-                      l->slow_sample_excess_ms, l->sample_p99_ms, double(top.index), top.ms);
+                      l->slow_sample_excess_ms, l->sample_p99_ms, l->slow_sample_stall_ms,
+                      double(top.index), top.ms);
     if (!top.file.empty()) m.evidence += " (" + top.file + ")";
     if (l->site.empty()) m.evidence += "; DataLoader at an unknown line";
     else m.evidence += "; DataLoader at " + l->site;
@@ -62,7 +65,8 @@ class SlowSamples final : public RemedyRule {
                 {"sample_p50_ms", l->sample_p50_ms, "ms"},
                 {"sample_p99_ms", l->sample_p99_ms, "ms"},
                 {"slowest_ms", top.ms, "ms"},
-                {"excess_ms", l->slow_sample_excess_ms, "ms"}};
+                {"excess_ms", l->slow_sample_excess_ms, "ms"},
+                {"stall_ms", l->slow_sample_stall_ms, "ms"}};
     return m;
   }
 };

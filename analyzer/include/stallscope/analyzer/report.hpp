@@ -255,11 +255,15 @@ struct DataLoaderReport {
   double fetch_storage_share = -1, fetch_cpu_share = -1;
   // The samples of the batches the trainer waited for: how many were
   // timed, their median and 99th percentile; the tail, where a few (at most
-  // 5 %) took 5x the median and 1 ms more: the slowest first, at most 8.
+  // 5 %) took 5x the median, 1 ms more and a quarter of the slowest: the
+  // slowest first, at most 8.
   uint64_t samples_timed = 0;
   double sample_p50_ms = -1, sample_p99_ms = -1;
   uint64_t slow_sample_count = 0;    // samples in the tail (all, not only the 8)
   double slow_sample_excess_ms = 0;  // their time beyond the median, summed
+  // The trainer's waits on the batches holding them beyond the median wait,
+  // each at most those samples' excess, summed: what they held it up.
+  double slow_sample_stall_ms = 0;
   std::vector<LoaderSlowSample> slow_samples;
   std::vector<LoaderWorker> workers;
   std::vector<LoaderEpoch> epochs;
