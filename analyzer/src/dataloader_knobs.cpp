@@ -110,6 +110,22 @@ EpochStarts epoch_starts(const DataLoaderReport& l) {
   return e;
 }
 
+namespace {
+// Workers busy per item on CPU and blocked (Little's law counts both): a
+// worker that mostly waits on storage uses a fraction of a CPU, so the
+// idle CPUs cap the CPU the workers need (N × on-CPU per item / time per
+// item), not their number. Its share is the sampler's process CPU over
+// its fetch time, and no less than the fetch time outside reads (time not
+// on CPU there may be waiting for one).
+void storage_workers(const DataLoaderReport& l, WorkersPlan& p) {
+  p.storage_share = l.fetch_storage_share;
+  if (l.fetch_storage_share < 0 || !mostly_in_storage(l.fetch_storage_share, 1.0)) return;
+  p.storage_bound = true;
+  p.cpu_per_worker = std::clamp(std::max(l.fetch_cpu_share, 1 - l.fetch_storage_share), 0.02, 1.0);
+  if (p.idle >= 0) p.usable_cpus = p.idle + p.current * p.cpu_per_worker;
+}
+}  // namespace
+
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l) {
   if (l.fetch_ms <= 0) return std::nullopt;
   WorkersPlan p;
@@ -137,13 +153,16 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
   }
   if (p.idle >= 0 && cpu.known && cpu.used_cores > 0 && cpu.budget_cores < cpu.affinity_cpus)
     p.idle = std::max(0.0, std::min(p.idle, cpu.budget_cores - cpu.used_cores));
-  // Half an idle CPU or more counts as one more worker's worth; with no
+  storage_workers(l, p);
+  // Half an idle CPU or more counts as one more worker's worth (of a
+  // worker that mostly waits on storage, a fraction of a CPU); with no
   // workers, the trainer's own share of the fetch moves to the first one.
-  int extra = p.idle >= 0 ? static_cast<int>(std::floor(p.idle + 0.5)) : 1;
+  int extra = p.idle >= 0 ? static_cast<int>(std::floor(p.idle / p.cpu_per_worker + 0.5)) : 1;
   if (p.current == 0) extra = std::max(extra, 1);
   p.proposed = std::min(p.needed, p.current + extra);
   p.capped = p.proposed < p.needed;
   if (p.proposed <= p.current) return std::nullopt;
+  if (p.storage_bound) p.cpu_needed = p.proposed * p.cpu_per_worker;
   const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
   const double per_step = l.waits_in_steps > 0 ? double(l.waits_in_steps) / steps : 1.0;
   // Waits before a batch's fetch began (workers starting: spawn imports,

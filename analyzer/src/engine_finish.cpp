@@ -49,7 +49,7 @@ RankReport RankEngine::finish() {
   r.split = steps_split_;
   summarize_steps(r, opt_, step_walls_);
   finish_gaps(r);
-  r.dataloaders = loaders_.finish();
+  r.dataloaders = loaders_.finish([this](uint32_t pid) { return producer_cpu_ns(pid, 0); });
   if (finder_.has_trainer()) {
     const double data = r.parts[idx(Part::kDataStorage)].share +
                         r.parts[idx(Part::kDataPreprocess)].share + r.parts[idx(Part::kDataUnknown)].share;

@@ -54,6 +54,9 @@ json loader_json(const DataLoaderReport& l) {
   for (const auto& k : l.workers)
     workers.push_back({{"worker", k.worker}, {"pid", k.pid}, {"batches", k.batches},
                        {"fetch_ms", k.fetch_ms}, {"getitem_ms", k.getitem_ms}, {"collate_ms", k.collate_ms}});
+  json slow = json::array();
+  for (const auto& x : l.slow_samples)
+    slow.push_back({{"index", x.index}, {"times", x.times}, {"ms", x.ms}, {"file", x.file}});
   json epochs = json::array();
   for (const auto& e : l.epochs)
     epochs.push_back({{"generation", e.generation}, {"startup_ms", e.startup_ms},
@@ -76,6 +79,11 @@ json loader_json(const DataLoaderReport& l) {
           {"fetch_ms", l.fetch_ms}, {"getitem_ms", l.getitem_ms}, {"collate_ms", l.collate_ms},
           {"handoff_ms", l.handoff_ms}, {"trainer_ms_per_batch", l.consume_ms},
           {"unjoined_batches", l.unjoined_batches}, {"sample_spans_off", l.sample_spans_off},
+          {"fetch_storage_share", l.fetch_storage_share}, {"fetch_cpu_share", l.fetch_cpu_share},
+          {"samples_timed", l.samples_timed}, {"sample_p50_ms", l.sample_p50_ms},
+          {"sample_p99_ms", l.sample_p99_ms}, {"slow_sample_count", l.slow_sample_count},
+          {"slow_sample_excess_ms", l.slow_sample_excess_ms},
+          {"slow_sample_stall_ms", l.slow_sample_stall_ms}, {"slow_samples", std::move(slow)},
           {"workers", std::move(workers)}, {"epochs", std::move(epochs)}};
 }
 

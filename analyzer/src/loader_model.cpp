@@ -74,9 +74,37 @@ void LoaderModel::on_sample(const Ev& e) {
   any_ = true;
   const SampleSpan& s = e.sample();
   Lane& l = lanes_[e.track];
-  l.spans.push_back({e.start, e.end, s.loader, s.batch, s.generation, s.count, s.worker, s.part});
-  if (s.part == format::SamplePart::kFetch)
-    fetches_[{pid_of(e.track), s.batch}].push_back({e.track, e.end});
+  l.spans.push_back(
+      {e.start, e.end, s.loader, s.batch, s.index, s.generation, s.count, s.worker, s.part});
+  if (s.part != format::SamplePart::kFetch) return;
+  const uint32_t pid = pid_of(e.track);
+  fetches_[{pid, s.batch}].push_back({e.track, e.end});
+  // Every fetch of a worker, waited for or not: how much of its busy time
+  // it spends in reads (its reads have all arrived: they end before it).
+  if (pid_fetches_.size() >= kMaxLoaders * 64 && !pid_fetches_.contains({s.loader, pid})) return;
+  PidFetches& p = pid_fetches_[{s.loader, pid}];
+  p.fetches += 1;
+  p.trainer = p.trainer || s.worker < 0;
+  p.fetch_ns += double(e.end - e.start);
+  p.storage_ns += double(reads_in(l, e.start, e.end));
+}
+
+int64_t LoaderModel::reads_in(const Lane& l, int64_t a, int64_t b, uint32_t* longest) const {
+  // Reads arrive as they end; one thread's reads do not overlap.
+  auto r = std::lower_bound(l.reads.begin(), l.reads.end(), a,
+                            [](const Iv& v, int64_t t) { return v.b <= t; });
+  int64_t sum = 0, best = 0;
+  for (; r != l.reads.end() && r->b - l.max_read < b; ++r) {
+    const int64_t n = std::min(r->b, b) - std::max(r->a, a);
+    if (n <= 0) continue;
+    sum += n;
+    if (longest != nullptr && n > best) {
+      best = n;
+      const size_t k = static_cast<size_t>(r - l.reads.begin());
+      *longest = k < l.read_files.size() ? l.read_files[k] : 0;
+    }
+  }
+  return sum;
 }
 
 void LoaderModel::on_read(const Ev& e) {
@@ -86,6 +114,7 @@ void LoaderModel::on_read(const Ev& e) {
   Lane& l = lanes_[e.track];
   const int64_t a = e.start - static_cast<int64_t>(e.io().queued_ns);
   l.reads.push_back({a, e.end});
+  l.read_files.push_back(e.io().file);
   l.max_read = std::max(l.max_read, e.end - a);
 }
 

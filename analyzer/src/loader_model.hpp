@@ -23,6 +23,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -74,12 +75,15 @@ class LoaderModel {
   // Counts the waits that ended before `before` and forgets records that
   // no later wait can need.
   void retire(int64_t before);
-  std::vector<DataLoaderReport> finish();
+  // cpu_of(pid): a worker process's CPU time over the run, ns (-1 unknown);
+  // it gives the workers' on-CPU share of their fetches.
+  using CpuOf = std::function<double(uint32_t pid)>;
+  std::vector<DataLoaderReport> finish(const CpuOf& cpu_of = {});
 
  private:
   struct Span {
     int64_t a, b;
-    uint64_t loader, batch;
+    uint64_t loader, batch, index;  // index: the dataset's (an item's span)
     uint32_t generation, count;
     int32_t worker;
     format::SamplePart part;
@@ -100,6 +104,7 @@ class LoaderModel {
   struct Lane {  // one thread: its spans and reads, in arrival (≈ end) order
     std::deque<Span> spans;
     std::deque<Iv> reads;
+    std::deque<uint32_t> read_files;  // beside reads: each read's file id (0 unknown)
     int64_t max_read = 0;  // longest read (queue wait included)
     // The first span ending at or after t (spans arrive as they end).
     size_t span_from(int64_t t) const {
@@ -116,8 +121,19 @@ class LoaderModel {
   struct WorkerAcc {  // one worker process's fetches
     double batches = 0, fetch_ns = 0, item_ns = 0, samples = 0, collate_ns = 0, collates = 0;
   };
+  struct Item {  // one timed sample of a batch the trainer waited for
+    float ms;
+    float wait_ms;  // the trainer's wait for its batch, the part inside steps
+    uint32_t file;  // the longest read inside it (0 none)
+    uint64_t index, batch, wait;  // wait: which wait (its ordinal in the loader)
+  };
+  struct PidFetches {  // all fetches of one worker process, waited for or not
+    double fetches = 0, fetch_ns = 0, storage_ns = 0;
+    bool trainer = false;  // the trainer's own fetches (num_workers=0)
+  };
   struct Acc {  // per loader, over the retired waits and batches
     DataLoaderReport rep;
+    std::vector<Item> items;  // at most kMaxItems
     std::map<std::pair<int32_t, uint32_t>, WorkerAcc> workers;  // by (worker, pid)
     double handoff_ns = 0;
     uint64_t handoffs_timed = 0;
@@ -142,14 +158,19 @@ class LoaderModel {
   // How much of [put, received) the worker spent in its next fetches.
   int64_t busy_after(uint32_t track, int64_t put, int64_t received) const;
   void count_wait(const Wait& w);
-  void count_fetch(Acc& acc, uint32_t track, const Span& f, uint32_t pid);
+  void count_fetch(Acc& acc, uint32_t track, const Span& f, uint32_t pid, double wait_ms);
+  // Reads of `l` inside [a, b): their length, ns; `longest` the file of
+  // the longest one (0 none).
+  int64_t reads_in(const Lane& l, int64_t a, int64_t b, uint32_t* longest = nullptr) const;
+  void slow_samples(const Acc& a, DataLoaderReport& r) const;
+  void fetch_shares(const Acc& a, const CpuOf& cpu_of, DataLoaderReport& r) const;
   void head_of_line(Acc& acc, const Wait& w, const Handoff& h);
   // Mean put -> received of the loader's batches put while awaited, so far (-1 none).
   int64_t typical_handoff(uint64_t loader) const;
   void evict(int64_t before);
   Acc* acc(uint64_t loader);  // nullptr past kMaxLoaders
   // Bounds on what a damaged trace can make the model hold.
-  static constexpr size_t kMaxLoaders = 256, kMaxGenerations = 4096;
+  static constexpr size_t kMaxLoaders = 256, kMaxGenerations = 4096, kMaxItems = 1 << 17;
   uint32_t pid_of(uint32_t track) const;
 
   const RankTrace& trace_;
@@ -162,6 +183,7 @@ class LoaderModel {
   std::deque<Wait> waits_;  // by end
   std::map<uint64_t, Acc> acc_;
   std::map<uint64_t, LoaderConfig> configs_;  // latest per loader
+  std::map<std::pair<uint64_t, uint32_t>, PidFetches> pid_fetches_;  // by (loader, pid)
   uint64_t next_order_ = 0;
   Ivs q_, r_, c_, x_, y_;  // scratch
   int64_t steps_ns_ = 0;

@@ -3,6 +3,7 @@
 // start-ups), and the `set …` marks.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "loader_model.hpp"
 
@@ -16,7 +17,7 @@ constexpr size_t kMaxWorkers = 4096;  // worker processes per loader
 double ms(double ns) { return ns / 1e6; }
 }  // namespace
 
-void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pid) {
+void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pid, double wait_ms) {
   if (a.workers.size() >= kMaxWorkers && !a.workers.contains({f.worker, pid})) return;
   WorkerAcc& w = a.workers[{f.worker, pid}];
   w.batches += 1;
@@ -30,6 +31,12 @@ void LoaderModel::count_fetch(Acc& a, uint32_t track, const Span& f, uint32_t pi
     if (is_item(s->part)) {
       w.item_ns += double(s->b - s->a);
       w.samples += std::max<uint32_t>(s->count, 1);
+      if (s->part == format::SamplePart::kGetItem && s->count <= 1 && a.items.size() < kMaxItems) {
+        uint32_t file = 0;
+        reads_in(it->second, s->a, s->b, &file);
+        a.items.push_back({float(ms(double(s->b - s->a))), float(wait_ms), file, s->index, s->batch,
+                           a.rep.batches});
+      }
     } else if (s->part == format::SamplePart::kCollate) {
       w.collate_ns += double(s->b - s->a);
       w.collates += 1;
@@ -98,7 +105,7 @@ void LoaderModel::count_wait(const Wait& w) {
   if (h != nullptr) {
     Fetch f{};
     fetch_for(*h, f);
-    count_fetch(a, f.track, *f.span, h->pid);
+    count_fetch(a, f.track, *f.span, h->pid, ms(double(w.in_step_ns)));
     if (f.span->b > std::max(h->asked, w.a)) {
       // The hand-off itself: not the worker's next fetches it waited behind.
       a.handoff_ns += double(h->received - f.span->b -
@@ -112,7 +119,7 @@ void LoaderModel::count_wait(const Wait& w) {
     received = h->received;
     gen = h->generation;
   } else {
-    count_fetch(a, w.track, *tf, pid_of(w.track));
+    count_fetch(a, w.track, *tf, pid_of(w.track), ms(double(w.in_step_ns)));
     gen = tf->generation;
   }
   auto st = a.gen_start.find(gen);
@@ -135,7 +142,10 @@ void LoaderModel::retire(int64_t before) {
 void LoaderModel::evict(int64_t before) {
   for (auto& [track, l] : lanes_) {
     while (!l.spans.empty() && l.spans.front().b < before) l.spans.pop_front();
-    while (!l.reads.empty() && l.reads.front().b < before) l.reads.pop_front();
+    while (!l.reads.empty() && l.reads.front().b < before) {
+      l.reads.pop_front();
+      if (!l.read_files.empty()) l.read_files.pop_front();
+    }
   }
   for (auto& [track, q] : handoffs_)
     while (!q.empty() && q.front().received < before) q.pop_front();
@@ -145,7 +155,86 @@ void LoaderModel::evict(int64_t before) {
   }
 }
 
-std::vector<DataLoaderReport> LoaderModel::finish() {
+void LoaderModel::fetch_shares(const Acc& a, const CpuOf& cpu_of, DataLoaderReport& r) const {
+  double fetch = 0, storage = 0, cpu = 0;
+  bool cpu_known = static_cast<bool>(cpu_of);
+  // Its fetches: of its id, or of no id (older hooks) from its workers.
+  auto mine = [&](const std::pair<uint64_t, uint32_t>& k) {
+    if (k.first == r.id) return true;
+    if (k.first != 0) return false;
+    return std::any_of(a.workers.begin(), a.workers.end(),
+                       [&](const auto& w) { return w.first.second == k.second; });
+  };
+  for (auto it = pid_fetches_.begin(); it != pid_fetches_.end(); ++it) {
+    if (!mine(it->first)) continue;
+    fetch += it->second.fetch_ns;
+    storage += it->second.storage_ns;
+    // The trainer's own process (num_workers=0) also trains: its CPU is not the fetches'.
+    const double c = cpu_known && !it->second.trainer ? cpu_of(it->first.second) : -1;
+    cpu_known = cpu_known && c >= 0;
+    cpu += std::max(c, 0.0);
+  }
+  if (fetch <= 0) return;
+  r.fetch_storage_share = std::clamp(storage / fetch, 0.0, 1.0);
+  if (cpu_known) r.fetch_cpu_share = std::clamp(cpu / fetch, 0.0, 1.0);
+}
+
+void LoaderModel::slow_samples(const Acc& a, DataLoaderReport& r) const {
+  constexpr size_t kMinItems = 20, kListed = 8;
+  constexpr double kTimes = 5, kOverMs = 1, kFew = 0.05;
+  const size_t n = a.items.size();
+  r.samples_timed = n;
+  if (n < kMinItems) return;
+  std::vector<float> v;
+  v.reserve(n);
+  for (const Item& x : a.items) v.push_back(x.ms);
+  std::sort(v.begin(), v.end());
+  r.sample_p50_ms = v[n / 2];
+  r.sample_p99_ms = v[std::min(n - 1, static_cast<size_t>(std::ceil(0.99 * double(n))) - 1)];
+  // A quarter of the slowest too: a busy machine's descheduled samples
+  // (a few ms) are not named beside the ones far slower.
+  const double cut = std::max({kTimes * r.sample_p50_ms, r.sample_p50_ms + kOverMs, 0.25 * v.back()});
+  std::map<uint64_t, LoaderSlowSample> by_index;
+  uint64_t slow = 0;
+  double excess = 0;
+  for (const Item& x : a.items) {
+    if (x.ms < cut) continue;
+    ++slow;
+    excess += x.ms - r.sample_p50_ms;
+    if (by_index.size() >= 4096 && !by_index.contains(x.index)) continue;
+    LoaderSlowSample& s = by_index[x.index];
+    s.index = x.index;
+    ++s.times;
+    if (x.ms > s.ms) {
+      s.ms = x.ms;
+      s.file = x.file < trace_.files.size() ? trace_.files[x.file] : "";
+    }
+  }
+  if (slow == 0 || double(slow) > kFew * double(n)) return;  // none, or no tail: all slow
+  r.slow_sample_count = slow;
+  r.slow_sample_excess_ms = excess;
+  // What they cost the trainer: of each wait on a batch holding one, the
+  // part beyond the median wait, at most their time beyond the median
+  // sample (batches queued ahead absorb the rest).
+  std::vector<float> waits;
+  std::map<uint64_t, std::pair<double, double>> held;  // wait -> (its length, the slow ones' excess)
+  for (const Item& x : a.items) {
+    waits.push_back(x.wait_ms);
+    if (x.ms < cut) continue;
+    auto& h = held[x.wait];
+    h.first = x.wait_ms;
+    h.second += x.ms - r.sample_p50_ms;
+  }
+  std::nth_element(waits.begin(), waits.begin() + long(n / 2), waits.end());
+  const double typical = waits[n / 2];
+  for (const auto& [k, h] : held) r.slow_sample_stall_ms += std::clamp(h.first - typical, 0.0, h.second);
+  for (auto& [i, s] : by_index) r.slow_samples.push_back(std::move(s));
+  std::sort(r.slow_samples.begin(), r.slow_samples.end(),
+            [](const auto& x, const auto& y) { return x.ms != y.ms ? x.ms > y.ms : x.index < y.index; });
+  if (r.slow_samples.size() > kListed) r.slow_samples.resize(kListed);
+}
+
+std::vector<DataLoaderReport> LoaderModel::finish(const CpuOf& cpu_of) {
   retire(INT64_MAX);
   std::vector<const Acc*> order;
   double in_step_wait = 0;
@@ -177,6 +266,8 @@ std::vector<DataLoaderReport> LoaderModel::finish() {
     for (const auto& w : r.workers)
       r.sample_spans_off = r.sample_spans_off || spans_off_.contains(w.pid);
     for (const auto& [gen, ep] : a->epochs) r.epochs.push_back(ep);
+    fetch_shares(*a, cpu_of, r);
+    slow_samples(*a, r);
     out.push_back(std::move(r));
   }
   return out;

@@ -95,7 +95,19 @@ struct WorkersPlan {
   double predicted_step_ms = 0;
   // the rank's CPU time per step over min(budget, proposed + 1) cores (0 unknown)
   double cpu_floor_ms = 0;
+  // Workers that mostly wait on storage (mostly_in_storage): the CPUs one
+  // busy worker uses (its on-CPU share of its fetch time, at least the
+  // part not in reads), the CPUs the workers may use (what the fetching
+  // workers use now + the idle CPUs) and what the proposed ones need.
+  bool storage_bound = false;
+  double storage_share = -1, cpu_per_worker = 1, usable_cpus = -1, cpu_needed = -1;
 };
+// Workers or producers whose storage reads take over half their busy time
+// mostly wait: more of them than cores can help, as long as the CPU they
+// do use fits.
+inline bool mostly_in_storage(double storage_ms, double busy_ms) {
+  return busy_ms > 0 && storage_ms > 0.5 * busy_ms;
+}
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
 // Of the loader's waits, the share spent in its fetches (storage,
 // preprocessing, collate, waiting for a worker to start or take it), and in
@@ -169,6 +181,7 @@ STALLSCOPE_REMEDY(logging_off_step_rule);
 STALLSCOPE_REMEDY(larger_batch_rule);
 STALLSCOPE_REMEDY(tune_dataloader_rule);
 STALLSCOPE_REMEDY(persistent_workers_rule);
+STALLSCOPE_REMEDY(slow_samples_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY
 

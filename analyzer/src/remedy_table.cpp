@@ -10,14 +10,15 @@
 namespace stallscope::analyzer {
 
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 21> kTable = {
+  static const std::array<const RemedyRule*, 22> kTable = {
       &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
       &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
       &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),
       &numa_workers_rule(),    &overlap_copies_rule(),    &overlap_comm_rule(),
       &collectives_below_link_rule(), &avoid_sync_rule(), &cuda_graphs_rule(),
       &fused_optimizer_rule(),        &logging_off_step_rule(), &larger_batch_rule(),
-      &tune_dataloader_rule(),        &persistent_workers_rule(), &healthy_rule(),
+      &tune_dataloader_rule(),        &persistent_workers_rule(), &slow_samples_rule(),
+      &healthy_rule(),
   };
   return kTable;
 }

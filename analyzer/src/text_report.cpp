@@ -145,6 +145,22 @@ void loader_numbers(std::ostream& o, const DataLoaderReport& l) {
   if (l.sample_spans_off)
     o << "  per-sample spans turned off in a process of it (items too cheap to time each): "
          "__getitem__ from the batches before\n";
+  if (l.fetch_storage_share >= 0)
+    o << f("  workers' fetch time: %.0f %% in storage reads", 100 * l.fetch_storage_share)
+      << (l.fetch_cpu_share >= 0 ? f(", %.0f %% on CPU", 100 * l.fetch_cpu_share) : std::string())
+      << "\n";
+  if (!l.slow_samples.empty()) {
+    o << "  slow samples: " << l.slow_sample_count
+      << f(" of %.0f take 5x the median or more (median %.2f ms, p99 %.2f ms):",
+           double(l.samples_timed), l.sample_p50_ms, l.sample_p99_ms);
+    for (size_t i = 0; i < l.slow_samples.size(); ++i) {
+      const auto& x = l.slow_samples[i];
+      o << (i ? ", " : " ") << "index " << x.index << f(" %.1f ms", x.ms);
+      if (x.times > 1) o << " (" << x.times << " times)";
+      if (!x.file.empty()) o << " (" << x.file << ")";
+    }
+    o << "\n";
+  }
   if (l.head_of_line_waits > 0)
     o << "  head-of-line: " << l.head_of_line_waits
       << f(" wait(s) while a later batch was ready (%.1f ms in all)", l.head_of_line_ready_ms) << "\n";

@@ -2,6 +2,7 @@
 // per-loader model, the exact split of a wait, head-of-line waits, the
 // remedy's setting with its value and site, several loaders, `set` marks
 // and phases. Hand-computed traces, times in ms.
+#include <algorithm>
 #include <sstream>
 
 #include <boost/test/unit_test.hpp>
@@ -63,6 +64,63 @@ RankBuilder one_worker(double read_ms,
     b.handoff(start, f + 20.1, kTrain, i, 201);
   }
   idle_cpus(b, 20.0 * kSteps + 40, idle);
+  return b;
+}
+
+// A worker that reads most of the time (issue #25): one worker process
+// (pid 301) fetches batch i in [40i, 40i + 40), eight __getitem__ of 5 ms
+// each opening with a read of `read_ms` from a network mount, and is on
+// CPU `cpu_share` of its time (the sampler's process CPU). The trainer
+// computes 5 ms per batch and waits the other 35 ms of each 40 ms step.
+RankBuilder waiting_worker(double read_ms, double cpu_share, double idle) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w = b.worker_thread(301);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps; ++i) {
+    const double f = 40.0 * i;
+    for (int s = 0; s < 8; ++s) {
+      b.sample(w, f + 5 * s, f + 5 * s + 5, SamplePart::kGetItem, i);
+      b.read(w, f + 5 * s, f + 5 * s + read_ms, 0, 0, 65536, stallscope::format::Tier::kNetwork);
+    }
+    b.sample(w, f, f + 40, SamplePart::kFetch, i, 0, 0, 8);
+    const double start = i == 0 ? 0 : f + 5.1;
+    b.step(i, start, f + 45.1).wait(start, f + 40.1, i).kernel(f + 40.1, f + 45.1);
+    b.handoff(start, f + 40.1, kTrain, i, 301);
+  }
+  const double end = 40.0 * kSteps + 40;
+  idle_cpus(b, end, idle);
+  for (double t = 0; t <= end; t += 5) b.counter("cpu.process_ns", t, t * cpu_share * 1e6, 0, w);
+  return b;
+}
+
+// One worker fetches batch after batch of eight samples of 2 ms each, each
+// reading its file /data/000K.z (K its place in the batch) for most of
+// its time; the samples `slow` take 30 ms instead. The trainer computes
+// 5 ms per batch and waits for the rest.
+RankBuilder slow_tail(const std::vector<uint64_t>& slow) {
+  RankBuilder b;
+  b.t.procs[0].cmdline = {"python3", "train.py"};
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int k = 0; k < 8; ++k) b.t.files.push_back("/data/000" + std::to_string(k) + ".z");
+  double t = 0, trainer = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const double f = t;
+    for (int k = 0; k < 8; ++k) {
+      const uint64_t idx = uint64_t(i) * 8 + uint64_t(k);
+      const double d = std::find(slow.begin(), slow.end(), idx) != slow.end() ? 30 : 2;
+      b.sample(w, t, t + d, SamplePart::kGetItem, i);
+      b.t.events.back().sample().index = idx;
+      b.read(w, t, t + 0.8 * d, 0, RankBuilder::ReadOpts{.file = uint64_t(k) + 1});
+      t += d;
+    }
+    b.sample(w, f, t, SamplePart::kFetch, i, 0, 0, 8);
+    b.step(i, trainer, t + 5.1).wait(trainer, t + 0.1, i).kernel(t + 0.1, t + 5.1);
+    b.handoff(trainer, t + 0.1, kTrain, i, 201);
+    trainer = t + 5.1;
+  }
+  idle_cpus(b, t + 40, 0.9);
   return b;
 }
 
@@ -669,6 +727,111 @@ BOOST_AUTO_TEST_CASE(a_batch_held_back_by_its_workers_next_fetch_is_preprocessin
   const Remedy* m = remedy(r, "more_workers");
   BOOST_TEST_REQUIRE(m != nullptr);
   BOOST_TEST(m->try_command.find("num_workers=2") != std::string::npos, m->try_command);
+}
+
+// A worker that waits on storage 90 % of its busy time uses a tenth of a
+// CPU: the 1.5 idle CPUs cap the CPU the workers need (8 × 0.1), not their
+// number, so 8 workers — above the 2 cores — keep up with the trainer.
+BOOST_AUTO_TEST_CASE(workers_waiting_on_storage_get_more_workers_than_cores) {
+  const auto r = waiting_worker(4.5, 0.1, 1.5).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.fetch_storage_share == 0.9, tt::tolerance(1e-6));
+  BOOST_TEST(l.fetch_cpu_share == 0.1 * (40.0 * kSteps + 40) / (40.0 * kSteps), tt::tolerance(1e-3));
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=8) at train.py:42");
+  BOOST_TEST(r.remedies.front().id == "more_workers");
+  BOOST_TEST(m->evidence.find("wait on storage 90 % of their busy time") != std::string::npos, m->evidence);
+  // 8 workers × 0.11 CPU of the 1.5 idle + the fetching worker's 0.11.
+  BOOST_TEST(m->evidence.find("8 workers need 0.87 CPUs of 1.61 usable") != std::string::npos, m->evidence);
+  // 40 ms of fetch over 8 workers: 5 ms per batch, the trainer's own 5 ms.
+  BOOST_TEST(m->predicted_step_ms == 5.0, tt::tolerance(0.05));
+}
+
+// The same workers on CPU 40 % of the time (storage 60 %): 0.43 CPU each
+// (the sampler's CPU over the run, 520 ms, against 480 ms of fetches), so
+// the 1.5 idle CPUs allow 1 + 3 workers, fewer than the 8 needed.
+BOOST_AUTO_TEST_CASE(workers_waiting_on_storage_are_capped_by_the_cpu_they_need) {
+  const auto r = waiting_worker(3.0, 0.4, 1.5).analyze();
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=4) at train.py:42");
+  BOOST_TEST(m->evidence.find("4 workers need 1.73 CPUs of 1.93 usable (4 proposed: the usable "
+                              "CPUs allow no more)") != std::string::npos,
+             m->evidence);
+}
+
+// CPU-bound workers (reads 10 % of their time): one more worker per idle
+// CPU, as many as the idle CPUs hold, not the 8 Little's law asks for.
+BOOST_AUTO_TEST_CASE(cpu_bound_workers_stay_capped_by_idle_cpus) {
+  const auto r = waiting_worker(0.5, 0.9, 1.5).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.fetch_storage_share == 0.1, tt::tolerance(1e-6));
+  const Remedy* m = remedy(r, "more_workers");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=3) at train.py:42");
+  BOOST_TEST(m->evidence.find("wait on storage") == std::string::npos, m->evidence);
+  BOOST_TEST(m->evidence.find("(3 proposed: the idle CPUs allow no more)") != std::string::npos,
+             m->evidence);
+}
+
+// Two of 96 samples take 30 ms against a 2 ms median, each holding up its
+// batch while the trainer waits: the report names their indices and files,
+// and slow_samples bounds the gain at the 2 × 28 ms their batches' waits
+// exceed the median wait, over the 12 batches waited for.
+BOOST_AUTO_TEST_CASE(slow_samples_at_the_head_of_the_line_are_named_with_their_files) {
+  const auto r = slow_tail({17, 42}).analyze();
+  const DataLoaderReport& l = r.dataloaders.at(0);
+  BOOST_TEST(l.samples_timed == 96u);
+  BOOST_TEST(l.sample_p50_ms == 2.0, tt::tolerance(1e-6));
+  BOOST_TEST(l.sample_p99_ms == 30.0, tt::tolerance(1e-6));
+  BOOST_TEST(l.slow_sample_count == 2u);
+  BOOST_TEST(l.slow_sample_excess_ms == 56.0, tt::tolerance(1e-6));
+  // Nothing queued ahead absorbs them: each of their batches' waits (39 ms)
+  // exceeds the median wait (11 ms) by their whole 28 ms beyond the median.
+  BOOST_TEST(l.slow_sample_stall_ms == 56.0, tt::tolerance(1e-3));
+  BOOST_REQUIRE_EQUAL(l.slow_samples.size(), 2u);
+  BOOST_TEST(l.slow_samples[0].index == 17u);
+  BOOST_TEST(l.slow_samples[0].file == "/data/0001.z");
+  BOOST_TEST(l.slow_samples[1].index == 42u);
+  BOOST_TEST(l.slow_samples[1].file == "/data/0002.z");
+  const Remedy* m = remedy(r, "slow_samples");
+  BOOST_REQUIRE(m != nullptr);
+  BOOST_TEST(m->bound);
+  BOOST_TEST(m->try_command.empty());
+  BOOST_TEST(m->pytorch_knob.find("samples 17 (/data/0001.z), 42 (/data/0002.z) take up to 30.0 ms "
+                                  "against a 2.00 ms median") != std::string::npos,
+             m->pytorch_knob);
+  const double steps = double(r.steps.size());
+  BOOST_TEST(m->gain_ms() == 56.0 / 12 * (double(l.waits_in_steps) / steps), tt::tolerance(1e-3));
+  // Text and JSON carry the tail.
+  std::ostringstream text;
+  stallscope::analyzer::Report rep;
+  rep.ranks.push_back(r);
+  stallscope::analyzer::write_text(text, rep, {});
+  BOOST_TEST(text.str().find("slow samples: 2 of 96 take 5x the median or more (median 2.00 ms, "
+                             "p99 30.00 ms): index 17 30.0 ms (/data/0001.z), index 42 30.0 ms "
+                             "(/data/0002.z)") != std::string::npos,
+             text.str());
+  std::ostringstream json;
+  stallscope::analyzer::write_json(json, rep);
+  const auto j = nlohmann::json::parse(json.str())["ranks"][0]["dataloaders"][0];
+  BOOST_TEST(j["slow_sample_count"].get<int>() == 2);
+  BOOST_TEST(j["slow_samples"][0]["index"].get<int>() == 17);
+  BOOST_TEST(j["slow_samples"][0]["file"].get<std::string>() == "/data/0001.z");
+  BOOST_TEST(j["sample_p50_ms"].get<double>() == 2.0, tt::tolerance(1e-6));
+}
+
+// No tail: every sample equally slow, or too many slow ones (8 of 96 is
+// over 5 %) — then the samples are slow, not a few of them.
+BOOST_AUTO_TEST_CASE(no_tail_no_slow_samples) {
+  const auto even = slow_tail({}).analyze();
+  BOOST_TEST(even.dataloaders.at(0).slow_samples.empty());
+  BOOST_TEST(remedy(even, "slow_samples") == nullptr);
+  const auto many = slow_tail({3, 13, 23, 33, 43, 53, 63, 73}).analyze();
+  BOOST_TEST(many.dataloaders.at(0).slow_samples.empty());
+  BOOST_TEST(many.dataloaders.at(0).slow_sample_count == 0u);
+  BOOST_TEST(remedy(many, "slow_samples") == nullptr);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

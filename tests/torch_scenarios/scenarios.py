@@ -18,19 +18,23 @@ it prints SKIP and exits 77 (ctest shows a skip). A check that fails while
 the premise has since stopped holding, or while other processes used more
 than 1/4 of a core during the runs, skips as well, saying so.
 
-usage: scenarios.py STALLSCOPE_BIN NAME [--keep DIR] [--bench]
-  NAME: trainer_thread | one_worker | saturated | worker_startup | compute
+usage: scenarios.py STALLSCOPE_BIN NAME [--keep DIR] [--bench] [--slowfs SLOWFS_BIN]
+  NAME: trainer_thread | one_worker | saturated | worker_startup | compute | storage |
+        slow_samples
+  --slowfs: the FUSE tool (tests/tools/slowfs) the storage scenario mounts
   --bench: also print RESULT lines (bench/torch_scenarios.sh)
 Exit: 0 pass, 1 fail, 77 skip. STALLSCOPE_SCENARIO_IGNORE_PREMISE=1 runs
 them on a busy machine (to debug the driver; the numbers then mean little).
 """
 
+import atexit
 import json
 import multiprocessing
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,6 +77,20 @@ SCENARIOS = {
     "compute": dict(
         title="compute-bound", decode_ms=4, compute_ms=40, args=["--workers", "1"],
         verdict="healthy", remedy="healthy", idle=1.5),
+    # A few slow samples: one file of 64 takes 150 ms more to fetch (a cold
+    # object); the user's fix, that file made as fast as the rest.
+    "slow_samples": dict(
+        title="a few slow samples at the head of the line (one file of 64 slow)",
+        decode_ms=4, compute_ms=20, args=["--workers", "2", "--slow-files", "17", "--slow-ms", "150"],
+        files=64, steps=60, verdict="preprocessing", remedy="slow_samples", idle=1.0),
+    # The data on a slowfs mount answering each read request after
+    # `latency_us` (a sample is two: its bytes and end of file): the workers
+    # wait, using little CPU, and more of them than cores keep up.
+    "storage": dict(
+        title="slow storage through the FUSE tool (slowfs), little CPU per sample",
+        decode_ms=2, compute_ms=10, args=["--workers", "2"], latency_us=6000,
+        verdict="storage", remedy="more_workers", field="num_workers", values=(4, 64),
+        idle=1.0),
 }
 
 
@@ -163,6 +181,50 @@ def sizes(sc, cal, batch=8):
     return kb, layers, decode, compute
 
 
+class SlowMount:
+    """A slowfs mount of `src` on `mnt`, always unmounted: on close, at
+    exit, and when the driver is killed by ctest's SIGTERM. `why` says why
+    it did not mount ('' when it did)."""
+
+    def __init__(self, slowfs, src, mnt, latency_us):
+        self.mnt, self.mounted, self.why = mnt, False, ""
+        if not slowfs or not os.access(slowfs, os.X_OK):
+            self.why = "slowfs was not built (libfuse3 missing)"
+        elif not os.access("/dev/fuse", os.R_OK | os.W_OK):
+            self.why = "/dev/fuse is not available"
+        elif shutil.which("fusermount3") is None:
+            self.why = "fusermount3 is not installed"
+        if self.why:
+            return
+        os.makedirs(mnt, exist_ok=True)
+        atexit.register(self.close)
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # finally and atexit run
+        p = subprocess.run([slowfs, src, mnt, "--latency-us", str(latency_us)],
+                           capture_output=True, text=True)
+        for _ in range(50):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.02)
+        self.mounted = os.path.ismount(mnt)
+        if not self.mounted:
+            self.why = f"slowfs did not mount {mnt} (exit {p.returncode}: {p.stderr.strip()[-200:]})"
+
+    def close(self):
+        if not self.mounted:
+            return
+        if subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        self.mounted = os.path.ismount(self.mnt)
+
+
+def read_ms(path):
+    """Wall ms of one sample's read as the Dataset does it (open, read all)."""
+    t = time.perf_counter()
+    with open(path, "rb") as f:
+        f.read()
+    return (time.perf_counter() - t) * 1e3
+
+
 # ---- runs ------------------------------------------------------------------
 
 def step_times(log):
@@ -212,9 +274,10 @@ def try_sets(cmd):
 # ---- one scenario ----------------------------------------------------------
 
 class Scenario:
-    def __init__(self, name, stallscope, work, bench):
+    def __init__(self, name, stallscope, work, bench, slowfs=None):
         self.name, self.sc, self.stallscope, self.work, self.bench = (
             name, SCENARIOS[name], stallscope, work, bench)
+        self.slowfs, self.mount = slowfs, None
         self.failures = []
 
     def check(self, ok, what):
@@ -235,6 +298,8 @@ class Scenario:
         share = decode / (decode + compute)
         print(f"  calibration: decode {decode:.1f} ms per batch ({kb} KB samples), step compute "
               f"{compute:.1f} ms ({layers} hidden layers), on {cores()} CPUs")
+        if self.sc.get("latency_us"):
+            return self.slow_storage(decode, compute)
         inj = self.sc["decode_ms"] >= self.sc["compute_ms"]
         if inj and share < 0.4 * 1.25:  # the cause >= 40 % of the step, with room
             return f"decode is only {100 * share:.0f} % of the CPU per step"
@@ -242,6 +307,33 @@ class Scenario:
             w = cores()
             if compute + decode <= cores() * max(compute, decode / w):
                 return "the trainer and its workers would not saturate the CPUs"
+        return ""
+
+    def slow_storage(self, decode, compute):
+        """The storage scenario's premise: the mount works, a sample's read
+        through it takes the latency, and at the scenario's workers storage
+        is at least 40 % of the step (with room)."""
+        lat = self.sc["latency_us"] / 1e3
+        src = os.path.join(self.work, "data")
+        subprocess.run([PY, TRAIN, src, "--make-data", "--sample-kb", str(self.kb)], check=True)
+        self.mount = SlowMount(self.slowfs, src, os.path.join(self.work, "mnt"), self.sc["latency_us"])
+        if not self.mount.mounted:
+            return f"FUSE is not usable here: {self.mount.why}"
+        files = sorted(os.listdir(self.mount.mnt))
+        if files != sorted(os.listdir(src)):
+            return "the slowfs mount does not show the dataset's files"
+        t = sorted(read_ms(os.path.join(self.mount.mnt, f)) for f in files[:8])
+        sample = t[len(t) // 2]
+        workers = int(self.sc["args"][self.sc["args"].index("--workers") + 1])
+        fetch = 8 * sample + decode  # a batch of 8 samples
+        share = max(0.0, fetch / workers - compute) / (fetch / workers)
+        print(f"  calibration: a sample's read through slowfs takes {sample:.1f} ms (latency "
+              f"{lat:.1f} ms per request); a batch's fetch {fetch:.1f} ms, the trainer's compute "
+              f"{compute:.1f} ms: storage ~{100 * share:.0f} % of the step at {workers} workers")
+        if sample < lat:
+            return f"a read through the mount took {sample:.2f} ms, under its {lat:.1f} ms latency"
+        if share < 0.4 * 1.25:
+            return f"storage would be only {100 * share:.0f} % of the step"
         return ""
 
     def busy(self):
@@ -260,8 +352,12 @@ class Scenario:
         if why:
             print(f"SKIP: premise of {self.name} does not hold: {why}", flush=True)
             return SKIP
-        data = os.path.join(self.work, "data")
-        subprocess.run([PY, TRAIN, data, "--make-data", "--sample-kb", str(self.kb)], check=True)
+        if self.mount is not None:
+            data = self.mount.mnt
+        else:
+            data = os.path.join(self.work, "data")
+            subprocess.run([PY, TRAIN, data, "--make-data", "--sample-kb", str(self.kb),
+                            "--files", str(sc.get("files", 16))], check=True)
         start, steps = sc.get("start_step", 5), sc.get("steps", 30)
         base, log = run(self.stallscope, os.path.join(self.work, "base"), self.command(data),
                         start, steps)
@@ -303,6 +399,14 @@ class Scenario:
         else:
             self.check(cause.startswith("input-bound: " + sc["verdict"]),
                        f"verdict input-bound: {sc['verdict']}: {cause}")
+        if sc["remedy"] == "slow_samples":
+            # No setting fixes them, so deeper prefetch (which absorbs the
+            # bursts they make) may rank first; slow_samples must be there.
+            ours = [r for r in rems if r["id"] == "slow_samples"]
+            if not self.check(bool(ours), "slow_samples among the remedies (got "
+                              f"{', '.join(r['id'] for r in rems) or 'none'})"):
+                return
+            return self.judge_slow(ours[0], base, log, data, start, steps)
         if not self.check(bool(rems) and rems[0]["id"] == sc["remedy"],
                           f"first remedy {sc['remedy']} (got "
                           f"{', '.join(r['id'] for r in rems) or 'none'})"):
@@ -345,6 +449,22 @@ class Scenario:
             after, alog = run(self.stallscope, os.path.join(self.work, "after"), tried[2:],
                               start, steps)
             self.check(f"set applied {want}" in alog, "the rerun applied the setting")
+        self.gain(first, base, log, after, alog)
+
+    def judge_slow(self, first, base, log, data, start, steps):
+        """The slow file named in the loader block and the remedy; the fix
+        (the file as fast as the rest) delivering the bound's 1/2..2x."""
+        slow = self.sc["args"][self.sc["args"].index("--slow-files") + 1]
+        name = f"{int(slow):04d}.z"
+        loaders = base.get("dataloaders", [])
+        tail = loaders[0].get("slow_samples", []) if loaders else []
+        self.check(bool(tail) and all(x["file"].endswith("/" + name) for x in tail),
+                   f"the loader's slow samples are of {name}: "
+                   f"{[(x['index'], x['file'], round(x['ms'], 1)) for x in tail]}")
+        knob = first.get("pytorch_knob", "")
+        self.check(name in knob, f"slow_samples names {name}: {knob}")
+        fixed = [a for a in self.command(data) if a not in ("--slow-files", slow)]
+        after, alog = run(self.stallscope, os.path.join(self.work, "after"), fixed, start, steps)
         self.gain(first, base, log, after, alog)
 
     def cache(self, data):
@@ -414,13 +534,18 @@ def main():
         return SKIP
     keep = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
     bench = "--bench" in sys.argv
+    slowfs = sys.argv[sys.argv.index("--slowfs") + 1] if "--slowfs" in sys.argv else None
     work = tempfile.mkdtemp(prefix=f"stallscope-torch-{name}-")
+    sc = Scenario(name, stallscope, work, bench, slowfs)
     try:
-        return Scenario(name, stallscope, work, bench).run_all()
+        return sc.run_all()
     finally:
+        if sc.mount is not None:
+            sc.mount.close()  # before anything under work is removed
         if keep:
             shutil.rmtree(keep, ignore_errors=True)
-            shutil.copytree(work, keep, ignore=shutil.ignore_patterns("data", "cached", "calib"))
+            shutil.copytree(work, keep,
+                            ignore=shutil.ignore_patterns("data", "cached", "calib", "mnt"))
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -9,6 +9,7 @@ scenarios compare before and after a remedy. Nothing here knows stallscope.
 
 usage: train.py DATA_DIR [--workers N] [--persistent] [--init-ms MS]
                 [--epochs E] [--batches B] [--batch-size S] [--layers L]
+                [--slow-files K,... --slow-ms MS]
        train.py --make-data DATA_DIR --sample-kb KB [--files N]
 """
 
@@ -28,10 +29,13 @@ FEATURES = 3 * 32 * 32
 class CompressedImages(Dataset):
     """Samples on disk, zlib-compressed (`.z`) or decoded (`.npy`, a cache)."""
 
-    def __init__(self, root, length):
+    def __init__(self, root, length, slow_files=(), slow_ms=0):
         self.files = sorted(os.path.join(root, f) for f in os.listdir(root)
                             if f.endswith((".z", ".npy")))
         self.length = length
+        # files that take slow_ms longer to fetch (a cold object, a retried read)
+        self.slow = {self.files[k] for k in slow_files if k < len(self.files)}
+        self.slow_ms = slow_ms
 
     def __len__(self):
         return self.length
@@ -40,6 +44,8 @@ class CompressedImages(Dataset):
         path = self.files[i % len(self.files)]
         with open(path, "rb") as f:
             raw = f.read()
+            if path in self.slow:
+                time.sleep(self.slow_ms / 1000.0)
         if path.endswith(".z"):
             pixels = np.frombuffer(zlib.decompress(raw), dtype=np.uint8)
             img = torch.from_numpy(pixels.copy()).float().div_(255.0)
@@ -87,13 +93,16 @@ def main():
     p.add_argument("--batches", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--slow-files", default="", help="comma-separated file numbers that are slow")
+    p.add_argument("--slow-ms", type=float, default=0)
     a = p.parse_args()
     if a.make_data:
         make_data(a.data, a.sample_kb, a.files)
         return
 
     torch.set_num_threads(1)  # one core for the model; the rest for the loader
-    dataset = CompressedImages(a.data, a.batch_size * a.batches)
+    slow = [int(k) for k in a.slow_files.split(",") if k]
+    dataset = CompressedImages(a.data, a.batch_size * a.batches, slow, a.slow_ms)
     loader = DataLoader(dataset, batch_size=a.batch_size, shuffle=True, num_workers=a.workers, persistent_workers=a.persistent, worker_init_fn=slow_init(a.init_ms) if a.init_ms else None)
     model = make_model(a.layers)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

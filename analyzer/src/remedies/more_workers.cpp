@@ -26,7 +26,8 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   m.predicted_step_ms = plan->predicted_step_ms;
   m.bound = l.num_workers == 0;
   m.model = "workers = ceil(fetch_per_batch / trainer_per_batch), at most num_workers + idle CPUs "
-            "during stalls; step - data_stall * (1 - worker_start_share) + max(0, fetch_per_batch / "
+            "during stalls / cpu_per_worker (1, or for workers over half in storage reads their "
+            "on-CPU share of the fetch); step - data_stall * (1 - worker_start_share) + max(0, fetch_per_batch / "
             "workers - trainer_per_batch), at least cpu_used * step / min(cpu_budget, workers + 1)";
   if (m.bound) m.model = "bound: " + m.model + " (moving batches between processes costs what this run did not measure)";
   m.evidence = strf("the DataLoader%s%s (num_workers=%d) fetches a batch in %.2f ms; the trainer "
@@ -34,7 +35,14 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
                     l.site.empty() ? "" : " at ", l.site.c_str(), plan->current, plan->fetch_ms,
                     plan->consume_ms, plan->needed);
   if (plan->idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", plan->idle);
-  if (plan->capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", plan->proposed);
+  if (plan->storage_bound)
+    m.evidence += strf("; the workers wait on storage %.0f %% of their busy time, so more of them "
+                       "than cores can help: %d workers need %.2f CPUs%s",
+                       100 * plan->storage_share, plan->proposed, plan->cpu_needed,
+                       plan->usable_cpus >= 0 ? strf(" of %.2f usable", plan->usable_cpus).c_str() : "");
+  if (plan->capped)
+    m.evidence += strf(" (%d proposed: the %s allow no more)", plan->proposed,
+                       plan->storage_bound ? "usable CPUs" : "idle CPUs");
   if (plan->cpu_floor_ms > 0 && plan->cpu_floor_ms >= plan->predicted_step_ms - 1e-9)
     m.evidence += strf("; the step's CPU work (%.1f cores used) keeps it at %.2f ms or more",
                        c.r.cpu.used_cores, plan->cpu_floor_ms);
@@ -42,7 +50,9 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
               {"workers_needed", double(plan->needed), ""}, {"fetch_ms_per_batch", plan->fetch_ms, "ms"},
               {"trainer_ms_per_batch", plan->consume_ms, "ms"},
               {"idle_cpus_during_stalls", plan->idle, ""},
-              {"cpu_floor_ms", plan->cpu_floor_ms, "ms"}};
+              {"cpu_floor_ms", plan->cpu_floor_ms, "ms"},
+              {"storage_share_of_fetch", plan->storage_share, ""},
+              {"cpus_per_worker", plan->cpu_per_worker, ""}};
   return m;
 }
 
@@ -72,8 +82,9 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const double idle = c.r.cpu.idle_during_stalls;
   const bool waits_elsewhere = f.other_ms_per_item > 0 &&
                                (idle < 0 || idle >= 1 || f.other_ms_per_item > 3 * f.cpu_ms_per_item);
-  const bool blocked = f.storage_ms_per_item > 0.5 * f.busy_ms_per_item ||
-                       (waits_elsewhere && f.storage_ms_per_item + f.other_ms_per_item > 0.5 * f.busy_ms_per_item);
+  const bool blocked = mostly_in_storage(f.storage_ms_per_item, f.busy_ms_per_item) ||
+                       (waits_elsewhere && mostly_in_storage(f.storage_ms_per_item + f.other_ms_per_item,
+                                                             f.busy_ms_per_item));
   int proposed = needed;
   bool capped = false;
   if (!blocked && idle >= 0) {

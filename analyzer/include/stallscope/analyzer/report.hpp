@@ -26,7 +26,7 @@ inline constexpr int kSchemaVersion = 1;
 // stage, step sources `handoffs`, `inferred`, `whole_trace`;
 // 1.5: `host_gaps` (the host parts' device-idle gaps classed, with their
 // activities), the step table's `gap_ns`.
-inline constexpr int kSchemaMinor = 6;
+inline constexpr int kSchemaMinor = 7;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
@@ -217,6 +217,14 @@ struct LoaderWaitSplit {
   double head_of_line_ms = 0; // ready before asked for, beyond one batch's hand-off (queued behind others)
   double unjoined_ms = 0;     // waits with no worker record to split them
 };
+// A sample far slower than the loader's median, in a batch the trainer
+// waited for (the same dataset index over epochs: one entry).
+struct LoaderSlowSample {
+  uint64_t index = 0;   // dataset index
+  uint64_t times = 0;   // how often it was that slow
+  double ms = 0;        // its longest __getitem__
+  std::string file;     // the longest read inside it ("" none)
+};
 struct DataLoaderReport {
   uint64_t id = 0;
   std::string site, dataset, sampler, batch_sampler, collate;
@@ -242,6 +250,21 @@ struct DataLoaderReport {
   double consume_ms = -1;        // trainer's time per batch outside its waits (in steps)
   uint64_t unjoined_batches = 0; // batches received with no worker fetch found
   bool sample_spans_off = false; // a worker skipped per-sample spans (cheap items)
+  // Of the workers' fetch time (all their fetches), the share in storage
+  // reads and on CPU (the sampler's process CPU over it; -1 unknown).
+  double fetch_storage_share = -1, fetch_cpu_share = -1;
+  // The samples of the batches the trainer waited for: how many were
+  // timed, their median and 99th percentile; the tail, where a few (at most
+  // 5 %) took 5x the median, 1 ms more and a quarter of the slowest: the
+  // slowest first, at most 8.
+  uint64_t samples_timed = 0;
+  double sample_p50_ms = -1, sample_p99_ms = -1;
+  uint64_t slow_sample_count = 0;    // samples in the tail (all, not only the 8)
+  double slow_sample_excess_ms = 0;  // their time beyond the median, summed
+  // The trainer's waits on the batches holding them beyond the median wait,
+  // each at most those samples' excess, summed: what they held it up.
+  double slow_sample_stall_ms = 0;
+  std::vector<LoaderSlowSample> slow_samples;
   std::vector<LoaderWorker> workers;
   std::vector<LoaderEpoch> epochs;
 };
