@@ -177,6 +177,7 @@ std::vector<DataLoaderReport> LoaderModel::finish() {
     for (const auto& w : r.workers)
       r.sample_spans_off = r.sample_spans_off || spans_off_.contains(w.pid);
     for (const auto& [gen, ep] : a->epochs) r.epochs.push_back(ep);
+    guard_facts(r);
     out.push_back(std::move(r));
   }
   return out;

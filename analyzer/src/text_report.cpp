@@ -167,10 +167,31 @@ void loader_epochs(std::ostream& o, const DataLoaderReport& l) {
   o << "\n";
 }
 
+// What limits more workers besides CPUs, as the hooks saw it (one line).
+void loader_guards(std::ostream& o, const DataLoaderReport& l) {
+  std::string s;
+  auto mib = [](double b) { return f("%.0f MiB", b / 1024 / 1024); };
+  if (l.shm_free_bytes >= 0)
+    s += "/dev/shm " + mib(l.shm_free_bytes) + " free" +
+         (l.shm_total_bytes > 0 ? " of " + mib(l.shm_total_bytes) : std::string());
+  if (l.batch_bytes > 0)
+    s += (s.empty() ? "" : ", ") + f("batch %.1f MiB", l.batch_bytes / 1024 / 1024) +
+         (l.batch_tensors > 0 ? f(" in %.0f tensor(s)", l.batch_tensors) : std::string());
+  if (l.nofile_soft > 0)
+    s += (s.empty() ? "" : "; ") + f("RLIMIT_NOFILE %.0f", l.nofile_soft) +
+         (l.open_fds >= 0 ? f(" (%.0f open)", l.open_fds) : std::string()) +
+         (l.sharing_strategy.empty() ? "" : ", sharing " + l.sharing_strategy);
+  if (l.worker_threads > 0)
+    s += (s.empty() ? "" : "; ") + f("%.0f threads per worker", l.worker_threads) +
+         (l.worker_torch_threads > 0 ? f(" (torch %.0f)", l.worker_torch_threads) : std::string());
+  if (!s.empty()) o << "  guard rails: " << s << "\n";
+}
+
 void dataloaders(std::ostream& o, const RankReport& r) {
   for (const auto& l : r.dataloaders) {
     loader_config(o, l);
     loader_numbers(o, l);
+    loader_guards(o, l);
     loader_epochs(o, l);
   }
   for (size_t i = 0; i < r.settings.size(); ++i) {
@@ -255,6 +276,14 @@ void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, cons
   }
 }
 
+// What the rules considered and did not propose, with the reason.
+void rejected(std::ostream& o, const RankReport& r, const Style& s) {
+  if (r.rejected_remedies.empty()) return;
+  o << s.bold() << "considered, not proposed" << s.off() << ":\n";
+  for (const auto& x : r.rejected_remedies)
+    o << "  - " << (x.title.empty() ? x.id : x.title) << ": " << s.dim() << x.reason << s.off() << "\n";
+}
+
 std::string top_part(const StepResult& st) {
   size_t best = 0;
   for (size_t p = 1; p < kPartCount; ++p) if (st.parts[p] > st.parts[best]) best = p;
@@ -295,6 +324,7 @@ void write_text_unescaped(std::ostream& out, const Report& r, const TextOptions&
     feed(out, rank);
     host_gaps(out, rank);
     remedies(out, rank, opt, s);
+    rejected(out, rank, s);
     outliers(out, rank, opt);
     drops_and_warnings(out, rank, s);
   }

@@ -1,0 +1,128 @@
+// Guard rails before proposing more DataLoader workers (issue #25): what
+// besides CPUs runs out when workers are added. Each rail reads the hooks'
+// facts (DataLoaderReport's guard fields) and gives the most workers it
+// allows; an unknown fact limits nothing (the evidence lists what was known).
+#include <algorithm>
+#include <cmath>
+
+#include "remedy.hpp"
+
+namespace stallscope::analyzer {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+// Descriptors the trainer holds per worker besides its batches (the index
+// queue's pipe, the worker's sentinel, the data queue's share), and those
+// it keeps for itself beyond what was open at the iterator's creation.
+constexpr double kFdsPerWorker = 4, kFdSlack = 16;
+// Threads every Python worker runs: its main thread and its data queue's
+// feeder thread. More are pools (BLAS, OpenMP, OpenCV) or the program's own.
+constexpr double kWorkerBaseThreads = 2;
+
+std::string bytes_text(double b) {
+  if (b >= kGiB) return strf("%.1f GiB", b / kGiB);
+  if (b >= 1024.0 * 1024) return strf("%.1f MiB", b / 1024 / 1024);
+  return strf("%.0f KiB", b / 1024);
+}
+
+struct Rail {
+  int most = WorkerGuard::kNoLimit;
+  std::string name, why, fix;
+};
+
+double prefetch(const DataLoaderReport& l) { return l.prefetch_factor > 0 ? l.prefetch_factor : 2; }
+
+Rail shared_memory(const DataLoaderReport& l, int proposed, std::vector<Number>& in) {
+  Rail r;
+  if (l.shm_free_bytes < 0 || l.batch_bytes <= 0) return r;
+  const double per_worker = prefetch(l) * l.batch_bytes;
+  in.push_back({"shm_free_bytes", l.shm_free_bytes, "B"});
+  in.push_back({"batch_bytes", l.batch_bytes, "B"});
+  r.most = int(std::floor(l.shm_free_bytes / per_worker));
+  r.name = "shared memory";
+  r.why = strf("/dev/shm has %s free and %d workers x prefetch_factor %.0f x %s per batch need %s "
+               "(too little ends in \"DataLoader worker killed by signal: Bus error\")",
+               bytes_text(l.shm_free_bytes).c_str(), proposed, prefetch(l),
+               bytes_text(l.batch_bytes).c_str(), bytes_text(proposed * per_worker).c_str());
+  const int gib = std::max(1, int(std::ceil(1.5 * proposed * per_worker / kGiB)));
+  r.fix = strf("raise /dev/shm to %d GiB or more: docker run --shm-size=%dg (Kubernetes: an "
+               "emptyDir of medium Memory mounted at /dev/shm)", gib, gib);
+  return r;
+}
+
+Rail descriptors(const DataLoaderReport& l, int proposed, std::vector<Number>& in) {
+  Rail r;
+  // Only the file_descriptor strategy holds a descriptor per tensor in flight.
+  if (l.sharing_strategy != "file_descriptor" || l.nofile_soft <= 0 || l.batch_tensors <= 0) return r;
+  const double per_worker = prefetch(l) * l.batch_tensors + kFdsPerWorker;
+  const double open = std::max(l.open_fds, 0.0);
+  in.push_back({"nofile_soft", l.nofile_soft, ""});
+  in.push_back({"open_fds", open, ""});
+  in.push_back({"batch_tensors", l.batch_tensors, ""});
+  r.most = int(std::floor(std::max(0.0, l.nofile_soft - open - kFdSlack) / per_worker));
+  r.name = "descriptors";
+  r.why = strf("RLIMIT_NOFILE is %.0f with %.0f open, and %d workers x (prefetch_factor %.0f x %.0f "
+               "tensors + %.0f) descriptors in flight need %.0f more (too few ends in \"Too many "
+               "open files\" or \"received 0 items of ancdata\")",
+               l.nofile_soft, open, proposed, prefetch(l), l.batch_tensors, kFdsPerWorker,
+               proposed * per_worker);
+  const double want = std::max(65536.0, std::ceil(2 * (open + proposed * per_worker)));
+  r.fix = strf("ulimit -n %.0f before starting the job, or "
+               "torch.multiprocessing.set_sharing_strategy('file_system')", want);
+  return r;
+}
+
+Rail threads(const RemedyContext& c, const DataLoaderReport& l, int proposed, std::vector<Number>& in) {
+  Rail r;
+  if (l.worker_threads < 0 && l.worker_torch_threads < 0) return r;
+  in.push_back({"worker_threads", l.worker_threads, ""});
+  in.push_back({"worker_torch_threads", l.worker_torch_threads, ""});
+  const double pool = std::max(l.worker_torch_threads, l.worker_threads - kWorkerBaseThreads);
+  const double budget = c.r.cpu.known ? c.r.cpu.budget_cores : 0;
+  if (pool <= 1 || budget <= 0) return r;
+  r.most = int(std::floor(budget / pool));
+  r.name = "threads";
+  r.why = strf("each worker runs %.0f threads (torch.get_num_threads() %.0f there), so %d workers "
+               "run %.0f compute threads on the rank's %.1f-core budget",
+               l.worker_threads, l.worker_torch_threads, proposed, proposed * pool, budget);
+  r.fix = "one thread per worker: torch.set_num_threads(1) (and cv2.setNumThreads(0)) in "
+          "worker_init_fn, or OMP_NUM_THREADS=1";
+  return r;
+}
+
+}  // namespace
+
+WorkerGuard worker_guard(const RemedyContext& c, const DataLoaderReport& l, int proposed) {
+  WorkerGuard g;
+  for (Rail r : {shared_memory(l, proposed, g.inputs), descriptors(l, proposed, g.inputs),
+                 threads(c, l, proposed, g.inputs)}) {
+    if (r.most >= proposed || r.most >= g.most) continue;
+    g.most = std::max(0, r.most);
+    g.rail = r.name;
+    g.why = r.why;
+    g.fix = r.fix;
+  }
+  return g;
+}
+
+WorkersPlan workers_at(const RemedyContext& c, const DataLoaderReport& l, WorkersPlan p, int n) {
+  // dataloader_workers()'s prediction at n workers.
+  p.proposed = n;
+  p.capped = true;
+  const double steps = double(std::max<size_t>(c.r.steps.size(), 1));
+  const double per_step = l.waits_in_steps > 0 ? double(l.waits_in_steps) / steps : 1.0;
+  const double all = l.wait_ms > 0 ? l.wait_ms : 1;
+  const double kept = std::clamp(l.split.worker_wait_ms / all, 0.0, 1.0);
+  p.predicted_step_ms = c.step_ms - c.data_ms() * (1 - kept) +
+                        per_step * std::max(0.0, p.fetch_ms / n - p.consume_ms);
+  const CpuBudget& cpu = c.r.cpu;
+  p.cpu_floor_ms = 0;
+  if (cpu.known && cpu.used_cores > 0 && cpu.budget_cores > 0) {
+    p.cpu_floor_ms = cpu.used_cores * c.step_ms / std::min(cpu.budget_cores, double(n) + 1);
+    p.predicted_step_ms = std::max(p.predicted_step_ms, p.cpu_floor_ms);
+  }
+  return p;
+}
+
+}  // namespace stallscope::analyzer
