@@ -54,7 +54,8 @@ json guard_rails_json(const DataLoaderReport& l) {
           {"nofile_soft", l.nofile_soft}, {"open_fds", l.open_fds},
           {"sharing_strategy", l.sharing_strategy}, {"batch_bytes", l.batch_bytes},
           {"batch_tensors", l.batch_tensors}, {"worker_threads", l.worker_threads},
-          {"worker_torch_threads", l.worker_torch_threads}};
+          {"worker_torch_threads", l.worker_torch_threads},
+          {"worker_new_threads", l.worker_new_threads}};
 }
 
 json loader_json(const DataLoaderReport& l) {

@@ -3,7 +3,7 @@
 // for the batches in flight, the descriptor limit, the threads in a worker.
 //   dataloader env loader=ID shm_free=B shm_total=B nofile=N fds=N sharing=S
 //   dataloader batch loader=ID bytes=B tensors=N
-//   dataloader worker threads=N torch_threads=N
+//   dataloader worker threads=N base=N torch_threads=N
 // Values are decimal; a missing or malformed one stays unknown.
 #include <charconv>
 #include <string_view>
@@ -51,6 +51,8 @@ bool LoaderModel::on_guard_mark(uint32_t track, const std::string& text) {
     Threads& w = worker_threads_[pid];
     w.os = std::max(w.os, number(t, "threads"));
     w.torch = std::max(w.torch, number(t, "torch_threads"));
+    if (const double base = number(t, "base"), n = number(t, "threads"); base >= 0 && n >= 0)
+      w.fresh = std::max(w.fresh, std::max(0.0, n - base));
     return true;
   }
   const bool env = t.rfind("dataloader env ", 0) == 0, batch = t.rfind("dataloader batch ", 0) == 0;
@@ -86,6 +88,7 @@ void LoaderModel::guard_facts(DataLoaderReport& r) const {
     if (it == worker_threads_.end() || w.pid == 0) continue;
     r.worker_threads = std::max(r.worker_threads, it->second.os);
     r.worker_torch_threads = std::max(r.worker_torch_threads, it->second.torch);
+    r.worker_new_threads = std::max(r.worker_new_threads, it->second.fresh);
   }
 }
 

@@ -162,7 +162,7 @@ class LoaderModel {
     std::string sharing;
   };
   struct Threads {  // per worker pid
-    double os = -1, torch = -1;
+    double os = -1, torch = -1, fresh = -1;  // fresh: threads beyond those at its start
   };
   std::map<uint64_t, Guard> guards_;
   std::map<uint32_t, Threads> worker_threads_;

@@ -114,8 +114,9 @@ std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const Data
 // shared memory against the batches in flight (workers × prefetch_factor ×
 // batch bytes), RLIMIT_NOFILE against the descriptors in flight (with the
 // file_descriptor sharing strategy, one per tensor of a batch in flight),
-// and thread pools in the workers (more than one compute thread each:
-// workers × threads against the rank's CPUs). `most`: the most workers all
+// and thread pools in the workers (the threads a worker started beyond its
+// queue's two, or torch's count there; a pool of more than one: workers ×
+// pool against the rank's CPU budget). `most`: the most workers all
 // rails allow (kNoLimit when none limits or none is known); `why` names the
 // tightest rail with its numbers, `fix` how to lift it.
 struct WorkerGuard {

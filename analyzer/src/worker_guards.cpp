@@ -16,9 +16,11 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 // queue's pipe, the worker's sentinel, the data queue's share), and those
 // it keeps for itself beyond what was open at the iterator's creation.
 constexpr double kFdsPerWorker = 4, kFdSlack = 16;
-// Threads every Python worker runs: its main thread and its data queue's
-// feeder thread. More are pools (BLAS, OpenMP, OpenCV) or the program's own.
-constexpr double kWorkerBaseThreads = 2;
+// Threads a worker starts for its batches whatever it computes: its data
+// queue's feeder and multiprocessing's resource sharer (sending tensors'
+// descriptors). More are pools (BLAS, OpenMP, OpenCV) or the program's own.
+// Without the count at its start, its main thread counts too.
+constexpr double kQueueThreads = 2;
 
 std::string bytes_text(double b) {
   if (b >= kGiB) return strf("%.1f GiB", b / kGiB);
@@ -78,14 +80,18 @@ Rail threads(const RemedyContext& c, const DataLoaderReport& l, int proposed, st
   if (l.worker_threads < 0 && l.worker_torch_threads < 0) return r;
   in.push_back({"worker_threads", l.worker_threads, ""});
   in.push_back({"worker_torch_threads", l.worker_torch_threads, ""});
-  const double pool = std::max(l.worker_torch_threads, l.worker_threads - kWorkerBaseThreads);
+  in.push_back({"worker_new_threads", l.worker_new_threads, ""});
+  const double pool = std::max(l.worker_torch_threads,
+                               l.worker_new_threads >= 0 ? l.worker_new_threads - kQueueThreads
+                                                         : l.worker_threads - kQueueThreads - 1);
   const double budget = c.r.cpu.known ? c.r.cpu.budget_cores : 0;
   if (pool <= 1 || budget <= 0) return r;
   r.most = int(std::floor(budget / pool));
   r.name = "threads";
-  r.why = strf("each worker runs %.0f threads (torch.get_num_threads() %.0f there), so %d workers "
-               "run %.0f compute threads on the rank's %.1f-core budget",
-               l.worker_threads, l.worker_torch_threads, proposed, proposed * pool, budget);
+  r.why = strf("each worker runs a pool of %.0f threads (%.0f threads in all, "
+               "torch.get_num_threads() %.0f there), so %d workers run %.0f compute threads on the "
+               "rank's %.1f-core budget",
+               pool, l.worker_threads, l.worker_torch_threads, proposed, proposed * pool, budget);
   r.fix = "one thread per worker: torch.set_num_threads(1) (and cv2.setNumThreads(0)) in "
           "worker_init_fn, or OMP_NUM_THREADS=1";
   return r;

@@ -273,16 +273,27 @@ BOOST_AUTO_TEST_CASE(thread_pools_in_the_workers_reject_more_workers) {
   BOOST_TEST(l.worker_torch_threads == 4);
   const an::RejectedRemedy* x = rejected(r, "more_workers");
   BOOST_REQUIRE(x != nullptr);
-  BOOST_TEST(has(x->reason, "each worker runs 6 threads (torch.get_num_threads() 4 there), so 2 workers "
-                            "run 8 compute threads on the rank's 2.0-core budget"), x->reason);
+  BOOST_TEST(has(x->reason, "each worker runs a pool of 4 threads (6 threads in all, "
+                            "torch.get_num_threads() 4 there), so 2 workers run 8 compute threads "
+                            "on the rank's 2.0-core budget"), x->reason);
   BOOST_TEST(has(x->reason, "fix: one thread per worker: torch.set_num_threads(1)"), x->reason);
   BOOST_TEST(has(x->reason, "in worker_init_fn"), x->reason);
-  // A worker with its main and queue threads only is no pool: proposed.
+  // A worker that started its queue's feeder and resource sharer beyond
+  // the 2 threads it began with has no pool: proposed.
   RankBuilder plain = loader_run(20, 0.9);
-  plain.mark_on(worker_track, "dataloader worker threads=2 torch_threads=1", 20);
+  plain.mark_on(worker_track, "dataloader worker threads=4 base=2 torch_threads=1", 20);
   const auto q = analyze_all(plain);
-  BOOST_TEST(q.dataloaders.at(0).worker_threads == 2);
+  BOOST_TEST(q.dataloaders.at(0).worker_threads == 4);
+  BOOST_TEST(q.dataloaders.at(0).worker_new_threads == 2);
   BOOST_TEST(remedy(q, "more_workers") != nullptr);
+  // Three more threads than that (a BLAS pool): a pool of 3, no room.
+  RankBuilder blas = loader_run(20, 0.9);
+  blas.mark_on(worker_track, "dataloader worker threads=7 base=2 torch_threads=1", 20);
+  const auto p = analyze_all(blas);
+  BOOST_TEST(remedy(p, "more_workers") == nullptr);
+  const an::RejectedRemedy* y = rejected(p, "more_workers");
+  BOOST_REQUIRE(y != nullptr);
+  BOOST_TEST(has(y->reason, "each worker runs a pool of 3 threads (7 threads in all"), y->reason);
 }
 
 // Malformed guard marks leave the facts unknown (and limit nothing).

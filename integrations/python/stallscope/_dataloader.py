@@ -24,7 +24,8 @@ importing torch:
   (/dev/shm free and total bytes, RLIMIT_NOFILE, open descriptors, torch's
   sharing strategy); the first batch of each loader ``dataloader batch``
   (its tensors' bytes and count); each worker, after its first put,
-  ``dataloader worker`` (its threads, and torch's thread count there).
+  ``dataloader worker`` (its threads then and at its start, stallscope's
+  own left out, and torch's thread count there).
 
 Every hook swallows its own errors, records nothing when the recorder is
 absent, and leaves torch's behaviour as it was.
@@ -285,14 +286,34 @@ def batch_received(it, batch):
                                                                             tensors))
 
 
-def _record_worker_threads():
-    """``dataloader worker``: this worker process's threads and torch's."""
+def _own_threads():
+    """This process's threads, stallscope's own left out (its recorder's
+    threads are named ``stallscope-*``); None when /proc cannot tell."""
     import os  # pylint: disable=import-outside-toplevel
     try:
-        threads = len(os.listdir("/proc/self/task"))
+        tids = os.listdir("/proc/self/task")
     except OSError:
-        threads = threading.active_count()
+        return None
+    n = 0
+    for tid in tids[:4096]:
+        try:
+            with open("/proc/self/task/%s/comm" % tid, "rb") as f:
+                if not f.read().startswith(b"stallscope"):
+                    n += 1
+        except OSError:
+            n += 1  # exited meanwhile, or unreadable: counted
+    return n
+
+
+def _record_worker_threads(base):
+    """``dataloader worker``: this worker process's threads now (after its
+    first put), at its start (``base``), and torch's thread count."""
+    threads = _own_threads()
+    if threads is None:
+        return
     words = ["dataloader worker threads=%d" % threads]
+    if base is not None:
+        words.append("base=%d" % base)
     torch = sys.modules.get("torch")
     try:
         if torch is not None:
@@ -413,7 +434,7 @@ def patch_multiprocess_iter(cls):
 
 class _WorkerCtx:
     __slots__ = ("worker", "generation", "batch", "count", "start", "ordinal", "cost", "mean",
-                 "spans", "over", "said", "threads_said")
+                 "spans", "over", "said", "threads_said", "base_threads")
 
     def __init__(self, worker):
         self.worker = worker
@@ -428,6 +449,7 @@ class _WorkerCtx:
         self.over = 0      # batches in a row whose spans cost more than the budget
         self.said = False
         self.threads_said = False  # the worker's thread count recorded (after its first put)
+        self.base_threads = None   # its threads when its loop began
 
 
 class _IndexTap:
@@ -477,7 +499,7 @@ class _DataTap:
         if not self._ctx.threads_said:  # after the put: its queue's feeder thread runs
             self._ctx.threads_said = True
             try:
-                _record_worker_threads()
+                _record_worker_threads(self._ctx.base_threads)
             except Exception:  # pylint: disable=broad-except
                 pass
         return out
@@ -493,6 +515,10 @@ def wrap_worker_args(loop, args, kwargs, worker):
     if not _bind():
         return args, kwargs
     ctx = _WorkerCtx(worker if isinstance(worker, int) else -1)
+    try:
+        ctx.base_threads = _own_threads()
+    except Exception:  # pylint: disable=broad-except
+        pass
     _worker["ctx"] = ctx
     names = list(inspect.signature(loop).parameters)
     args = list(args)

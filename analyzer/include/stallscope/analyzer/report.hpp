@@ -267,12 +267,14 @@ struct DataLoaderReport {
   // descriptors: the trainer's RLIMIT_NOFILE soft limit and its open
   // descriptors then; torch's sharing strategy ("file_descriptor",
   // "file_system", "" unknown); the first batch's tensor bytes and tensors;
-  // per worker process the most OS threads and torch threads seen.
+  // per worker process the most OS threads (stallscope's own left out) and
+  // torch threads seen, and the most threads a worker started after its
+  // loop began (its queue's feeder and resource sharer among them).
   double shm_free_bytes = -1, shm_total_bytes = -1;
   double nofile_soft = -1, open_fds = -1;
   std::string sharing_strategy;
   double batch_bytes = -1, batch_tensors = -1;
-  double worker_threads = -1, worker_torch_threads = -1;
+  double worker_threads = -1, worker_torch_threads = -1, worker_new_threads = -1;
 };
 
 // Who feeds a trainer through channels or relays stallscope did not build
