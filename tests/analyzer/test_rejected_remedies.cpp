@@ -122,6 +122,11 @@ BOOST_AUTO_TEST_CASE(more_workers_rejected_when_no_cpu_is_idle_names_whose_cpu) 
   for (const auto& e : j["ranks"][0]["rejected_remedies"])
     found = found || (e["id"] == "more_workers" && e["reason"] == x->reason);
   BOOST_TEST(found, js.str().substr(0, 200));
+  std::ostringstream html;
+  an::write_html(html, rep);
+  BOOST_TEST(has(html.str(), "Considered, not proposed:</p><ul class='rejected'>\n<li><b>deeper prefetch</b>"),
+             html.str());
+  BOOST_TEST(has(html.str(), "<li><b>more workers</b>: 1.80 of 2.0 CPUs busy during stalls"));
 }
 
 // The same run with a CPU idle proposes the workers: no rejection then.
