@@ -111,8 +111,8 @@ struct WorkersPlan {
 };
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
 // Guard rails before more DataLoader workers (worker_guards.cpp): free
-// shared memory against the batches in flight (workers × prefetch_factor ×
-// batch bytes), RLIMIT_NOFILE against the descriptors in flight (with the
+// shared memory against the batches in flight ((workers × prefetch_factor
+// + the 2 the trainer holds) × the batch's bytes in whole pages), RLIMIT_NOFILE against the descriptors in flight (with the
 // file_descriptor sharing strategy, one per tensor of a batch in flight),
 // and thread pools in the workers (the threads a worker started beyond its
 // queue's two, or torch's count there; a pool of more than one: workers ×

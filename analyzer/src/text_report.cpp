@@ -167,15 +167,20 @@ void loader_epochs(std::ostream& o, const DataLoaderReport& l) {
   o << "\n";
 }
 
+std::string bytes_text(double b) {
+  if (b >= 1024.0 * 1024 * 1024) return f("%.1f GiB", b / 1024 / 1024 / 1024);
+  if (b >= 1024.0 * 1024) return f("%.1f MiB", b / 1024 / 1024);
+  return f("%.0f KiB", b / 1024);
+}
+
 // What limits more workers besides CPUs, as the hooks saw it (one line).
 void loader_guards(std::ostream& o, const DataLoaderReport& l) {
   std::string s;
-  auto mib = [](double b) { return f("%.0f MiB", b / 1024 / 1024); };
   if (l.shm_free_bytes >= 0)
-    s += "/dev/shm " + mib(l.shm_free_bytes) + " free" +
-         (l.shm_total_bytes > 0 ? " of " + mib(l.shm_total_bytes) : std::string());
+    s += "/dev/shm " + bytes_text(l.shm_free_bytes) + " free" +
+         (l.shm_total_bytes > 0 ? " of " + bytes_text(l.shm_total_bytes) : std::string());
   if (l.batch_bytes > 0)
-    s += (s.empty() ? "" : ", ") + f("batch %.1f MiB", l.batch_bytes / 1024 / 1024) +
+    s += std::string(s.empty() ? "" : ", ") + "batch " + bytes_text(l.batch_bytes) +
          (l.batch_tensors > 0 ? f(" in %.0f tensor(s)", l.batch_tensors) : std::string());
   if (l.nofile_soft > 0)
     s += (s.empty() ? "" : "; ") + f("RLIMIT_NOFILE %.0f", l.nofile_soft) +

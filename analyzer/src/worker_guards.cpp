@@ -12,6 +12,11 @@ namespace stallscope::analyzer {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+// /dev/shm holds, besides the workers' batches in flight (num_workers ×
+// prefetch_factor), the trainer's current batch and the one before it
+// (alive until the loop rebinds its variables); each tensor's storage takes
+// whole pages.
+constexpr double kHeldBatches = 2, kPage = 4096;
 // Descriptors the trainer holds per worker besides its batches (the index
 // queue's pipe, the worker's sentinel, the data queue's share), and those
 // it keeps for itself beyond what was open at the iterator's creation.
@@ -38,16 +43,18 @@ double prefetch(const DataLoaderReport& l) { return l.prefetch_factor > 0 ? l.pr
 Rail shared_memory(const DataLoaderReport& l, int proposed, std::vector<Number>& in) {
   Rail r;
   if (l.shm_free_bytes < 0 || l.batch_bytes <= 0) return r;
-  const double per_worker = prefetch(l) * l.batch_bytes;
+  const double batch = l.batch_bytes + std::max(l.batch_tensors, 1.0) * kPage;
+  const auto need = [&](int w) { return (w * prefetch(l) + kHeldBatches) * batch; };
   in.push_back({"shm_free_bytes", l.shm_free_bytes, "B"});
   in.push_back({"batch_bytes", l.batch_bytes, "B"});
-  r.most = int(std::floor(l.shm_free_bytes / per_worker));
+  r.most = int(std::floor((l.shm_free_bytes / batch - kHeldBatches) / prefetch(l)));
   r.name = "shared memory";
-  r.why = strf("/dev/shm has %s free and %d workers x prefetch_factor %.0f x %s per batch need %s "
-               "(too little ends in \"DataLoader worker killed by signal: Bus error\")",
-               bytes_text(l.shm_free_bytes).c_str(), proposed, prefetch(l),
-               bytes_text(l.batch_bytes).c_str(), bytes_text(proposed * per_worker).c_str());
-  const int gib = std::max(1, int(std::ceil(1.5 * proposed * per_worker / kGiB)));
+  r.why = strf("/dev/shm has %s free and %d workers need %s: (%d x prefetch_factor %.0f + %.0f held "
+               "by the trainer) batches of %s (too little ends in \"DataLoader worker killed by "
+               "signal: Bus error\")",
+               bytes_text(l.shm_free_bytes).c_str(), proposed, bytes_text(need(proposed)).c_str(),
+               proposed, prefetch(l), kHeldBatches, bytes_text(batch).c_str());
+  const int gib = std::max(1, int(std::ceil(1.5 * need(proposed) / kGiB)));
   r.fix = strf("raise /dev/shm to %d GiB or more: docker run --shm-size=%dg (Kubernetes: an "
                "emptyDir of medium Memory mounted at /dev/shm)", gib, gib);
   return r;
