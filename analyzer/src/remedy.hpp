@@ -112,9 +112,11 @@ struct WorkersPlan {
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
 // Guard rails before more DataLoader workers (worker_guards.cpp): free
 // shared memory against the batches in flight ((workers × prefetch_factor
-// + the 2 the trainer holds) × the batch's bytes in whole pages), RLIMIT_NOFILE against the descriptors in flight (with the
-// file_descriptor sharing strategy, one per tensor of a batch in flight),
-// and thread pools in the workers (the threads a worker started beyond its
+// + the 2 the trainer holds) × the batch's bytes in whole pages),
+// RLIMIT_NOFILE against a worker's descriptors when it runs ahead of the
+// trainer (file_descriptor sharing strategy: (2 × prefetch_factor + 1) ×
+// tensors per batch + what it inherits) and the trainer's per worker, and
+// thread pools in the workers (the threads a worker started beyond its
 // queue's two, or torch's count there; a pool of more than one: workers ×
 // pool against the rank's CPU budget). `most`: the most workers all
 // rails allow (kNoLimit when none limits or none is known); `why` names the

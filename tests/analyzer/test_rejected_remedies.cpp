@@ -268,25 +268,33 @@ BOOST_AUTO_TEST_CASE(shared_memory_lowers_the_workers_to_what_fits) {
   BOOST_TEST(rejected(r, "more_workers") == nullptr);
 }
 
-// With the file_descriptor strategy each tensor in flight holds a
-// descriptor: 64 allowed, 40 open, 16 kept spare leave 8, and one worker
-// takes 2 x 4 tensors + 4: none fits.
+// With the file_descriptor strategy a worker that runs ahead of the
+// trainer holds (2 x 2 + 1) x 40 tensors + the 20 descriptors it inherits
+// = 220 (measured with torch 1.13: 4 workers of batches of 40 tensors
+// needed RLIMIT_NOFILE 228, 1 worker that the trainer waited for 134):
+// under a limit of 160 more workers are rejected; under 256 they fit.
 BOOST_AUTO_TEST_CASE(descriptor_limit_rejects_more_workers_with_the_ulimit_fix) {
   RankBuilder b = loader_run(20, 0.9);
-  b.mark("dataloader env loader=7 nofile=64 fds=40 sharing=file_descriptor", 0.5);
-  b.mark("dataloader batch loader=7 bytes=4096 tensors=4", 30);
+  b.mark("dataloader env loader=7 nofile=160 fds=20 sharing=file_descriptor", 0.5);
+  b.mark("dataloader batch loader=7 bytes=4096 tensors=40", 30);
   const auto r = analyze_all(b);
   const an::RejectedRemedy* x = rejected(r, "more_workers");
   BOOST_REQUIRE(x != nullptr);
-  BOOST_TEST(has(x->reason, "RLIMIT_NOFILE is 64 with 40 open, and 2 workers x (prefetch_factor 2 x 4 "
-                            "tensors + 4) descriptors in flight need 24 more"), x->reason);
+  BOOST_TEST(has(x->reason, "RLIMIT_NOFILE is 160, and a worker that runs ahead of the trainer holds "
+                            "up to (2 x prefetch_factor 2 + 1) x 40 tensors + the 20 descriptors it "
+                            "inherits = 220"), x->reason);
   BOOST_TEST(has(x->reason, "fix: ulimit -n 65536"), x->reason);
   BOOST_TEST(has(x->reason, "set_sharing_strategy('file_system')"), x->reason);
   // The file_system strategy holds no descriptor per tensor: proposed.
   RankBuilder fs = loader_run(20, 0.9);
-  fs.mark("dataloader env loader=7 nofile=64 fds=40 sharing=file_system", 0.5);
-  fs.mark("dataloader batch loader=7 bytes=4096 tensors=4", 30);
+  fs.mark("dataloader env loader=7 nofile=160 fds=20 sharing=file_system", 0.5);
+  fs.mark("dataloader batch loader=7 bytes=4096 tensors=40", 30);
   BOOST_TEST(remedy(analyze_all(fs), "more_workers") != nullptr);
+  // A limit of 256 leaves room: proposed.
+  RankBuilder room = loader_run(20, 0.9);
+  room.mark("dataloader env loader=7 nofile=256 fds=20 sharing=file_descriptor", 0.5);
+  room.mark("dataloader batch loader=7 bytes=4096 tensors=40", 30);
+  BOOST_TEST(remedy(analyze_all(room), "more_workers") != nullptr);
 }
 
 // Each worker runs 6 threads, torch 4 of them: a pool of 4 per worker on a
