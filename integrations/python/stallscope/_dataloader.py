@@ -287,8 +287,9 @@ def batch_received(it, batch):
 
 
 def _own_threads():
-    """This process's threads, stallscope's own left out (its recorder's
-    threads are named ``stallscope-*``); None when /proc cannot tell."""
+    """This process's threads, stallscope's own left out (the recorder's
+    threads are named ``stallscope-*`` in /proc, the Python stack
+    sampler's only in ``threading``); None when /proc cannot tell."""
     import os  # pylint: disable=import-outside-toplevel
     try:
         tids = os.listdir("/proc/self/task")
@@ -302,7 +303,8 @@ def _own_threads():
                     n += 1
         except OSError:
             n += 1  # exited meanwhile, or unreadable: counted
-    return n
+    ours = sum(1 for t in threading.enumerate() if t.name.startswith("stallscope"))
+    return max(1, n - ours)
 
 
 def _record_worker_threads(base):
