@@ -70,6 +70,8 @@ void RankEngine::on_mark(const Ev& e) {
   SettingMark m;
   if (parse_setting_mark(text, m)) {
     if (settings_.size() < 1000) settings_.push_back(std::move(m));
+  } else if (loaders_.on_guard_mark(e.track, text)) {
+    // a DataLoader's guard-rail facts (loader_guards.cpp)
   } else if (text.rfind("sample spans off", 0) == 0) {
     loaders_.on_sample_spans_off(e.track);
   } else if (text.rfind("native stacks: ", 0) == 0) {  // the shim's sampler refused or off

@@ -64,7 +64,7 @@ RankReport RankEngine::finish() {
   stats_.nccl_unjoined = nccl_join_.unmatched();
   build_capacity(r, stats_, trace_);
   RemedyContext ctx{r, stats_, trace_.probes, mean_step_ms(r), trace_.procs, trace_.origin};
-  r.remedies = propose_remedies(ctx, opt_.max_remedies);
+  r.remedies = propose_remedies(ctx, opt_.max_remedies, &r.rejected_remedies);
   for (Timeline* t : {&typical_, &longest_})
     if (!t->lanes.empty()) r.timelines.push_back(std::move(*t));
   r.drops = drops_;

@@ -111,6 +111,11 @@ void remedies(std::ostream& o, const RankReport& r) {
     o << "</td></tr>\n";
   }
   o << "</table>\n";
+  if (r.rejected_remedies.empty()) return;
+  o << "<p>Considered, not proposed:</p><ul class='rejected'>\n";
+  for (const auto& x : r.rejected_remedies)
+    o << "<li><b>" << esc(x.title.empty() ? x.id : x.title) << "</b>: " << esc(x.reason) << "</li>\n";
+  o << "</ul>\n";
 }
 
 // The DataLoader blocks (the text report has every number; this is the gist).

@@ -48,6 +48,16 @@ json remedy_json(const Remedy& m) {
           {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", m.try_command}};
 }
 
+// The guard-rail facts of more workers (-1 unknown).
+json guard_rails_json(const DataLoaderReport& l) {
+  return {{"shm_free_bytes", l.shm_free_bytes}, {"shm_total_bytes", l.shm_total_bytes},
+          {"nofile_soft", l.nofile_soft}, {"open_fds", l.open_fds},
+          {"sharing_strategy", l.sharing_strategy}, {"batch_bytes", l.batch_bytes},
+          {"batch_tensors", l.batch_tensors}, {"worker_threads", l.worker_threads},
+          {"worker_torch_threads", l.worker_torch_threads},
+          {"worker_new_threads", l.worker_new_threads}};
+}
+
 json loader_json(const DataLoaderReport& l) {
   const LoaderWaitSplit& w = l.split;
   json workers = json::array();
@@ -184,7 +194,13 @@ json rank_json(const RankReport& r) {
   j["remedies"] = json::array();
   for (const auto& m : r.remedies) j["remedies"].push_back(remedy_json(m));
   j["dataloaders"] = json::array();
-  for (const auto& l : r.dataloaders) j["dataloaders"].push_back(loader_json(l));
+  for (const auto& l : r.dataloaders) {
+    j["dataloaders"].push_back(loader_json(l));
+    j["dataloaders"].back()["guard_rails"] = guard_rails_json(l);
+  }
+  j["rejected_remedies"] = json::array();
+  for (const auto& x : r.rejected_remedies)
+    j["rejected_remedies"].push_back({{"id", x.id}, {"title", x.title}, {"reason", x.reason}});
   j["settings"] = json::array();
   for (const auto& m : r.settings)
     j["settings"].push_back({{"status", m.status}, {"key", m.key}, {"value", m.value},

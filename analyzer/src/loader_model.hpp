@@ -64,6 +64,10 @@ class LoaderModel {
   void on_sample_spans_off(uint32_t track) {
     if (spans_off_.size() < 4096) spans_off_.insert(pid_of(track));
   }
+  // The hooks' guard-rail marks (loader_guards.cpp): "dataloader env …" and
+  // "dataloader batch …" on the trainer, "dataloader worker …" in a worker.
+  // False for a mark that is none of them.
+  bool on_guard_mark(uint32_t track, const std::string& text);
   bool active() const noexcept { return any_; }
   // Splits the stalled intervals `piece` of the trainer's wait [a, b) on
   // `track` for batch index `batch`; false (out untouched) when no hooks'
@@ -172,6 +176,17 @@ class LoaderModel {
   // Bounds on what a damaged trace can make the model hold.
   static constexpr size_t kMaxLoaders = 256, kMaxGenerations = 4096, kMaxItems = 1 << 17;
   uint32_t pid_of(uint32_t track) const;
+  // Fills a loader's guard-rail facts from the marks (loader_guards.cpp).
+  void guard_facts(DataLoaderReport& r) const;
+  struct Guard {  // per loader id
+    double shm_free = -1, shm_total = -1, nofile = -1, fds = -1, batch_bytes = -1, tensors = -1;
+    std::string sharing;
+  };
+  struct Threads {  // per worker pid
+    double os = -1, torch = -1, fresh = -1;  // fresh: threads beyond those at its start
+  };
+  std::map<uint64_t, Guard> guards_;
+  std::map<uint32_t, Threads> worker_threads_;
 
   const RankTrace& trace_;
   bool any_ = false;

@@ -268,6 +268,7 @@ std::vector<DataLoaderReport> LoaderModel::finish(const CpuOf& cpu_of) {
     for (const auto& [gen, ep] : a->epochs) r.epochs.push_back(ep);
     fetch_shares(*a, cpu_of, r);
     slow_samples(*a, r);
+    guard_facts(r);
     out.push_back(std::move(r));
   }
   return out;

@@ -1,7 +1,10 @@
 // The remedy catalog: one rule per file (src/remedies/), each implementing
 // RemedyRule, all listed in remedy_table.cpp. A rule looks at the report and
 // the run's totals and, when its evidence holds, proposes a Remedy with a
-// predicted step time, the model and the inputs it used. docs/remedies.md
+// predicted step time, the model and the inputs it used. Where its evidence
+// partly held (its subject is there: a DataLoader, data stalls, pageable
+// copies) but a condition failed, it returns reject(...): "considered, not
+// proposed" with the reason, shown beside the remedies. docs/remedies.md
 // describes every rule.
 #pragma once
 
@@ -46,7 +49,8 @@ class RemedyRule {
  public:
   virtual ~RemedyRule() = default;
   virtual std::string_view id() const = 0;
-  // A remedy when the evidence holds, else nothing.
+  // A remedy when the evidence holds; reject(...) when it partly held; else
+  // nothing (its subject is absent).
   virtual std::optional<Remedy> evaluate(const RemedyContext& c) const = 0;
 };
 
@@ -56,10 +60,19 @@ std::span<const RemedyRule* const> remedy_table();
 // A remedy with the common fields filled; predicted_step_ms = c.step_ms.
 Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
                    std::string loader_knob, std::string pytorch_knob);
+// "Considered, not proposed": a Remedy carrying only its id, title and the
+// reason (Remedy::rejected), which propose_remedies sets aside.
+Remedy reject(std::string id, std::string title, std::string reason);
 // printf into a std::string (evidence and model texts).
 std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Runs every rule; the best predicted gain first (a healthy verdict leads).
-std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max);
+// The rules' rejections go to `rejected` (catalog order; none for an id
+// proposed) when given.
+std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max,
+                                     std::vector<RejectedRemedy>* rejected = nullptr);
+// Whose CPU it was, in words: "this rank's processes used 1.9 of its
+// 2.0-core budget, 0.0 CPUs of its affinity set were idle during stalls (…)".
+std::string cpu_whose(const CpuBudget& cpu);
 // The report's order: "healthy" first, then the largest predicted gain.
 void order_remedies(std::vector<Remedy>& v);
 // collectives_below_link's bound: the exposed transfer shrinks as the bus
@@ -109,6 +122,28 @@ inline bool mostly_in_storage(double storage_ms, double busy_ms) {
   return busy_ms > 0 && storage_ms > 0.5 * busy_ms;
 }
 std::optional<WorkersPlan> dataloader_workers(const RemedyContext& c, const DataLoaderReport& l);
+// Guard rails before more DataLoader workers (worker_guards.cpp): free
+// shared memory against the batches in flight ((workers × prefetch_factor
+// + the 2 the trainer holds) × the batch's bytes in whole pages),
+// RLIMIT_NOFILE against a worker's descriptors when it runs ahead of the
+// trainer (file_descriptor sharing strategy: (2 × prefetch_factor + 1) ×
+// tensors per batch + what it inherits) and the trainer's per worker, and
+// thread pools in the workers (the threads a worker started beyond its
+// queue's two, or torch's count there; a pool of more than one: workers ×
+// pool against the rank's CPU budget). `most`: the most workers all
+// rails allow (kNoLimit when none limits or none is known); `why` names the
+// tightest rail with its numbers, `fix` how to lift it.
+struct WorkerGuard {
+  static constexpr int kNoLimit = 1 << 20;
+  int most = kNoLimit;
+  std::string rail;  // "shared memory", "descriptors", "threads"; "" none limits
+  std::string why, fix;
+  std::vector<Number> inputs;  // every rail's facts that were known
+};
+WorkerGuard worker_guard(const RemedyContext& c, const DataLoaderReport& l, int proposed);
+// The plan with `n` workers instead (fewer than planned: a guard rail):
+// the same prediction (dataloader_workers) at n.
+WorkersPlan workers_at(const RemedyContext& c, const DataLoaderReport& l, WorkersPlan p, int n);
 // Of the loader's waits, the share spent in its fetches (storage,
 // preprocessing, collate, waiting for a worker to start or take it), and in
 // its transforms alone (preprocessing and collate); 0 with no waits split.
@@ -182,6 +217,7 @@ STALLSCOPE_REMEDY(larger_batch_rule);
 STALLSCOPE_REMEDY(tune_dataloader_rule);
 STALLSCOPE_REMEDY(persistent_workers_rule);
 STALLSCOPE_REMEDY(slow_samples_rule);
+STALLSCOPE_REMEDY(fewer_workers_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY
 

@@ -18,6 +18,7 @@ std::span<const RemedyRule* const> remedy_table() {
       &collectives_below_link_rule(), &avoid_sync_rule(), &cuda_graphs_rule(),
       &fused_optimizer_rule(),        &logging_off_step_rule(), &larger_batch_rule(),
       &tune_dataloader_rule(),        &persistent_workers_rule(), &slow_samples_rule(),
+      &fewer_workers_rule(),
       &healthy_rule(),
   };
   return kTable;
@@ -56,18 +57,62 @@ Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
   return m;
 }
 
-std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max) {
+Remedy reject(std::string id, std::string title, std::string reason) {
+  Remedy m;
+  m.id = std::move(id);
+  m.title = std::move(title);
+  m.rejected = reason.empty() ? "not proposed" : std::move(reason);
+  return m;
+}
+
+std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max,
+                                     std::vector<RejectedRemedy>* rejected) {
   std::vector<Remedy> out;
+  std::vector<RejectedRemedy> no;
   if (c.r.steady_steps == 0) return out;
   for (const RemedyRule* rule : remedy_table()) {
-    if (auto m = rule->evaluate(c)) {
-      m->predicted_step_ms = std::clamp(m->predicted_step_ms, 0.0, c.step_ms);
-      out.push_back(std::move(*m));
+    auto m = rule->evaluate(c);
+    if (!m) continue;
+    if (!m->rejected.empty()) {
+      no.push_back({m->id.empty() ? std::string(rule->id()) : m->id, m->title, m->rejected});
+      continue;
     }
+    m->predicted_step_ms = std::clamp(m->predicted_step_ms, 0.0, c.step_ms);
+    out.push_back(std::move(*m));
+  }
+  if (rejected != nullptr) {
+    // A remedy proposed by one path (producers, our loader) is not also "not proposed".
+    std::erase_if(no, [&](const RejectedRemedy& x) {
+      return std::any_of(out.begin(), out.end(), [&](const Remedy& m) { return m.id == x.id; });
+    });
+    *rejected = std::move(no);
   }
   order_remedies(out);
   if (out.size() > max) out.resize(max);
   return out;
+}
+
+std::string cpu_whose(const CpuBudget& cpu) {
+  std::string s = strf("this rank's processes used %.1f of its %.1f-core budget", cpu.used_cores,
+                       cpu.budget_cores);
+  if (cpu.idle_during_stalls >= 0) {
+    s += strf(", %.1f CPUs of its affinity set were idle during stalls", cpu.idle_during_stalls);
+    // What the rank itself did not use went to other processes: other ranks
+    // of the node where it shares them, other programs otherwise.
+    const double others = cpu.affinity_cpus - cpu.idle_during_stalls - cpu.used_cores;
+    if (cpu.idle_during_stalls < 1 && cpu.affinity_cpus > 0 && others >= 0.1)
+      s += strf(" (%.1f CPUs busy with other processes or ranks: %s)", others,
+                cpu.ranks_on_node > 1 ? strf("the node's %d other rank(s) and other programs",
+                                             cpu.ranks_on_node - 1).c_str()
+                                      : "other programs");
+    else if (cpu.idle_during_stalls < 1 && cpu.used_cores < 0.9 * cpu.budget_cores)
+      s += " (the rest busy with other processes or ranks)";
+    else if (cpu.idle_during_stalls < 1)
+      s += " (busy with this rank's own workers and trainer)";
+  }
+  if (cpu.throttled_periods > 0)
+    s += strf(", cgroup throttled %.0f periods", cpu.throttled_periods);
+  return s;
 }
 
 void order_remedies(std::vector<Remedy>& v) {

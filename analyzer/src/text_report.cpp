@@ -183,10 +183,36 @@ void loader_epochs(std::ostream& o, const DataLoaderReport& l) {
   o << "\n";
 }
 
+std::string bytes_text(double b) {
+  if (b >= 1024.0 * 1024 * 1024) return f("%.1f GiB", b / 1024 / 1024 / 1024);
+  if (b >= 1024.0 * 1024) return f("%.1f MiB", b / 1024 / 1024);
+  return f("%.0f KiB", b / 1024);
+}
+
+// What limits more workers besides CPUs, as the hooks saw it (one line).
+void loader_guards(std::ostream& o, const DataLoaderReport& l) {
+  std::string s;
+  if (l.shm_free_bytes >= 0)
+    s += "/dev/shm " + bytes_text(l.shm_free_bytes) + " free" +
+         (l.shm_total_bytes > 0 ? " of " + bytes_text(l.shm_total_bytes) : std::string());
+  if (l.batch_bytes > 0)
+    s += std::string(s.empty() ? "" : ", ") + "batch " + bytes_text(l.batch_bytes) +
+         (l.batch_tensors > 0 ? f(" in %.0f tensor(s)", l.batch_tensors) : std::string());
+  if (l.nofile_soft > 0)
+    s += (s.empty() ? "" : "; ") + f("RLIMIT_NOFILE %.0f", l.nofile_soft) +
+         (l.open_fds >= 0 ? f(" (%.0f open)", l.open_fds) : std::string()) +
+         (l.sharing_strategy.empty() ? "" : ", sharing " + l.sharing_strategy);
+  if (l.worker_threads > 0)
+    s += (s.empty() ? "" : "; ") + f("%.0f threads per worker", l.worker_threads) +
+         (l.worker_torch_threads > 0 ? f(" (torch %.0f)", l.worker_torch_threads) : std::string());
+  if (!s.empty()) o << "  guard rails: " << s << "\n";
+}
+
 void dataloaders(std::ostream& o, const RankReport& r) {
   for (const auto& l : r.dataloaders) {
     loader_config(o, l);
     loader_numbers(o, l);
+    loader_guards(o, l);
     loader_epochs(o, l);
   }
   for (size_t i = 0; i < r.settings.size(); ++i) {
@@ -271,6 +297,14 @@ void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, cons
   }
 }
 
+// What the rules considered and did not propose, with the reason.
+void rejected(std::ostream& o, const RankReport& r, const Style& s) {
+  if (r.rejected_remedies.empty()) return;
+  o << s.bold() << "considered, not proposed" << s.off() << ":\n";
+  for (const auto& x : r.rejected_remedies)
+    o << "  - " << (x.title.empty() ? x.id : x.title) << ": " << s.dim() << x.reason << s.off() << "\n";
+}
+
 std::string top_part(const StepResult& st) {
   size_t best = 0;
   for (size_t p = 1; p < kPartCount; ++p) if (st.parts[p] > st.parts[best]) best = p;
@@ -311,6 +345,7 @@ void write_text_unescaped(std::ostream& out, const Report& r, const TextOptions&
     feed(out, rank);
     host_gaps(out, rank);
     remedies(out, rank, opt, s);
+    rejected(out, rank, s);
     outliers(out, rank, opt);
     drops_and_warnings(out, rank, s);
   }

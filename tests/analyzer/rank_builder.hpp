@@ -204,8 +204,9 @@ class RankBuilder {
                                  .generation = generation, .worker = worker, .worker_pid = pid};
     return *this;
   }
-  RankBuilder& mark(const std::string& text, double at) {
-    Ev e = Ev::span(Kind::kMark, trainer, ms(at), ms(at));
+  RankBuilder& mark(const std::string& text, double at) { return mark_on(trainer, text, at); }
+  RankBuilder& mark_on(uint32_t track, const std::string& text, double at) {
+    Ev e = Ev::span(Kind::kMark, track, ms(at), ms(at));
     e.phase = format::kInstant;
     e.name = t.name_id(text);
     t.events.push_back(e);

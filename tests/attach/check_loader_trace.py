@@ -17,6 +17,69 @@ def check(cond, what):
     return cond
 
 
+def words(text):
+    """The key=value words of a mark, values as int where they are."""
+    out = {}
+    for w in text.split()[2:]:
+        k, _, v = w.partition("=")
+        out[k] = int(v) if v.isdigit() else v
+    return out
+
+
+def check_guards(exp, by_cat, loader_id, handoffs):
+    """The guard-rail marks: the environment at every iterator creation of
+    the train loader, its first batch's tensors once, each worker's threads."""
+    g, trainer, train = exp.get("guards"), exp["pid"], exp["train"]
+    if not g or loader_id is None:
+        return
+    marks = [e for e in by_cat["mark"] if e["name"].startswith("dataloader ")]
+    mine = "loader=%d" % loader_id
+    env = [words(e["name"]) for e in marks if e["name"].startswith("dataloader env ") and
+           e["name"].split()[2] == mine and e["pid"] == trainer]
+    check(len(env) == exp["epochs"], "%d dataloader env marks of the train loader, want %d" % (
+        len(env), exp["epochs"]))
+    for w in env:
+        check(w.get("shm_total") == g["shm_total"], "shm_total %r, want %r" % (
+            w.get("shm_total"), g["shm_total"]))
+        check(0 < w.get("shm_free", -1) <= g["shm_total"], "shm_free %r" % w.get("shm_free"))
+        if g["nofile"] is not None:
+            check(w.get("nofile") == g["nofile"], "nofile %r, want %r" % (w.get("nofile"),
+                                                                          g["nofile"]))
+        check(w.get("fds", 0) >= 3, "fds %r" % w.get("fds"))
+        check(w.get("sharing") == g["sharing"], "sharing %r, want %r" % (w.get("sharing"),
+                                                                        g["sharing"]))
+    batch = [words(e["name"]) for e in marks if e["name"].startswith("dataloader batch ") and
+             e["name"].split()[2] == mine]
+    check(len(batch) == 1, "%d dataloader batch marks of the train loader, want 1" % len(batch))
+    if batch:
+        check(batch[0].get("bytes") == g["batch_bytes"] and
+              batch[0].get("tensors") == g["batch_tensors"],
+              "first batch %r, want %d bytes in %d tensors" % (batch[0], g["batch_bytes"],
+                                                               g["batch_tensors"]))
+    if not train["num_workers"]:
+        return
+    pids = {e["args"]["worker_pid"] for e in handoffs}
+    threads = {}
+    for e in marks:
+        if e["name"].startswith("dataloader worker "):
+            threads.setdefault(e["pid"], []).append(words(e["name"]))
+    check(pids <= set(threads), "worker pids %s, with a dataloader worker mark %s" % (
+        sorted(pids), sorted(threads)))
+    for pid, ws in threads.items():
+        check(len(ws) == 1, "worker %d: %d dataloader worker marks" % (pid, len(ws)))
+        # torch runs each DataLoader worker with one thread of its own; after
+        # its first put the worker runs its main thread and its data queue's
+        # feeder at least, and no more than the feeder and multiprocessing's
+        # resource sharer beyond those it began with (no pool: the dataset
+        # computes nothing in threads; a helper thread of the start may have
+        # ended meanwhile).
+        w = ws[0]
+        base = w.get("base", -1)
+        check(w.get("torch_threads") == 1 and base >= 1 and
+              2 <= w.get("threads", 0) <= base + 2,
+              "worker %d: %r" % (pid, w))
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         doc = json.load(f)
@@ -186,6 +249,8 @@ def main():
     want = exp["iterations_s"]
     check(abs(total - want) <= 0.05 * want + 2e-3,
           "steps last %.4f s in all, the trainer's iterations %.4f s" % (total, want))
+
+    check_guards(exp, by_cat, loader_ids.get("train"), handoffs)
 
     for f in failures:
         print("MISMATCH:", f)

@@ -68,6 +68,17 @@ class Stream(IterableDataset):
             yield torch.full((4,), float(i)), i % 2
 
 
+def guard_facts(first_bytes):
+    """What the hooks' guard-rail marks should say (the same process's view)."""
+    import resource  # pylint: disable=import-outside-toplevel
+    st = os.statvfs("/dev/shm")
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return {"shm_total": st.f_blocks * st.f_frsize,
+            "nofile": soft if soft != resource.RLIM_INFINITY else None,
+            "sharing": torch.multiprocessing.get_sharing_strategy(),
+            "batch_bytes": first_bytes, "batch_tensors": 2}
+
+
 def main():
     method, expected_path = sys.argv[1], sys.argv[2]
     flags = sys.argv[3:]
@@ -112,6 +123,7 @@ def main():
     steps = 0
     startups, waits = [], 0.0  # the train loader's: iter() to its first batch, and next() times
     asks = []  # when each training batch was asked for
+    first_bytes = None  # the first training batch's tensor bytes
     for _ in range(epochs):
         model.train()
         t_iter = time.perf_counter()
@@ -126,6 +138,8 @@ def main():
                 break
             got = time.perf_counter()
             waits += got - t
+            if first_bytes is None:
+                first_bytes = sum(v.element_size() * v.nelement() for v in (x, y))
             if len(startups) <= _:
                 startups.append(got - t_iter)
             if other is not None:
@@ -171,6 +185,7 @@ def main():
             "startups_s": startups,
             "waits_s": waits,
             "iterations_s": iterations,
+            "guards": guard_facts(first_bytes),
         }, f)
     print("trained %d steps with %s" % (steps, method))
 

@@ -7,22 +7,6 @@
 namespace stallscope::analyzer {
 namespace {
 
-// What was measured, in words: the CPUs may be busy with this rank's own
-// workers, or with other processes and ranks while this rank uses little,
-// or the cgroup may throttle it — each reads differently to the user.
-std::string cpu_evidence(const CpuBudget& cpu) {
-  std::string s = strf("this rank's processes used %.1f of its %.1f-core budget", cpu.used_cores,
-                       cpu.budget_cores);
-  if (cpu.idle_during_stalls >= 0) {
-    s += strf(", %.1f CPUs of its affinity set were idle during stalls", cpu.idle_during_stalls);
-    if (cpu.idle_during_stalls < 1 && cpu.used_cores < 0.9 * cpu.budget_cores)
-      s += " (the rest busy with other processes or ranks)";
-  }
-  if (cpu.throttled_periods > 0)
-    s += strf(", cgroup throttled %.0f periods", cpu.throttled_periods);
-  return s;
-}
-
 class CacheDecoded final : public RemedyRule {
  public:
   std::string_view id() const override { return "cache_decoded"; }
@@ -33,14 +17,28 @@ class CacheDecoded final : public RemedyRule {
     // head-of-line waits: caching samples speeds only the transforms.
     // Nor when the CPUs leave room for the workers it needs (more_workers):
     // the CPU is not what runs out.
-    if (const DataLoaderReport* l = fed_loader(c.r);
-        l != nullptr && (transform_share(*l) < 0.5 || dataloader_workers(c, *l)))
-      return std::nullopt;
+    constexpr const char* kTitle = "cache decoded samples";
+    if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr) {
+      if (transform_share(*l) < 0.5)
+        return reject("cache_decoded", kTitle,
+                      strf("the DataLoader's transforms (preprocessing and collate) are %.0f %% of "
+                           "its waits; the rest (hand-offs, head-of-line waits) caching does not "
+                           "shorten", 100 * transform_share(*l)));
+      if (const auto plan = dataloader_workers(c, *l))
+        return reject("cache_decoded", kTitle,
+                      strf("the CPUs leave room for the %d worker(s) the DataLoader needs (%.1f "
+                           "idle during stalls): the CPU is not what runs out",
+                           plan->proposed, plan->idle));
+    }
     const auto& cpu = c.r.cpu;
     const bool saturated =
         cpu.known && (cpu.idle_during_stalls >= 0 ? cpu.idle_during_stalls < 1
                                                   : cpu.used_cores >= 0.9 * cpu.budget_cores);
-    if (!saturated && cpu.throttled_periods <= 0) return std::nullopt;
+    if (!saturated && cpu.throttled_periods <= 0) {
+      if (!cpu.known) return std::nullopt;
+      return reject("cache_decoded", kTitle,
+                    "the CPUs did not run out: " + cpu_whose(cpu) + " (more workers use them)");
+    }
     Remedy m = make_remedy(
         c, "cache_decoded", "Cache decoded samples or augment on the GPU",
         "cache decoded samples (loader dataset cache) or lighten the transform",
@@ -72,7 +70,7 @@ class CacheDecoded final : public RemedyRule {
     m.inputs_from = "assumed";
     m.model = "bound: step - preprocess_stall (decode cost removed entirely) - host_blocked x the "
               "loading's share of the rank's CPU, where the rank's own processes fill its CPUs";
-    m.evidence = cpu_evidence(cpu) + strf("; preprocessing stalls %.2f ms per step", pre);
+    m.evidence = cpu_whose(cpu) + strf("; preprocessing stalls %.2f ms per step", pre);
     if (contention > 0)
       m.evidence += strf(", and the trainer waits %.2f ms per step for a CPU its loading holds "
                          "(off CPU outside its data waits)", contention);

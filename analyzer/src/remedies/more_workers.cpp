@@ -14,10 +14,55 @@ namespace {
 // the idle CPUs; with num_workers=0 the first workers take the loading off
 // the trainer thread (a bound: the hand-off between processes is a cost
 // that run could not measure).
+constexpr const char* kTitle = "more workers";
+
+// Why no more DataLoader workers were planned, in words: they keep up on
+// average, or the CPUs were busy (whose, from the CPU budget).
+std::optional<Remedy> why_no_plan(const RemedyContext& c, const DataLoaderReport& l) {
+  const double consume = l.consume_ms > 0 ? l.consume_ms : c.step_ms - c.data_ms();
+  if (l.fetch_ms <= 0 || consume <= 0) return std::nullopt;  // not measured: nothing to say
+  const int needed = std::max(1, int(std::ceil(l.fetch_ms / consume - 1e-9)));
+  if (needed <= int(l.num_workers))
+    return reject("more_workers", kTitle,
+                  strf("the %u worker(s) keep up on average: a batch's fetch takes %.2f ms and "
+                       "the trainer %.2f ms per batch outside its waits, so %d are enough (the "
+                       "stalls come in bursts or at epoch starts)",
+                       l.num_workers, l.fetch_ms, consume, needed));
+  const CpuBudget& cpu = c.r.cpu;
+  std::string busy;
+  if (cpu.known && cpu.idle_during_stalls >= 0 && cpu.affinity_cpus > 0)
+    busy = strf("%.2f of %.1f CPUs busy during stalls (%d worker(s) would keep up); ",
+                std::max(0.0, cpu.affinity_cpus - cpu.idle_during_stalls), cpu.affinity_cpus, needed);
+  else
+    busy = strf("%d worker(s) would keep up, but no usable CPU is idle; ", needed);
+  return reject("more_workers", kTitle,
+                busy + cpu_whose(cpu) + ": more workers would share the same busy CPUs");
+}
+
+// A DataLoader the hooks recorded: as many workers as keep up with the
+// trainer (fetch time per batch / the trainer's time per batch), within
+// the idle CPUs and the guard rails (shared memory, descriptors, threads);
+// with num_workers=0 the first workers take the loading off the trainer
+// thread (a bound: the hand-off between processes is a cost that run could
+// not measure).
 std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderReport& l) {
-  if (c.data_ms() < 0.1 * c.step_ms || fetch_share(l) < 0.5) return std::nullopt;
-  const auto plan = dataloader_workers(c, l);
-  if (!plan) return std::nullopt;
+  if (c.data_ms() < 0.1 * c.step_ms) return std::nullopt;
+  if (fetch_share(l) < 0.5)
+    return reject("more_workers", kTitle,
+                  strf("%.0f %% of the waits on the DataLoader are outside its fetches (hand-offs, "
+                       "head-of-line waits, unsplit): more workers fetch no faster",
+                       100 * (1 - fetch_share(l))));
+  auto plan = dataloader_workers(c, l);
+  if (!plan) return why_no_plan(c, l);
+  const WorkerGuard guard = worker_guard(c, l, plan->proposed);
+  const int planned = plan->proposed;
+  if (guard.most < planned) {
+    if (guard.most <= plan->current)
+      return reject("more_workers", kTitle,
+                    strf("%d worker(s) would keep up, but ", planned) + guard.why +
+                        "; fix: " + guard.fix);
+    plan = workers_at(c, l, *plan, guard.most);
+  }
   const std::string n = std::to_string(plan->proposed);
   Remedy m = make_remedy(c, "more_workers",
                          l.num_workers == 0 ? "Load batches in DataLoader workers" : "Add DataLoader workers",
@@ -40,7 +85,10 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
                        "than cores can help: %d workers need %.2f CPUs%s",
                        100 * plan->storage_share, plan->proposed, plan->cpu_needed,
                        plan->usable_cpus >= 0 ? strf(" of %.2f usable", plan->usable_cpus).c_str() : "");
-  if (plan->capped)
+  if (plan->proposed < planned)
+    m.evidence += strf(" (%d proposed, not %d: ", plan->proposed, planned) + guard.why + "; " +
+                  guard.fix + ")";
+  else if (plan->capped)
     m.evidence += strf(" (%d proposed: the %s allow no more)", plan->proposed,
                        plan->storage_bound ? "usable CPUs" : "idle CPUs");
   if (plan->cpu_floor_ms > 0 && plan->cpu_floor_ms >= plan->predicted_step_ms - 1e-9)
@@ -53,6 +101,7 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
               {"cpu_floor_ms", plan->cpu_floor_ms, "ms"},
               {"storage_share_of_fetch", plan->storage_share, ""},
               {"cpus_per_worker", plan->cpu_per_worker, ""}};
+  m.inputs.insert(m.inputs.end(), guard.inputs.begin(), guard.inputs.end());
   return m;
 }
 
@@ -138,7 +187,12 @@ class MoreWorkers final : public RemedyRule {
     const double spare = c.r.cpu.known ? c.r.cpu.budget_cores - c.r.cpu.used_cores : 0;
     // Half an idle CPU or more counts as one more worker's worth.
     const double add = std::floor(std::min(idle, spare) + 0.5);
-    if (pre < 0.1 * c.step_ms || workers <= 0 || add < 1) return std::nullopt;
+    if (pre < 0.1 * c.step_ms || workers <= 0) return std::nullopt;
+    if (add < 1 && c.r.cpu.known)
+      return reject("more_workers", kTitle,
+                    strf("preprocessing stalls %.2f ms per step with %.0f workers, but ", pre, workers) +
+                        cpu_whose(c.r.cpu) + ": more workers would share the same busy CPUs");
+    if (add < 1) return std::nullopt;
     const double w2 = workers + add;
     const std::string n = strf("%.0f", w2);
     Remedy m = make_remedy(c, "more_workers", "Add preprocessing workers",

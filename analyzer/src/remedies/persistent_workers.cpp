@@ -36,12 +36,22 @@ class PersistentWorkers final : public RemedyRule {
       return std::nullopt;
     const EpochStarts e = epoch_starts(*l);
     const double run = run_ms(c.r);
-    if (e.restarts == 0 || run <= 0 || e.startup_ms < 0.1 * run) return std::nullopt;
+    if (e.restarts == 0 || run <= 0) return std::nullopt;
+    constexpr const char* kTitle = "persistent workers";
+    if (e.startup_ms < 0.1 * run)
+      return reject("persistent_workers", kTitle,
+                    strf("the workers started %d time(s) after the first epoch, but their "
+                         "start-ups (%s) are %.1f %% of the run's %.0f ms, under 10 %%",
+                         e.restarts, startups_text(*l).c_str(), 100.0 * e.startup_ms / run, run));
     // Each restarted epoch keeps one batch's fetch of its wait.
     const double fetch = std::max(l->fetch_ms, 0.0);
     const double saved = std::max(0.0, e.restart_wait_ms - e.restarts * fetch);
     const double per_step = saved / double(c.r.steady_steps);
-    if (per_step <= 0) return std::nullopt;
+    if (per_step <= 0)
+      return reject("persistent_workers", kTitle,
+                    strf("the trainer's waits for each restarted epoch's first batch (%.1f ms in "
+                         "all) are no longer than a batch's fetch (%.2f ms): nothing to save",
+                         e.restart_wait_ms, fetch));
     Remedy m = make_remedy(c, "persistent_workers", "Keep DataLoader workers between epochs",
                            "none", dataloader_knob(*l, {{"persistent_workers", "True"}}));
     m.try_command = dataloader_try(c, *l, {{"persistent_workers", "True"}});

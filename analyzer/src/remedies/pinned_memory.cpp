@@ -12,7 +12,15 @@ class PinnedMemory final : public RemedyRule {
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double h2d = c.ms(Part::kCopyH2D);
     const double pageable = double(c.s.h2d_bytes[0]), pinned = double(c.s.h2d_bytes[1]);
-    if (h2d < 0.05 * c.step_ms || pageable <= pinned) return std::nullopt;
+    if (h2d < 0.05 * c.step_ms) return std::nullopt;
+    if (pageable <= pinned)
+      return reject("pinned_memory", "pinned memory",
+                    pageable + pinned <= 0
+                        ? strf("exposed H2D takes %.2f ms per step, but no copy's bytes were "
+                               "recorded as pageable or pinned", h2d)
+                        : strf("%.0f %% of H2D bytes are already pinned (exposed H2D %.2f ms per "
+                               "step): pinning the rest gains little",
+                               100.0 * pinned / (pageable + pinned), h2d));
     // Without a DataLoader record (an imported profiler trace, a loader of
     // the program's own) the copies may come from a DataLoader or not: both
     // settings, the DataLoader's and the tensor's.

@@ -9,6 +9,8 @@
 namespace stallscope::analyzer {
 namespace {
 
+constexpr const char* kTitle = "deeper prefetch";
+
 class RaisePrefetch final : public RemedyRule {
  public:
   std::string_view id() const override { return "raise_prefetch"; }
@@ -18,12 +20,23 @@ class RaisePrefetch final : public RemedyRule {
     // the workers get their first indices only when the epoch begins (and
     // start again without persistent_workers), so they stay.
     const DataLoaderReport* l = fed_loader(c.r);
-    if (l != nullptr && l->num_workers == 0) return std::nullopt;
+    if (l != nullptr && l->num_workers == 0) {
+      if (c.data_ms() < 0.05 * c.step_ms) return std::nullopt;
+      return reject("raise_prefetch", kTitle,
+                    "the DataLoader loads on the trainer thread (num_workers=0): it has no "
+                    "prefetch queue to deepen");
+    }
     // Waits mostly outside the workers' fetches (the hand-off: pickling,
     // a trainer waiting for a CPU once the batch is there) are no producer
     // falling behind: no depth shortens them.
     const double share = l != nullptr ? fetch_share(*l) : 1.0;
-    if (l != nullptr && share < 0.5) return std::nullopt;
+    if (l != nullptr && share < 0.5) {
+      if (c.data_ms() < 0.05 * c.step_ms) return std::nullopt;
+      return reject("raise_prefetch", kTitle,
+                    strf("the trainer's waits are mostly hand-offs (%.0f %% in the workers' "
+                         "fetches): the batches were ready, no deeper queue makes them come sooner",
+                         100 * share));
+    }
     const double starts =
         l != nullptr && c.r.steady_steps > 0
             ? epoch_starts(*l).later_wait_ms / double(c.r.steady_steps) : 0;
@@ -40,7 +53,11 @@ class RaisePrefetch final : public RemedyRule {
     for (const StageKind k : {StageKind::kStorage, StageKind::kPreprocess}) {
       const Stage* st = c.stage(k);
       if (st == nullptr || !st->measured) continue;
-      if (st->headroom() < 1.0) return std::nullopt;  // a stage is too slow: depth won't help
+      if (st->headroom() < 1.0)  // a stage is too slow: depth won't help
+        return reject("raise_prefetch", kTitle,
+                      strf("the %s stage does not keep up on average (%.1f batches/s against a "
+                           "demand of %.1f): a deeper queue only delays the stall",
+                           std::string(st->name()).c_str(), st->capacity, st->demand));
       if (min_capacity == 0 || st->capacity < min_capacity) min_capacity = st->capacity;
       demand = st->demand;
     }

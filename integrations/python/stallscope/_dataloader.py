@@ -20,6 +20,12 @@ importing torch:
   spans are taken only while they cost under 2 % of the samples they time:
   for cheaper samples the fetch and collate spans remain.
 * the pin-memory thread: a range around each batch's ``pin_memory``.
+* guard-rail facts as marks: at every iterator creation ``dataloader env``
+  (/dev/shm free and total bytes, RLIMIT_NOFILE, open descriptors, torch's
+  sharing strategy); the first batch of each loader ``dataloader batch``
+  (its tensors' bytes and count); each worker, after its first put,
+  ``dataloader worker`` (its threads then and at its start, stallscope's
+  own left out, and torch's thread count there).
 
 Every hook swallows its own errors, records nothing when the recorder is
 absent, and leaves torch's behaviour as it was.
@@ -206,6 +212,117 @@ def _record_config(loader, it, info, created):
         collate_fn=_name(loader.collate_fn), sampler=_name(type(loader.sampler)),
         batch_sampler=_name(type(batch_sampler)) if batch_sampler is not None else None,
         site=info.site, flags=flags, ts=created)
+    _record_env(id(loader))
+
+
+# ---- Guard-rail facts: what limits more workers besides CPUs (the analyzer's
+# checks before it proposes them). A few syscalls per iterator, once per
+# batch of the first only; each fact left out when it cannot be read.
+
+_batch_seen = set()  # loader ids whose first batch was measured
+_MAX_WALK = 256      # containers and tensors looked at in one batch
+
+
+def _record_env(loader_id):
+    """``dataloader env``: /dev/shm free and total bytes, RLIMIT_NOFILE's
+    soft limit, the descriptors open now and torch's sharing strategy."""
+    import os  # pylint: disable=import-outside-toplevel
+    words = ["dataloader env loader=%d" % loader_id]
+    try:
+        st = os.statvfs("/dev/shm")
+        words.append("shm_free=%d shm_total=%d" % (st.f_bavail * st.f_frsize,
+                                                   st.f_blocks * st.f_frsize))
+    except (OSError, AttributeError):
+        pass
+    try:
+        import resource  # pylint: disable=import-outside-toplevel
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            words.append("nofile=%d" % soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        words.append("fds=%d" % len(os.listdir("/proc/self/fd")))
+    except OSError:
+        pass
+    mp = sys.modules.get("torch.multiprocessing")
+    try:
+        strategy = mp.get_sharing_strategy() if mp is not None else None
+        if isinstance(strategy, str) and strategy.isidentifier():
+            words.append("sharing=%s" % strategy)
+    except Exception:  # pylint: disable=broad-except
+        pass
+    stallscope.mark(" ".join(words))
+
+
+def _tensor_bytes(batch):
+    """(bytes, tensors) of the tensors in a batch (nested lists, tuples,
+    dicts), looking at no more than _MAX_WALK objects."""
+    total = count = seen = 0
+    todo = [batch]
+    while todo and seen < _MAX_WALK:
+        x = todo.pop()
+        seen += 1
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif hasattr(x, "element_size") and hasattr(x, "nelement"):
+            total += x.element_size() * x.nelement()
+            count += 1
+    return total, count
+
+
+def batch_received(it, batch):
+    """The trainer got a batch from iterator ``it``: the first of each
+    loader gives ``dataloader batch`` (its tensors' bytes and count)."""
+    info = _iterators.get(it)
+    if info is None or info.loader_id in _batch_seen or len(_batch_seen) >= 4096:
+        return
+    _batch_seen.add(info.loader_id)
+    nbytes, tensors = _tensor_bytes(batch)
+    if tensors:
+        stallscope.mark("dataloader batch loader=%d bytes=%d tensors=%d" % (info.loader_id, nbytes,
+                                                                            tensors))
+
+
+def _own_threads():
+    """This process's threads, stallscope's own left out (the recorder's
+    threads are named ``stallscope-*`` in /proc, the Python stack
+    sampler's only in ``threading``); None when /proc cannot tell."""
+    import os  # pylint: disable=import-outside-toplevel
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    n = 0
+    for tid in tids[:4096]:
+        try:
+            with open("/proc/self/task/%s/comm" % tid, "rb") as f:
+                if not f.read().startswith(b"stallscope"):
+                    n += 1
+        except OSError:
+            n += 1  # exited meanwhile, or unreadable: counted
+    ours = sum(1 for t in threading.enumerate() if t.name.startswith("stallscope"))
+    return max(1, n - ours)
+
+
+def _record_worker_threads(base):
+    """``dataloader worker``: this worker process's threads now (after its
+    first put), at its start (``base``), and torch's thread count."""
+    threads = _own_threads()
+    if threads is None:
+        return
+    words = ["dataloader worker threads=%d" % threads]
+    if base is not None:
+        words.append("base=%d" % base)
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None:
+            words.append("torch_threads=%d" % torch.get_num_threads())
+    except Exception:  # pylint: disable=broad-except
+        pass
+    stallscope.mark(" ".join(words))
 
 
 def patch_iter(cls):
@@ -319,7 +436,7 @@ def patch_multiprocess_iter(cls):
 
 class _WorkerCtx:
     __slots__ = ("worker", "generation", "batch", "count", "start", "ordinal", "cost", "mean",
-                 "spans", "over", "said")
+                 "spans", "over", "said", "threads_said", "base_threads")
 
     def __init__(self, worker):
         self.worker = worker
@@ -333,6 +450,8 @@ class _WorkerCtx:
         self.spans = True  # per-sample spans on
         self.over = 0      # batches in a row whose spans cost more than the budget
         self.said = False
+        self.threads_said = False  # the worker's thread count recorded (after its first put)
+        self.base_threads = None   # its threads when its loop began
 
 
 class _IndexTap:
@@ -378,7 +497,14 @@ class _DataTap:
                 ctx.batch = -1
         except Exception:  # pylint: disable=broad-except
             pass
-        return self._q.put(obj, *args, **kwargs)
+        out = self._q.put(obj, *args, **kwargs)
+        if not self._ctx.threads_said:  # after the put: its queue's feeder thread runs
+            self._ctx.threads_said = True
+            try:
+                _record_worker_threads(self._ctx.base_threads)
+            except Exception:  # pylint: disable=broad-except
+                pass
+        return out
 
     def __getattr__(self, name):
         return getattr(self._q, name)
@@ -391,6 +517,10 @@ def wrap_worker_args(loop, args, kwargs, worker):
     if not _bind():
         return args, kwargs
     ctx = _WorkerCtx(worker if isinstance(worker, int) else -1)
+    try:
+        ctx.base_threads = _own_threads()
+    except Exception:  # pylint: disable=broad-except
+        pass
     _worker["ctx"] = ctx
     names = list(inspect.signature(loop).parameters)
     args = list(args)

@@ -160,6 +160,10 @@ def _patch_dataloader(module):
             _after_next(start, index, False)
             raise
         _after_next(start, index, True)
+        try:
+            _dataloader.batch_received(self, batch)
+        except Exception:  # pylint: disable=broad-except
+            pass
         return batch
 
     base.__next__ = _transparent(original, __next__)

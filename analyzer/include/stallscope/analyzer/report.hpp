@@ -25,7 +25,11 @@ inline constexpr int kSchemaVersion = 1;
 // 1.4: `feed` (producers behind channels and relays), the `producers`
 // stage, step sources `handoffs`, `inferred`, `whole_trace`;
 // 1.5: `host_gaps` (the host parts' device-idle gaps classed, with their
-// activities), the step table's `gap_ns`.
+// activities), the step table's `gap_ns`;
+// 1.6: a remedy's `knob_for`;
+// 1.7: `rejected_remedies` (considered, not proposed, with the reason), the
+// DataLoader block's `guard_rails` (shared memory, descriptors, threads),
+// its fetch shares and slow samples, the `slow_samples` remedy.
 inline constexpr int kSchemaMinor = 7;
 
 // Which events defined the steps (most certain first).
@@ -191,7 +195,21 @@ struct Remedy {
   // The command that tries it without editing the program
   // ("stallscope run --set '…' -- python3 train.py"), "" when none.
   std::string try_command;
+  // Not empty: the rule considered this remedy and did not propose it, for
+  // this reason (a sentence with the numbers, and the fix where a guard rail
+  // failed). propose_remedies moves such a Remedy to
+  // RankReport::rejected_remedies; the other fields are then unused.
+  std::string rejected;
   double gain_ms() const noexcept { return step_ms - predicted_step_ms; }
+};
+
+// A remedy considered and not proposed: its rule's evidence partly held (the
+// subject is there — a DataLoader, pageable copies, data stalls — but a
+// condition failed). Rules whose subject is absent list nothing.
+struct RejectedRemedy {
+  std::string id;      // the rule's id: "more_workers"
+  std::string title;   // "more workers"
+  std::string reason;  // "1.96 of 2.0 usable CPUs busy during stalls: …"
 };
 
 // One PyTorch DataLoader of the rank, from the hooks' records (contract of
@@ -267,6 +285,20 @@ struct DataLoaderReport {
   std::vector<LoaderSlowSample> slow_samples;
   std::vector<LoaderWorker> workers;
   std::vector<LoaderEpoch> epochs;
+  // Guard-rail facts the hooks recorded (`dataloader env`, `dataloader
+  // batch`, `dataloader worker` marks); -1 unknown. Shared memory: /dev/shm
+  // free and total bytes, the most free seen at an iterator's creation;
+  // descriptors: the trainer's RLIMIT_NOFILE soft limit and its open
+  // descriptors then; torch's sharing strategy ("file_descriptor",
+  // "file_system", "" unknown); the first batch's tensor bytes and tensors;
+  // per worker process the most OS threads (stallscope's own left out) and
+  // torch threads seen, and the most threads a worker started after its
+  // loop began (its queue's feeder and resource sharer among them).
+  double shm_free_bytes = -1, shm_total_bytes = -1;
+  double nofile_soft = -1, open_fds = -1;
+  std::string sharing_strategy;
+  double batch_bytes = -1, batch_tensors = -1;
+  double worker_threads = -1, worker_torch_threads = -1, worker_new_threads = -1;
 };
 
 // Who feeds a trainer through channels or relays stallscope did not build
@@ -421,6 +453,7 @@ struct RankReport {
   std::string cause;             // "input-bound: storage", "compute-bound", …
   std::string summary;           // the one-line summary
   std::vector<Remedy> remedies;  // best predicted gain first
+  std::vector<RejectedRemedy> rejected_remedies;  // considered, not proposed (catalog order)
   std::vector<DataLoaderReport> dataloaders;  // the DataLoader hooks' loaders, by first use
   FeedReport feed;                             // producers behind channels and relays
   HostGapReport host_gaps;                     // the host parts' gaps, classed
