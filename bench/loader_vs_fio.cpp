@@ -62,6 +62,8 @@
 #include "stallscope/loader/storage.hpp"
 #include "stallscope/loader/tier.hpp"
 
+#include "loader_vs_fio_logic.hpp"
+
 extern char** environ;
 
 namespace sl = stallscope::loader;
@@ -79,30 +81,9 @@ struct Region {
   uint64_t off, len;
 };
 
-// /proc/diskstats counters of one block device.
-struct Disk {
-  uint64_t reads = 0, sectors = 0, queue_ms = 0;
-};
-
-// The line of `major:minor` in /proc/diskstats text: fields 4, 6 and 14
-// (reads completed, sectors read, weighted ms in queue). false if absent.
-bool parse_diskstats(const std::string& text, unsigned major, unsigned minor, Disk* out) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream l(line);
-    unsigned ma = 0, mi = 0;
-    std::string name;
-    uint64_t f[11] = {};
-    if (!(l >> ma >> mi >> name)) continue;
-    int n = 0;
-    while (n < 11 && (l >> f[n])) ++n;
-    if (ma != major || mi != minor || n < 11) continue;
-    *out = {f[0], f[2], f[10]};
-    return true;
-  }
-  return false;
-}
+using stallscope::bench::Disk;
+using stallscope::bench::loader_first;
+using stallscope::bench::parse_diskstats;
 
 struct DiskReader {
   unsigned major = 0, minor = 0;
@@ -177,7 +158,6 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
   c.queue_depth = r.qd;
   c.read_size = r.bs;
   c.batch_size = std::max<uint32_t>(r.qd, 8);
-  c.prefetch_batches = 2;
   c.shuffle = r.random;
   c.direct = r.direct ? sl::Toggle::kOn : sl::Toggle::kOff;
   sl::Pipeline p;
@@ -345,9 +325,6 @@ std::string make_file(uint64_t mib) {
   return file;
 }
 
-// ABBA: round i runs the loader first when i is even.
-bool loader_first(int round) { return round % 2 == 0; }
-
 struct RowResult {
   double ref = 0, loader = 0, fio = 0, ratio = 0, lo = 0, hi = 0, cpu_l = 0, cpu_f = 0,
          cpu_ratio = 0;
@@ -389,12 +366,12 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
   x.lo = *lo, x.hi = *hi;
   x.cpu_l = median(cl), x.cpu_f = median(cf);
   x.cpu_ratio = x.cpu_f > 0 ? x.cpu_l / x.cpu_f : 0;
-  x.valid = ref_s <= 0 || (x.ref > 0 && x.fio >= 0.8 * x.ref);
+  x.valid = stallscope::bench::row_valid(x.fio, x.ref, ref_s > 0);
   return x;
 }
 
 const char* cached(double delivered, const Disk& d) {
-  return delivered > 1.05 * double(d.sectors) * 512 ? " cached" : "";
+  return stallscope::bench::served_from_cache(delivered, d) ? " cached" : "";
 }
 
 }  // namespace
