@@ -1,0 +1,54 @@
+// The pieces of loader_vs_fio's method that can be checked without a disk
+// (tests/loader/test_loader_vs_fio_logic.cpp): the /proc/diskstats parser,
+// the ABBA order and a row's validity against its fio reference.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+namespace stallscope::bench {
+
+// /proc/diskstats counters of one block device.
+struct Disk {
+  uint64_t reads = 0, sectors = 0, queue_ms = 0;
+};
+
+// The line of `major:minor` in /proc/diskstats text: fields 4, 6 and 14
+// (reads completed, sectors read, weighted ms in queue). false if absent
+// or shorter than 14 fields.
+inline bool parse_diskstats(const std::string& text, unsigned major, unsigned minor, Disk* out) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream l(line);
+    unsigned ma = 0, mi = 0;
+    std::string name;
+    uint64_t f[11] = {};
+    if (!(l >> ma >> mi >> name)) continue;
+    int n = 0;
+    while (n < 11 && (l >> f[n])) ++n;
+    if (ma != major || mi != minor || n < 11) continue;
+    *out = {f[0], f[2], f[10]};
+    return true;
+  }
+  return false;
+}
+
+// ABBA over an even number of rounds: round i runs the loader first when
+// i is even (LF FL LF FL ...).
+inline bool loader_first(int round) { return round % 2 == 0; }
+
+// A row is valid when its compared fio reached >= 80 % of the reference
+// (a separate, longer fio run of the row's shape); no reference: valid.
+inline bool row_valid(double fio_mb_s, double ref_mb_s, bool have_ref) {
+  return !have_ref || (ref_mb_s > 0 && fio_mb_s >= 0.8 * ref_mb_s);
+}
+
+// A side was served (partly) from a cache when it delivered more than 5 %
+// more bytes than the device moved meanwhile.
+inline bool served_from_cache(double delivered_bytes, const Disk& d) {
+  return delivered_bytes > 1.05 * double(d.sectors) * 512;
+}
+
+}  // namespace stallscope::bench
