@@ -10,7 +10,7 @@
 namespace stallscope::analyzer {
 
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 22> kTable = {
+  static const std::array<const RemedyRule*, 23> kTable = {
       &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
       &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
       &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),

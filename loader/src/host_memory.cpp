@@ -19,9 +19,9 @@ void* alloc_locked(uint64_t bytes, bool want_lock, bool* locked) noexcept {
   void* p = nullptr;
   if (bytes >= kHuge) {
     // 2 MiB-aligned and huge-page backed where THP allows (madvise mode
-    // included): an O_DIRECT read of 1 MiB then spans 1-2 physically
-    // contiguous segments instead of 256 pages, which a device with
-    // max_segments < 256 (virtio-blk: 254) splits into two requests.
+    // included): an O_DIRECT read of 1 MiB then lands in 1-2 physically
+    // contiguous segments instead of 256 pages (fewer descriptors for a
+    // virtual disk to map; docs/performance.md "loader vs fio").
     const uint64_t span = bytes + kHuge;
     auto* raw = static_cast<char*>(
         ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
