@@ -75,7 +75,7 @@ SCENARIOS = {
         start_step=8, steps=40,
         verdict="preprocessing", remedy="persistent_workers", field="persistent_workers", values=("true",)),
     "compute": dict(
-        title="compute-bound", decode_ms=4, compute_ms=40, args=["--workers", "1"],
+        title="compute-bound", decode_ms=4, compute_ms=60, args=["--workers", "1"],
         verdict="healthy", remedy="healthy", idle=1.5),
     # A few slow samples: one file of 64 takes 150 ms more to fetch (a cold
     # object); the user's fix, that file made as fast as the rest.
