@@ -106,7 +106,7 @@ struct Compared {
 // loader-bound trace's prefetched batches), the p50 may also differ by the
 // few tens of µs between prof.step() and the DataLoader call that opens a step.
 Compared compare(const std::string& marked_json, const std::string& bare_json,
-                 double floor_ms = 0) {
+                 double floor_ms = 0, bool recorded = false) {
   const auto m = import(marked_json, "marked.json");
   const auto b = import(bare_json, "bare.json");
   BOOST_TEST(m.stats.steps > 0u);
@@ -120,10 +120,22 @@ Compared compare(const std::string& marked_json, const std::string& bare_json,
                                 << k << " steps, p50 " << c.inferred.step_p50_ms << " ms from "
                                 << c.inferred.source_detail << "; cause " << c.inferred.cause);
   BOOST_TEST(std::abs(n - k) <= 1, "marked " << n << " steps, inferred " << k);
+  // Within 5 % of the marked p50, or, for a recorded (live, noisy) trace,
+  // within half the spread of its marked steady steps: of six steps whose
+  // boundaries sit a few operators apart, the p50 may be another step on
+  // each side.
+  double lo = 0, hi = 0;
+  for (const auto& st : c.marked.steps) {
+    if (st.warmup) continue;
+    const double ms = double(st.wall()) / 1e6;
+    lo = lo == 0 ? ms : std::min(lo, ms);
+    hi = std::max(hi, ms);
+  }
+  const double spread = recorded ? (hi - lo) / 2 : 0;
   const double off = std::abs(c.inferred.step_p50_ms - c.marked.step_p50_ms);
-  BOOST_TEST((off <= 0.05 * c.marked.step_p50_ms || off <= floor_ms),
+  BOOST_TEST((off <= 0.05 * c.marked.step_p50_ms || off <= floor_ms || off <= spread),
              "step p50 " << c.inferred.step_p50_ms << " ms inferred, " << c.marked.step_p50_ms
-                         << " ms marked");
+                         << " ms marked (marked steady steps " << lo << "-" << hi << " ms)");
   BOOST_TEST(c.inferred.steady_steps > 0u);
   return c;
 }
@@ -207,7 +219,7 @@ BOOST_AUTO_TEST_CASE(recorded_cpu_traces_stripped_of_steps_give_the_same_steps,
   for (const char* name : {"cpu_loader_bound.json.gz", "cpu_compute_bound.json.gz"}) {
     BOOST_TEST_CONTEXT(name) {
       const std::string marked = read_gz(dir / name);
-      const Compared c = compare(marked, strip_steps(marked), 0.05);
+      const Compared c = compare(marked, strip_steps(marked), 0.05, true);
       // A range every step holds once (the DataLoader's __next__, or an
       // operator the loop calls once, like zero_): torch 1.13's autograd
       // profiler writes no categories to tell annotations from operators.
