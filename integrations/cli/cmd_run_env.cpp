@@ -5,11 +5,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "cmd_run.hpp"
+#include "stallscope/internal/proc_text.hpp"
 #include "stallscope/internal/process_facts.hpp"
 #include "stallscope/internal/run_identity.hpp"
 
@@ -50,16 +49,9 @@ void append_list(std::map<std::string, std::string>& env, const std::string& nam
 
 // /proc/PID/stat field 22 (the start time in clock ticks), 0 when unreadable.
 uint64_t start_ticks_of(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');  // comm may hold spaces and parentheses
-  if (paren == std::string::npos) return 0;
-  std::istringstream rest(text.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && (rest >> field); ++i) {
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return 0;
+  std::string text;
+  if (!sys::read_text_file("/proc/" + std::to_string(pid) + "/stat", text, 4096)) return 0;
+  return sys::parse_uint64(sys::stat_field(text, 22)).value_or(0);
 }
 
 // The ranks a launcher started on this node, each a `stallscope run --out
