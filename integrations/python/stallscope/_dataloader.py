@@ -259,14 +259,14 @@ def _tensor_bytes(batch):
     """(bytes, tensors) of the tensors in a batch (nested lists, tuples,
     dicts), looking at no more than _MAX_WALK objects."""
     total = count = seen = 0
-    todo = [batch]
-    while todo and seen < _MAX_WALK:
-        x = todo.pop()
+    pending = [batch]
+    while pending and seen < _MAX_WALK:
+        x = pending.pop()
         seen += 1
         if isinstance(x, (list, tuple)):
-            todo.extend(x)
+            pending.extend(x)
         elif isinstance(x, dict):
-            todo.extend(x.values())
+            pending.extend(x.values())
         elif hasattr(x, "element_size") and hasattr(x, "nelement"):
             total += x.element_size() * x.nelement()
             count += 1
