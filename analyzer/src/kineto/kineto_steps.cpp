@@ -32,12 +32,6 @@ std::string_view name_class(std::string_view n) {
   return n.substr(0, i);
 }
 
-int64_t median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 uint32_t busiest_track(const std::vector<HostRec>& host) {
   std::unordered_map<uint32_t, size_t> n;
   for (const HostRec& h : host) ++n[h.track];
