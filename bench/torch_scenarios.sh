@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ -x "$s" ] || { echo "torch_scenarios: $s not built" >&2; exit 2; }
 "$py" -c 'import torch' 2>/dev/null || { echo "torch_scenarios: $py has no torch" >&2; exit 2; }
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(trainer_thread one_worker saturated worker_startup slow_samples storage)
+[ ${#names[@]} -gt 0 ] || names=(trainer_thread one_worker saturated worker_startup slow_samples storage handoff)
 slowfs="$build/tests/tools/slowfs"  # the storage scenario's FUSE tool (it skips without)
 for n in "${names[@]}"; do
   "$py" "$here/../tests/torch_scenarios/scenarios.py" "$s" "$n" --bench --slowfs "$(realpath -m "$slowfs")"

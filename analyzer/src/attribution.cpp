@@ -49,13 +49,15 @@ int64_t cpu_within(const StepInputs& in, const Ivs& set, bool* unknown) {
 void split_data(const StepInputs& in, const Ivs& stall, StepParts& out) {
   const int64_t len = length(stall);
   if (len == 0) return;
-  DataSplit d = in.split_stall ? in.split_stall(stall) : DataSplit{0, 0, len, kSplitNone};
+  DataSplit d = in.split_stall ? in.split_stall(stall) : DataSplit{.unknown = len, .bits = kSplitNone};
   // The splitter's pieces must cover the stall exactly; any rounding goes to unknown.
   d.storage = std::clamp<int64_t>(d.storage, 0, len);
   d.preprocess = std::clamp<int64_t>(d.preprocess, 0, len - d.storage);
+  d.handoff = std::clamp<int64_t>(d.handoff, 0, len - d.storage - d.preprocess);
   out.parts[idx(Part::kDataStorage)] = d.storage;
   out.parts[idx(Part::kDataPreprocess)] = d.preprocess;
-  out.parts[idx(Part::kDataUnknown)] = len - d.storage - d.preprocess;
+  out.parts[idx(Part::kDataHandoff)] = d.handoff;
+  out.parts[idx(Part::kDataUnknown)] = len - d.storage - d.preprocess - d.handoff;
   out.split = d.bits;
 }
 

@@ -14,6 +14,7 @@ namespace stallscope::analyzer {
 // How a data stall was split: storage / preprocessing / unknown ns.
 struct DataSplit {
   int64_t storage = 0, preprocess = 0, unknown = 0;
+  int64_t handoff = 0;  // a ready batch passed between processes
   uint8_t bits = 0;  // SplitBits
 };
 

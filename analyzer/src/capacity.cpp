@@ -19,13 +19,17 @@ std::string pct(double share) {
 double share(const RankReport& r, Part p) { return r.parts[idx(p)].share; }
 
 double data_share(const RankReport& r) {
-  return share(r, Part::kDataStorage) + share(r, Part::kDataPreprocess) + share(r, Part::kDataUnknown);
+  double v = 0;
+  for (size_t p = 0; p < kPartCount; ++p)
+    if (is_data(Part(p))) v += share(r, Part(p));
+  return v;
 }
 
 // Batches per second the trainer would take if data were never late.
 double demand_per_s(const RankReport& r) {
-  const double busy_ms = mean_step_ms(r) - mean_part_ms(r, Part::kDataStorage) -
-                         mean_part_ms(r, Part::kDataPreprocess) - mean_part_ms(r, Part::kDataUnknown);
+  double busy_ms = mean_step_ms(r);
+  for (size_t p = 0; p < kPartCount; ++p)
+    if (is_data(Part(p))) busy_ms -= mean_part_ms(r, Part(p));
   return busy_ms > 0 ? 1000.0 / busy_ms : 0;
 }
 
@@ -266,6 +270,13 @@ std::string cause_of(const RankReport& r) {
   return kind + ": " + std::string(part_label(best)) + " " + pct(r.parts[idx(best)].share) + " of step time";
 }
 
+// The loader that fed the optimizer when its workers spend over half their
+// fetch time in storage reads; null otherwise.
+const DataLoaderReport* storage_bound_workers(const RankReport& r) {
+  const DataLoaderReport* l = fed_loader(r);
+  return l != nullptr && l->num_workers > 0 && l->fetch_storage_share > 0.5 ? l : nullptr;
+}
+
 // The input stage, or the CPU budget they share, with the least headroom.
 // The comm stage is not one: its device time summed over streams (and
 // overlapped with compute) says nothing about whether collectives hold the
@@ -280,6 +291,9 @@ std::string bottleneck_of(const RankReport& r) {
                    (worst == nullptr || r.cpu.headroom() < worst->headroom());
   if (cpu) return r.cpu.headroom() >= 1.0 ? "trainer" : "cpu";
   if (worst == nullptr || worst->headroom() >= 1.0) return "trainer";
+  // A DataLoader's workers are its preprocessing stage whatever they wait
+  // on; workers over half their fetch time in reads are held by storage.
+  if (worst->kind == StageKind::kPreprocess && storage_bound_workers(r) != nullptr) return "storage";
   return std::string(worst->name());
 }
 
@@ -321,10 +335,15 @@ void build_capacity(RankReport& r, const RunStats& s, const RankTrace& t) {
   cpu_capacity(r, r.cpu, demand);
   r.bottleneck = bottleneck_of(r);
   r.cause = cause_of(r);
-  char buf[160];
+  char buf[224];
   std::snprintf(buf, sizeof buf, "; step p50 %.1f ms over %zu steady steps; bottleneck: %s",
                 r.step_p50_ms, r.steady_steps, r.bottleneck.c_str());
   r.summary = r.cause + buf;
+  if (const DataLoaderReport* l = storage_bound_workers(r); l != nullptr && r.bottleneck == "storage") {
+    std::snprintf(buf, sizeof buf, " (the DataLoader's workers, %.0f %% of their fetch time in reads)",
+                  100 * l->fetch_storage_share);
+    r.summary += buf;
+  }
 }
 
 }  // namespace stallscope::analyzer

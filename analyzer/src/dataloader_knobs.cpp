@@ -87,9 +87,17 @@ double fetch_share(const DataLoaderReport& l) {
   return all > 0 ? (w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms) / all : 0;
 }
 
+double producer_share(const DataLoaderReport& l) {
+  const LoaderWaitSplit& w = l.split;
+  const double fetch = w.storage_ms + w.preprocess_ms + w.collate_ms + w.worker_wait_ms;
+  const double all = fetch + w.unjoined_ms;
+  return all > 0 ? fetch / all : 1.0;
+}
+
 double transform_share(const DataLoaderReport& l) {
-  const double all = waits_ms(l.split);
-  return all > 0 ? (l.split.preprocess_ms + l.split.collate_ms) / all : 0;
+  const LoaderWaitSplit& w = l.split;
+  const double all = waits_ms(w) - w.handoff_ms - w.head_of_line_ms;
+  return all > 0 ? (w.preprocess_ms + w.collate_ms) / all : 0;
 }
 
 EpochStarts epoch_starts(const DataLoaderReport& l) {

@@ -87,7 +87,11 @@ bool read_rank(const json& j, RankReport& r) {
   r.steady_steps = j.at("steps").at("steady").get<size_t>();
   r.step_p50_ms = j.at("steps").at("p50_ms").get<double>();
   for (size_t p = 0; p < kPartCount; ++p) {
-    const json& pj = j.at("parts").at(std::string(part_key(Part(p))));
+    const json& parts = j.at("parts");
+    const std::string key(part_key(Part(p)));
+    // Reports before schema 1.8 have no data.handoff part: it was 0 there.
+    if (Part(p) == Part::kDataHandoff && !parts.contains(key)) continue;
+    const json& pj = parts.at(key);
     r.parts[p].total_ns = std::llround(pj.at("total_ms").get<double>() * 1e6);
     r.parts[p].share = pj.at("share").get<double>();
   }

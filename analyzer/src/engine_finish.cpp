@@ -51,8 +51,9 @@ RankReport RankEngine::finish() {
   finish_gaps(r);
   r.dataloaders = loaders_.finish([this](uint32_t pid) { return producer_cpu_ns(pid, 0); });
   if (finder_.has_trainer()) {
-    const double data = r.parts[idx(Part::kDataStorage)].share +
-                        r.parts[idx(Part::kDataPreprocess)].share + r.parts[idx(Part::kDataUnknown)].share;
+    double data = 0;
+    for (size_t p = 0; p < kPartCount; ++p)
+      if (is_data(Part(p))) data += r.parts[p].share;
     r.feed = producers_.finish(finder_.trainer_track(), r.steps.size(), data,
                                [this](uint32_t pid, uint32_t tid) { return producer_cpu_ns(pid, tid); });
   }

@@ -177,11 +177,14 @@ DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {
       if (piece.empty()) continue;
       LoaderCut cut;
       if (loaders_.active() && loaders_.split(piece, finder_.trainer_track(), w.a, w.b, w.batch, cut)) {
-        // The hooks recorded this batch: the split is measured. Collate,
-        // the worker's earlier batches, the hand-off and a head-of-line
-        // wait are preprocessing's part (the chain walk's convention).
+        // The hooks recorded this batch: the split is measured. Collate
+        // and the worker's earlier batches are preprocessing's part (the
+        // chain walk's convention); once the batch was put, the hand-off
+        // between processes and the batches taken ahead of it (head of
+        // line, each its own hand-off) are the hand-off's.
         total.storage += cut.storage;
-        total.preprocess += cut.total() - cut.storage;
+        total.handoff += cut.handoff + cut.head_of_line;
+        total.preprocess += cut.total() - cut.storage - cut.handoff - cut.head_of_line;
         total.bits |= kSplitExact;
         subtract(rest, piece, tmp);
         rest.swap(tmp);

@@ -13,8 +13,8 @@ namespace stallscope::analyzer {
 namespace {
 
 constexpr const char* kColors[kPartCount] = {"#2e7d32", "#6a1b9a", "#ab47bc", "#1565c0", "#64b5f6",
-                                             "#e65100", "#ffb300", "#bdbdbd", "#c62828", "#ef9a9a",
-                                             "#795548", "#9e9e9e"};
+                                             "#e65100", "#ffb300", "#fff176", "#bdbdbd", "#c62828",
+                                             "#ef9a9a", "#795548", "#9e9e9e"};
 constexpr int kChartW = 960, kChartH = 260, kMaxBars = 480;
 
 std::string esc(const std::string& s) {

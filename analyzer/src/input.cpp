@@ -13,6 +13,7 @@
 #include "engine.hpp"
 #include "kineto/kineto.hpp"
 #include "probes.hpp"
+#include "remedy.hpp"
 #include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/multirank.hpp"
 
@@ -244,6 +245,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
     analyze_groups_parallel(groups, opt, progress, per_host, gpus, rep.ranks);
   }
   progress.finish();
+  attribute_node_cpu(rep);
   analyze_cross_rank(rep, {});
   for (const auto& r : rep.ranks) release_tables(r);
   if (const std::string why = spill::Arena::instance().failure(); !why.empty())

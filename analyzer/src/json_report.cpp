@@ -164,7 +164,8 @@ json step_json(const StepResult& s) {
 json cpu_json(const CpuBudget& c) {
   return {{"known", c.known}, {"affinity_cpus", c.affinity_cpus}, {"quota_cores", c.quota_cores},
           {"ranks_on_node", c.ranks_on_node}, {"budget_cores", c.budget_cores},
-          {"used_cores", c.used_cores}, {"idle_cpus_during_stalls", c.idle_during_stalls},
+          {"used_cores", c.used_cores}, {"other_ranks_cores", c.other_ranks_cores},
+          {"idle_cpus_during_stalls", c.idle_during_stalls},
           {"idle_cpus_in_steps", c.idle_in_steps},
           {"throttled_periods", c.throttled_periods}, {"throttled_ms", c.throttled_ms},
           {"utilization", c.utilization}, {"capacity_per_s", c.capacity},

@@ -20,6 +20,7 @@ constexpr std::array<PartNames, kPartCount> kNames = {{
     {"copy.other", "other device work", "copies"},
     {"data.storage", "storage", "data stall"},
     {"data.preprocess", "preprocessing", "data stall"},
+    {"data.handoff", "hand-off", "data stall"},
     {"data.unknown", "data (unsplit)", "data stall"},
     {"host.after_sync", "host after sync", "host"},
     {"host.launch", "launch/API", "host"},

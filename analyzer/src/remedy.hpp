@@ -29,8 +29,14 @@ struct RemedyContext {
   double ms(Part part) const { return mean_part_ms(r, part); }
   double share(Part part) const { return r.parts[idx(part)].share; }
   double data_ms() const {
-    return ms(Part::kDataStorage) + ms(Part::kDataPreprocess) + ms(Part::kDataUnknown);
+    double v = 0;
+    for (size_t i = 0; i < kPartCount; ++i)
+      if (is_data(Part(i))) v += ms(Part(i));
+    return v;
   }
+  // The data stall a producer's lateness may explain: all but the hand-off
+  // of batches that were already made.
+  double fetch_stall_ms() const { return data_ms() - ms(Part::kDataHandoff); }
   const Stage* stage(StageKind k) const { return find_stage(r, k); }
   // A figure of a measured stage; nothing when the run did not measure it.
   // A rule that needs one abstains, or gives its prediction as a bound,
@@ -73,6 +79,11 @@ std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max,
 // Whose CPU it was, in words: "this rank's processes used 1.9 of its
 // 2.0-core budget, 0.0 CPUs of its affinity set were idle during stalls (…)".
 std::string cpu_whose(const CpuBudget& cpu);
+// After every rank was analysed: each rank's CpuBudget::other_ranks_cores
+// from the node's other ranks (when all of them are in `rep`), and the
+// whose-CPU words in its remedies' evidence and rejections' reasons split
+// into the other ranks' part and other programs'.
+void attribute_node_cpu(Report& rep);
 // The report's order: "healthy" first, then the largest predicted gain.
 void order_remedies(std::vector<Remedy>& v);
 // collectives_below_link's bound: the exposed transfer shrinks as the bus
@@ -145,12 +156,18 @@ WorkerGuard worker_guard(const RemedyContext& c, const DataLoaderReport& l, int 
 // the same prediction (dataloader_workers) at n.
 WorkersPlan workers_at(const RemedyContext& c, const DataLoaderReport& l, WorkersPlan p, int n);
 // Of the loader's waits, the share spent in its fetches (storage,
-// preprocessing, collate, waiting for a worker to start or take it), and in
-// its transforms alone (preprocessing and collate); 0 with no waits split.
+// preprocessing, collate, waiting for a worker to start or take it); 0 with
+// no waits split.
 double fetch_share(const DataLoaderReport& l);
+// The same share among the waits outside the hand-off (data.handoff), which
+// the parts already leave out of the fetch stall: the producers' part of
+// prefetch_plan's stalls (1 with nothing split).
+double producer_share(const DataLoaderReport& l);
 // More producers for a feed behind channels or relays (FeedReport): the
 // more_workers remedy, or nothing when they keep up or cannot be added.
 std::optional<Remedy> producer_workers(const RemedyContext& c);
+// Of its waits outside the hand-off (the preprocessing part's), the share
+// in its transforms: preprocessing and collate.
 double transform_share(const DataLoaderReport& l);
 // Epochs after a loader's first, in start order: the trainer's waits for
 // their first batches inside steps (ms, summed), and of them the epochs
@@ -218,6 +235,7 @@ STALLSCOPE_REMEDY(tune_dataloader_rule);
 STALLSCOPE_REMEDY(persistent_workers_rule);
 STALLSCOPE_REMEDY(slow_samples_rule);
 STALLSCOPE_REMEDY(fewer_workers_rule);
+STALLSCOPE_REMEDY(sharing_strategy_rule);
 STALLSCOPE_REMEDY(healthy_rule);
 #undef STALLSCOPE_REMEDY
 

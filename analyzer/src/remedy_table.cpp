@@ -4,13 +4,14 @@
 #include <array>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
 
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 23> kTable = {
+  static const std::array<const RemedyRule*, 24> kTable = {
       &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
       &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
       &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),
@@ -18,7 +19,7 @@ std::span<const RemedyRule* const> remedy_table() {
       &collectives_below_link_rule(), &avoid_sync_rule(), &cuda_graphs_rule(),
       &fused_optimizer_rule(),        &logging_off_step_rule(), &larger_batch_rule(),
       &tune_dataloader_rule(),        &persistent_workers_rule(), &slow_samples_rule(),
-      &fewer_workers_rule(),
+      &fewer_workers_rule(),          &sharing_strategy_rule(),
       &healthy_rule(),
   };
   return kTable;
@@ -100,7 +101,13 @@ std::string cpu_whose(const CpuBudget& cpu) {
     // What the rank itself did not use went to other processes: other ranks
     // of the node where it shares them, other programs otherwise.
     const double others = cpu.affinity_cpus - cpu.idle_during_stalls - cpu.used_cores;
-    if (cpu.idle_during_stalls < 1 && cpu.affinity_cpus > 0 && others >= 0.1)
+    if (cpu.idle_during_stalls < 1 && cpu.affinity_cpus > 0 && others >= 0.1 &&
+        cpu.ranks_on_node > 1 && cpu.other_ranks_cores >= 0)
+      s += strf(" (%.1f CPUs busy with other processes: %.1f the node's %d other rank(s), %.1f "
+                "other programs)",
+                others, std::min(others, cpu.other_ranks_cores), cpu.ranks_on_node - 1,
+                std::max(0.0, others - cpu.other_ranks_cores));
+    else if (cpu.idle_during_stalls < 1 && cpu.affinity_cpus > 0 && others >= 0.1)
       s += strf(" (%.1f CPUs busy with other processes or ranks: %s)", others,
                 cpu.ranks_on_node > 1 ? strf("the node's %d other rank(s) and other programs",
                                              cpu.ranks_on_node - 1).c_str()
@@ -113,6 +120,33 @@ std::string cpu_whose(const CpuBudget& cpu) {
   if (cpu.throttled_periods > 0)
     s += strf(", cgroup throttled %.0f periods", cpu.throttled_periods);
   return s;
+}
+
+void attribute_node_cpu(Report& rep) {
+  std::map<std::string, std::vector<RankReport*>> by_host;
+  for (auto& r : rep.ranks)
+    if (r.cpu.known) by_host[r.host].push_back(&r);
+  for (auto& [host, ranks] : by_host) {
+    if (ranks.size() < 2) continue;
+    double all = 0;
+    for (const RankReport* r : ranks) all += r->cpu.used_cores;
+    for (RankReport* r : ranks) {
+      // Only where every rank of the node is here: else "ranks and programs" stays.
+      if (int(ranks.size()) != r->cpu.ranks_on_node) continue;
+      const std::string before = cpu_whose(r->cpu);
+      r->cpu.other_ranks_cores = all - r->cpu.used_cores;
+      const std::string after = cpu_whose(r->cpu);
+      if (after == before) continue;
+      // The rules wrote cpu_whose's words into their evidence and reasons
+      // while the rank was analysed alone: the same words, now split.
+      auto swap = [&](std::string& s) {
+        for (size_t at = s.find(before); at != std::string::npos; at = s.find(before, at + after.size()))
+          s.replace(at, before.size(), after);
+      };
+      for (auto& m : r->remedies) swap(m.evidence);
+      for (auto& x : r->rejected_remedies) swap(x.reason);
+    }
+  }
 }
 
 void order_remedies(std::vector<Remedy>& v) {

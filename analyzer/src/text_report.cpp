@@ -96,6 +96,7 @@ void stages(std::ostream& o, const RankReport& r) {
   o << f("cpu: budget %.1f cores (affinity %.0f", c.budget_cores, c.affinity_cpus);
   if (c.quota_cores > 0) o << f(", quota %.1f", c.quota_cores);
   o << ", " << c.ranks_on_node << " rank(s) on node)" << f(", used %.1f", c.used_cores);
+  if (c.other_ranks_cores >= 0) o << f(" (the node's other ranks %.1f)", c.other_ranks_cores);
   if (c.idle_during_stalls >= 0) o << f(", idle during stalls %.1f", c.idle_during_stalls);
   if (c.throttled_periods > 0) o << f(", throttled %.0f periods (%.0f ms)", c.throttled_periods, c.throttled_ms);
   if (c.demand > 0)

@@ -15,7 +15,7 @@
 namespace stallscope::cli::run {
 namespace {
 
-enum class Type { kCount, kPrefetch, kBool };
+enum class Type { kCount, kPrefetch, kBool, kSharing };
 
 struct DataLoaderField {
   const char* name;
@@ -28,6 +28,9 @@ const DataLoaderField kDataLoader[] = {
     {"prefetch_factor", Type::kPrefetch, "an integer in [1, 1024] or none"},
     {"persistent_workers", Type::kBool, "a boolean (true/false, 1/0, yes/no, on/off)"},
     {"pin_memory", Type::kBool, "a boolean (true/false, 1/0, yes/no, on/off)"},
+    // torch.multiprocessing's strategy: process-wide, applied by the hooks
+    // when the selected DataLoader is constructed and in its workers.
+    {"sharing_strategy", Type::kSharing, "file_descriptor or file_system"},
 };
 
 std::string trim(const std::string& s) {
@@ -82,6 +85,8 @@ std::string dataloader_value(const std::string& field, const std::string& v, std
     if (f.type == Type::kCount) out = integer(v, 0, 1024);
     if (f.type == Type::kPrefetch) out = lower(v) == "none" ? "none" : integer(v, 1, 1024);
     if (f.type == Type::kBool) out = boolean(v);
+    if (f.type == Type::kSharing && (lower(v) == "file_descriptor" || lower(v) == "file_system"))
+      out = lower(v);
     if (out.empty())
       *why = "bad value '" + v + "' for dataloader." + field + " (not " + f.accepts + ")";
     return out;

@@ -10,6 +10,7 @@
 
 #include "analyzer/rank_builder.hpp"
 #include "analyzer/report_lookup.hpp"
+#include "remedy.hpp"  // cpu_whose, attribute_node_cpu
 #include "stallscope/analyzer/render.hpp"
 
 using namespace stallscope::testing;
@@ -184,9 +185,35 @@ BOOST_AUTO_TEST_CASE(more_workers_rejected_when_the_waits_are_hand_offs) {
   const an::RejectedRemedy* x = rejected(r, "more_workers");
   BOOST_REQUIRE(x != nullptr);
   BOOST_TEST(has(x->reason, "80 % of the waits on the DataLoader are outside its fetches"), x->reason);
+  // The hand-off is its own part now: what caching could shorten is the
+  // 2 ms fetch, no more; the first remedy is the hand-off's.
+  BOOST_REQUIRE(!r.remedies.empty());
+  BOOST_TEST(r.remedies.front().id == "sharing_strategy");
+  if (const an::Remedy* c = remedy(r, "cache_decoded"))
+    BOOST_TEST(c->step_ms - c->predicted_step_ms <= 2.0 + 1e-6);
+}
+
+// A DataLoader waited for mostly in a worker that had not yet begun (its
+// preprocessing part), its fetches' transforms a small share: caching
+// samples is considered and not proposed, with the share.
+BOOST_AUTO_TEST_CASE(cache_decoded_rejected_when_the_transforms_are_a_small_share) {
+  RankBuilder b;
+  const uint32_t w = b.worker_thread(201);
+  b.loader_config(0, kTrain, 1);
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 20.0 * i;
+    // The worker starts the batch's fetch 8 ms into the wait: the 8 ms
+    // before are a wait for the worker, the 2 ms fetch preprocessing.
+    b.sample(w, s + 8, s + 10, SamplePart::kFetch, i);
+    b.step(i, s, s + 20).wait(s, s + 10.05, i).kernel(s + 10.05, s + 20).handoff(s, s + 10.05, kTrain, i, 201);
+  }
+  idle_cpus(b, 20.0 * kSteps + 20, 0.2);
+  const auto r = analyze_all(b);
   const an::RejectedRemedy* c = rejected(r, "cache_decoded");
   BOOST_REQUIRE(c != nullptr);
-  BOOST_TEST(has(c->reason, "transforms (preprocessing and collate) are 20 % of its waits"), c->reason);
+  BOOST_TEST(has(c->reason, "transforms (preprocessing and collate) are 20 % of its waits outside "
+                            "the hand-off"),
+             c->reason);
 }
 
 // ---- guard rails before more workers
@@ -472,3 +499,49 @@ BOOST_AUTO_TEST_CASE(fewer_workers_stays_quiet_with_a_cpu_idle_or_few_workers) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ---- whose CPU: the node's other ranks apart from other programs
+
+// Two ranks of one node on 2 CPUs, 0.2 idle during stalls: rank 0 used 1.0,
+// rank 1 0.6, so of the 0.8 busy outside rank 0, 0.6 was rank 1 and 0.2
+// other programs. A rank analysed alone keeps "ranks and other programs".
+BOOST_AUTO_TEST_CASE(whose_cpu_splits_the_other_ranks_from_other_programs) {
+  an::Report rep;
+  for (const double used : {1.0, 0.6}) {
+    an::RankReport r;
+    r.rank = int64_t(rep.ranks.size());
+    r.host = "node-a";
+    r.cpu.known = true;
+    r.cpu.affinity_cpus = 2;
+    r.cpu.ranks_on_node = 2;
+    r.cpu.budget_cores = 1;
+    r.cpu.used_cores = used;
+    r.cpu.idle_during_stalls = 0.2;
+    r.rejected_remedies.push_back({"more_workers", "more workers",
+                                   "no usable CPU: " + an::cpu_whose(r.cpu) + ": more workers …"});
+    rep.ranks.push_back(std::move(r));
+  }
+  const std::string alone = rep.ranks[0].rejected_remedies[0].reason;
+  BOOST_TEST(has(alone, "the node's 1 other rank(s) and other programs"), alone);
+  an::attribute_node_cpu(rep);
+  BOOST_TEST(rep.ranks[0].cpu.other_ranks_cores == 0.6, tt::tolerance(kTol));
+  BOOST_TEST(rep.ranks[1].cpu.other_ranks_cores == 1.0, tt::tolerance(kTol));
+  const std::string split = rep.ranks[0].rejected_remedies[0].reason;
+  BOOST_TEST(has(split, "(0.8 CPUs busy with other processes: 0.6 the node's 1 other rank(s), 0.2 "
+                        "other programs)"),
+             split);
+  BOOST_TEST(has(split, ": more workers …"), split);
+  // Rank 1: 1.2 busy outside it, 1.0 of it rank 0.
+  BOOST_TEST(has(rep.ranks[1].rejected_remedies[0].reason,
+                 "1.0 the node's 1 other rank(s), 0.2 other programs"),
+             rep.ranks[1].rejected_remedies[0].reason);
+
+  // One rank of two analysed alone: unknown, the words stay.
+  an::Report one;
+  one.ranks.push_back(rep.ranks[0]);
+  one.ranks[0].cpu.other_ranks_cores = -1;
+  one.ranks[0].rejected_remedies[0].reason = alone;
+  an::attribute_node_cpu(one);
+  BOOST_TEST(one.ranks[0].cpu.other_ranks_cores == -1);
+  BOOST_TEST(one.ranks[0].rejected_remedies[0].reason == alone);
+}

@@ -289,7 +289,8 @@ BOOST_AUTO_TEST_CASE(dataloader_worker_file_joins_the_trainer_by_pid_and_batch) 
   BOOST_TEST((r.split & an::kSplitExact) != 0);
   for (size_t i = 0; i < 6; ++i) {
     BOOST_TEST(step_part_ms(r, i, Part::kDataStorage) == 10.0, boost::test_tools::tolerance(1e-9));
-    BOOST_TEST(step_part_ms(r, i, Part::kDataPreprocess) == 30.0, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(step_part_ms(r, i, Part::kDataPreprocess) == 29.9, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(step_part_ms(r, i, Part::kDataHandoff) == 0.1, boost::test_tools::tolerance(1e-9));
   }
   BOOST_REQUIRE_EQUAL(r.dataloaders.size(), 1u);
   const auto& l = r.dataloaders[0];

@@ -308,7 +308,9 @@ BOOST_AUTO_TEST_CASE(set_names_a_bad_key_value_or_selector_and_runs_the_program_
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"dataloader.num_wrokers=4",
        "unknown field 'num_wrokers' (known: num_workers, prefetch_factor, persistent_workers, "
-       "pin_memory)"},
+       "pin_memory, sharing_strategy)"},
+      {"dataloader.sharing_strategy=shm",
+       "bad value 'shm' for dataloader.sharing_strategy (not file_descriptor or file_system)"},
       {"dataloader.num_workers=lots",
        "bad value 'lots' for dataloader.num_workers (not an integer in [0, 1024])"},
       {"dataloader.prefetch_factor=0", "bad value '0' for dataloader.prefetch_factor"},

@@ -9,7 +9,7 @@ scenarios compare before and after a remedy. Nothing here knows stallscope.
 
 usage: train.py DATA_DIR [--workers N] [--persistent] [--init-ms MS]
                 [--epochs E] [--batches B] [--batch-size S] [--layers L]
-                [--slow-files K,... --slow-ms MS]
+                [--slow-files K,... --slow-ms MS] [--aux K]
        train.py --make-data DATA_DIR --sample-kb KB [--files N]
 """
 
@@ -29,13 +29,14 @@ FEATURES = 3 * 32 * 32
 class CompressedImages(Dataset):
     """Samples on disk, zlib-compressed (`.z`) or decoded (`.npy`, a cache)."""
 
-    def __init__(self, root, length, slow_files=(), slow_ms=0):
+    def __init__(self, root, length, slow_files=(), slow_ms=0, aux=0):
         self.files = sorted(os.path.join(root, f) for f in os.listdir(root)
                             if f.endswith((".z", ".npy")))
         self.length = length
         # files that take slow_ms longer to fetch (a cold object, a retried read)
         self.slow = {self.files[k] for k in slow_files if k < len(self.files)}
         self.slow_ms = slow_ms
+        self.aux = aux  # per-sample side tensors (boxes, masks, token ids, …)
 
     def __len__(self):
         return self.length
@@ -52,6 +53,9 @@ class CompressedImages(Dataset):
             img = (img - img.mean()) / (img.std() + 1e-6)
         else:  # decoded and normalized already
             img = torch.from_numpy(np.frombuffer(raw, dtype=np.float32, offset=128).copy())
+        if self.aux:
+            side = {f"aux{k}": torch.full((1024,), float(k)) for k in range(self.aux)}
+            return img[:FEATURES].view(3, 32, 32), i % 10, side
         return img[:FEATURES].view(3, 32, 32), i % 10
 
 
@@ -95,6 +99,7 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--slow-files", default="", help="comma-separated file numbers that are slow")
     p.add_argument("--slow-ms", type=float, default=0)
+    p.add_argument("--aux", type=int, default=0, help="side tensors per sample")
     a = p.parse_args()
     if a.make_data:
         make_data(a.data, a.sample_kb, a.files)
@@ -102,7 +107,7 @@ def main():
 
     torch.set_num_threads(1)  # one core for the model; the rest for the loader
     slow = [int(k) for k in a.slow_files.split(",") if k]
-    dataset = CompressedImages(a.data, a.batch_size * a.batches, slow, a.slow_ms)
+    dataset = CompressedImages(a.data, a.batch_size * a.batches, slow, a.slow_ms, a.aux)
     loader = DataLoader(dataset, batch_size=a.batch_size, shuffle=True, num_workers=a.workers, persistent_workers=a.persistent, worker_init_fn=slow_init(a.init_ms) if a.init_ms else None)
     model = make_model(a.layers)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -111,7 +116,7 @@ def main():
     step = 0
     last = time.perf_counter()
     for epoch in range(a.epochs):
-        for images, labels in loader:
+        for images, labels, *side in loader:
             loss = loss_fn(model(images), labels)
             optimizer.zero_grad()
             loss.backward()

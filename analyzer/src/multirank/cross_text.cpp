@@ -28,7 +28,7 @@ void rank_row(std::ostream& o, const RankReport& r) {
       static_cast<long long>(r.rank), r.host.c_str(), r.step_p50_ms, mean_ms(r, {Part::kCompute}),
       mean_ms(r, {Part::kStragglerWait}), mean_ms(r, {Part::kCommTransfer}),
       mean_ms(r, {Part::kCopyH2D, Part::kCopyOther}),
-      mean_ms(r, {Part::kDataStorage, Part::kDataPreprocess, Part::kDataUnknown}),
+      mean_ms(r, {Part::kDataStorage, Part::kDataPreprocess, Part::kDataHandoff, Part::kDataUnknown}),
       mean_ms(r, {Part::kHostAfterSync, Part::kHostLaunch, Part::kHostCpu, Part::kHostBlocked}),
       static_cast<unsigned long long>(r.cross.times_last),
       static_cast<unsigned long long>(r.cross.instances), r.cross.top_cause.c_str());

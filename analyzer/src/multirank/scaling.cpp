@@ -17,6 +17,7 @@ LossTerm term_of(Part p) {
       return LossTerm::kStraggler;
     case Part::kDataStorage:
     case Part::kDataPreprocess:
+    case Part::kDataHandoff:
     case Part::kDataUnknown:
       return LossTerm::kData;
     case Part::kCompute:

@@ -13,17 +13,18 @@ class CacheDecoded final : public RemedyRule {
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double pre = c.ms(Part::kDataPreprocess);
     if (pre < 0.1 * c.step_ms) return std::nullopt;
-    // A DataLoader's preprocessing part also holds its hand-offs and
-    // head-of-line waits: caching samples speeds only the transforms.
-    // Nor when the CPUs leave room for the workers it needs (more_workers):
+    // A DataLoader's preprocessing part also holds the waits for a worker
+    // to start or take the batch: caching samples speeds only the
+    // transforms. Nor when the CPUs leave room for the workers it needs (more_workers):
     // the CPU is not what runs out.
     constexpr const char* kTitle = "cache decoded samples";
     if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr) {
       if (transform_share(*l) < 0.5)
         return reject("cache_decoded", kTitle,
                       strf("the DataLoader's transforms (preprocessing and collate) are %.0f %% of "
-                           "its waits; the rest (hand-offs, head-of-line waits) caching does not "
-                           "shorten", 100 * transform_share(*l)));
+                           "its waits outside the hand-off; the rest (waiting for a worker to "
+                           "start or take the batch, unsplit waits) caching does not shorten",
+                           100 * transform_share(*l)));
       if (const auto plan = dataloader_workers(c, *l))
         return reject("cache_decoded", kTitle,
                       strf("the CPUs leave room for the %d worker(s) the DataLoader needs (%.1f "

@@ -40,7 +40,8 @@ class RaisePrefetch final : public RemedyRule {
     const double starts =
         l != nullptr && c.r.steady_steps > 0
             ? epoch_starts(*l).later_wait_ms / double(c.r.steady_steps) : 0;
-    const double data = std::max(0.0, c.data_ms() - starts);
+    // The hand-off of batches already put (data.handoff) is no lateness.
+    const double data = std::max(0.0, c.fetch_stall_ms() - starts);
     if (data < 0.05 * c.step_ms) return std::nullopt;
     // The stages behind the stall: an unsplit stall may be either.
     const bool unsplit = c.ms(Part::kDataUnknown) > 0;
@@ -75,7 +76,7 @@ class RaisePrefetch final : public RemedyRule {
       m.inputs.push_back({"epoch_start_wait_ms", starts, "ms"});
     }
     // The depth: the batches the run's bursts asked for beyond today's.
-    const auto plan = prefetch_plan(c, min_capacity, share);
+    const auto plan = prefetch_plan(c, min_capacity, l != nullptr ? producer_share(*l) : 1.0);
     const int extra = plan ? plan->extra_batches : 0;
     if (plan) {
       m.evidence += strf("; the producers fell up to %.1f batches behind (longest burst: %d "

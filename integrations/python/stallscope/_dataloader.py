@@ -514,6 +514,10 @@ def wrap_worker_args(loop, args, kwargs, worker):
     """The worker loop's arguments with its two queues tapped."""
     import inspect  # pylint: disable=import-outside-toplevel
     _tls.ctx = None  # a forked worker does not carry the trainer's batch
+    try:
+        _settings.worker_sharing()
+    except Exception:  # pylint: disable=broad-except
+        pass
     if not _bind():
         return args, kwargs
     ctx = _WorkerCtx(worker if isinstance(worker, int) else -1)

@@ -18,7 +18,9 @@ import sys
 
 import stallscope
 
-FIELDS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+FIELDS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory",
+          "sharing_strategy")
+_STRATEGIES = ("file_descriptor", "file_system")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 _MAX_WORKERS = 1024
@@ -58,6 +60,10 @@ def _value(field, raw):
         if v in _FALSE:
             return False, "false"
         raise ValueError("'%s' is not a boolean (true or false)" % raw)
+    if field == "sharing_strategy":
+        if v in _STRATEGIES:
+            return v, v
+        raise ValueError("'%s' is not a sharing strategy (file_descriptor or file_system)" % raw)
     if field == "prefetch_factor" and v == "none":
         return None, "none"
     lo = 0 if field == "num_workers" else 1
@@ -180,6 +186,9 @@ def apply(bound, params, site, dataset_class):
     chosen.sort(key=lambda s: s.field != "num_workers")
     for s in chosen:
         s.used = True
+        if s.field == "sharing_strategy":
+            _apply_sharing(s, site)
+            continue
         if s.field not in args:
             say("set refused %s at %s: this torch's DataLoader has no '%s'" % (
                 s.item(), site, s.field))
@@ -203,6 +212,45 @@ def apply(bound, params, site, dataset_class):
         say("set applied %s at %s (was %s)" % (s.item(), site, _text(old)))
     _fix_dependents(bound, params, site)
     return applied
+
+
+def _set_sharing(value):
+    """torch.multiprocessing's sharing strategy set to ``value``: the one
+    before, or None where it cannot be set."""
+    try:
+        import torch.multiprocessing as mp  # pylint: disable=import-outside-toplevel
+        old = mp.get_sharing_strategy()
+        if value not in mp.get_all_sharing_strategies():
+            return None
+        mp.set_sharing_strategy(value)
+        return old
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _apply_sharing(s, site):
+    """A ``sharing_strategy`` setting: torch's strategy is process-wide, so it
+    holds from this DataLoader's construction on for every tensor this
+    process passes; the workers set it again (worker_sharing)."""
+    old = _set_sharing(s.value)
+    if old is None:
+        say("set refused %s at %s: this torch cannot use the %s strategy" % (
+            s.item(), site, s.value))
+        return
+    say("set applied %s at %s (was %s; process-wide, and in the workers)" % (
+        s.item(), site, old))
+
+
+def worker_sharing():
+    """In a DataLoader worker: the sharing strategy a ``sharing_strategy``
+    setting asks for, since the worker pickles the batches it puts (spawn
+    and forkserver workers start with torch's default). Quiet: the trainer
+    said it. A receiver rebuilds a tensor by the way it was sent, so a
+    worker and a trainer on different strategies still agree."""
+    found, _ = parse(os.environ.get("STALLSCOPE_SET", ""))  # the problems were said
+    for s in found:
+        if s.field == "sharing_strategy":
+            _set_sharing(s.value)
 
 
 def _text(v):

@@ -18,6 +18,7 @@ enum class Part : uint8_t {
   kCopyOther,       // D2H, D2D, memset exposed
   kDataStorage,     // data stall: reads in flight or waiting for submission
   kDataPreprocess,  // data stall: waiting for a worker, preprocessing, collate
+  kDataHandoff,     // data stall: a ready batch passed between processes (IPC, unpickling)
   kDataUnknown,     // data stall neither lineage nor producer activity could split
   kHostAfterSync,   // device idle after a blocking sync / D2H returned
   kHostLaunch,      // device idle, trainer inside a CUDA/NCCL API call
@@ -37,6 +38,12 @@ std::string_view part_key(Part p) noexcept;
 std::string_view part_label(Part p) noexcept;
 // Group of a part: "compute", "communication", "copies", "data stall", "host".
 std::string_view part_group(Part p) noexcept;
+
+// The data-stall parts: storage, preprocessing, hand-off, unsplit.
+constexpr bool is_data(Part p) noexcept {
+  return p == Part::kDataStorage || p == Part::kDataPreprocess || p == Part::kDataHandoff ||
+         p == Part::kDataUnknown;
+}
 
 inline int64_t sum(const PartNs& p) noexcept {
   int64_t s = 0;

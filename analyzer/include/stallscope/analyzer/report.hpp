@@ -29,8 +29,10 @@ inline constexpr int kSchemaVersion = 1;
 // 1.6: a remedy's `knob_for`;
 // 1.7: `rejected_remedies` (considered, not proposed, with the reason), the
 // DataLoader block's `guard_rails` (shared memory, descriptors, threads),
-// its fetch shares and slow samples, the `slow_samples` remedy.
-inline constexpr int kSchemaMinor = 7;
+// its fetch shares and slow samples, the `slow_samples` remedy;
+// 1.8: the `data.handoff` part (a ready batch passed between processes),
+// the `sharing_strategy` remedy.
+inline constexpr int kSchemaMinor = 8;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
@@ -165,6 +167,9 @@ struct CpuBudget {
   int ranks_on_node = 1;
   double budget_cores = 0;     // min(affinity, quota) / ranks_on_node
   double used_cores = 0;       // CPU time of all the rank's processes / wall
+  // The cores the node's other ranks used (their used_cores summed), where
+  // their traces were analysed with this one; -1 unknown.
+  double other_ranks_cores = -1;
   double idle_during_stalls = -1;  // mean idle CPUs of the affinity set in stalls (-1 unknown)
   double idle_in_steps = -1;       // the same over whole steps
   double throttled_periods = 0;    // cgroup nr_throttled over the run
