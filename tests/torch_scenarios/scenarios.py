@@ -98,7 +98,7 @@ SCENARIOS = {
     # were ready.
     "handoff": dict(
         title="batches of many tensors passed between processes (hand-off)",
-        decode_ms=4, compute_ms=20, args=["--workers", "2", "--aux", "24"],
+        decode_ms=4, compute_ms=20, args=["--workers", "2", "--aux", "48"],
         verdict="hand-off", remedy="sharing_strategy", field="sharing_strategy",
         values=("file_system",), idle=1.0),
 }
