@@ -87,10 +87,10 @@ struct ThreadsRun {
   double budget() const { return rank["cpu"]["budget_cores"].get<double>(); }
 };
 
+// A remedy's input by name (its "inputs" object), -1 when absent.
 double input(const nlohmann::json& m, const std::string& name) {
-  for (const auto& n : m["inputs"])
-    if (n["name"] == name) return n["value"].get<double>();
-  return -1;
+  const auto& in = m["inputs"];
+  return in.contains(name) ? in[name]["value"].get<double>() : -1;
 }
 
 // More workers considered: proposed, or rejected by the threads rail.
