@@ -32,8 +32,12 @@ if(NOT TARGET stallscope_test_main)
   target_precompile_headers(stallscope_test_main PRIVATE <boost/test/unit_test.hpp>)
 endif()
 
+# stallscope_add_test(NAME SOURCES src... [LIBS l...] [LABELS l...] [TIMEOUT s]
+#                     [CASES_ONLY])
+# A Boost.Test executable and its ctest entry; with CASES_ONLY no entry of
+# its own (every case disabled, each an entry of stallscope_add_case_tests).
 function(stallscope_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "CASES_ONLY" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   stallscope_test_options(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS})
@@ -42,6 +46,9 @@ function(stallscope_add_test name)
   file(STRINGS ${first} own_main REGEX "^#define BOOST_TEST_NO_MAIN")
   if(NOT own_main)
     target_link_libraries(${name} PRIVATE stallscope_test_main)
+  endif()
+  if(T_CASES_ONLY)
+    return()
   endif()
   add_test(NAME ${name} COMMAND ${name} --log_level=test_suite --report_level=short)
   stallscope_test_properties(${name} "${T_TIMEOUT}" "${T_LABELS}")

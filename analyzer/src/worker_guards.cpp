@@ -27,6 +27,20 @@ constexpr double kFdsPerWorker = 4, kFdSlack = 16;
 // Without the count at its start, its main thread counts too.
 constexpr double kQueueThreads = 2;
 
+// The compute pool of a worker: torch's intra-op threads, or the threads it
+// started beyond its queues', whichever is more. torch.set_num_threads(T)
+// (torch 1.13, OpenMP backend) leaves T - 1 threads idle besides its
+// OpenMP team of T: the pthreadpool of its QNNPACK/XNNPACK kernels, made
+// at the call. Measured in a DataLoader worker whose worker_init_fn set 4:
+// 9 threads = the main one + the queue's 2 + the pthreadpool's 3 + OpenMP's
+// 3 (woken by the first parallel op), a pool of 4, not 9 - 1 - 2 = 6.
+double worker_pool(const DataLoaderReport& l) {
+  const double torch_idle = std::max(0.0, l.worker_torch_threads - 1);
+  const double started = l.worker_new_threads >= 0 ? l.worker_new_threads
+                                                   : l.worker_threads - 1;
+  return std::max(l.worker_torch_threads, started - kQueueThreads - torch_idle);
+}
+
 std::string bytes_text(double b) {
   if (b >= kGiB) return strf("%.1f GiB", b / kGiB);
   if (b >= 1024.0 * 1024) return strf("%.1f MiB", b / 1024 / 1024);
@@ -102,9 +116,7 @@ Rail threads(const RemedyContext& c, const DataLoaderReport& l, int proposed, st
   in.push_back({"worker_threads", l.worker_threads, ""});
   in.push_back({"worker_torch_threads", l.worker_torch_threads, ""});
   in.push_back({"worker_new_threads", l.worker_new_threads, ""});
-  const double pool = std::max(l.worker_torch_threads,
-                               l.worker_new_threads >= 0 ? l.worker_new_threads - kQueueThreads
-                                                         : l.worker_threads - kQueueThreads - 1);
+  const double pool = worker_pool(l);
   const double budget = c.r.cpu.known ? c.r.cpu.budget_cores : 0;
   if (pool <= 1 || budget <= 0) return r;
   r.most = int(std::floor(budget / pool));
@@ -113,8 +125,13 @@ Rail threads(const RemedyContext& c, const DataLoaderReport& l, int proposed, st
                "torch.get_num_threads() %.0f there), so %d workers run %.0f compute threads on the "
                "rank's %.1f-core budget",
                pool, l.worker_threads, l.worker_torch_threads, proposed, proposed * pool, budget);
-  r.fix = "one thread per worker: torch.set_num_threads(1) (and cv2.setNumThreads(0)) in "
-          "worker_init_fn, or OMP_NUM_THREADS=1";
+  if (l.worker_torch_threads > 1)
+    r.fix = "one thread per worker: torch.set_num_threads(1) (and cv2.setNumThreads(0)) in "
+            "worker_init_fn, or OMP_NUM_THREADS=1";
+  else  // torch's is 1 there: the pool is another library's or the dataset's own
+    r.fix = "one thread per worker for the pool's library: cv2.setNumThreads(0) in "
+            "worker_init_fn, OMP_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1, or the dataset's own "
+            "thread pool of 1";
   return r;
 }
 

@@ -358,6 +358,29 @@ BOOST_AUTO_TEST_CASE(thread_pools_in_the_workers_reject_more_workers) {
   const an::RejectedRemedy* y = rejected(p, "more_workers");
   BOOST_REQUIRE(y != nullptr);
   BOOST_TEST(has(y->reason, "each worker runs a pool of 3 threads (7 threads in all"), y->reason);
+  // Not torch's pool (torch 1 there): the fix names the other libraries.
+  BOOST_TEST(!has(y->reason, "torch.set_num_threads(1)"), y->reason);
+  BOOST_TEST(has(y->reason, "fix: one thread per worker for the pool's library: "
+                            "cv2.setNumThreads(0)"), y->reason);
+}
+
+// What a torch 1.13 worker whose worker_init_fn called
+// torch.set_num_threads(4) showed (tests/attach/test_torch_threads.cpp): 9
+// threads from 1 = its queue's 2, OpenMP's 3 and the 3 idle ones of torch's
+// pthreadpool. The pool is torch's 4, not the 6 started beyond the queue's.
+BOOST_AUTO_TEST_CASE(torchs_idle_pthreadpool_is_no_part_of_a_workers_pool) {
+  RankBuilder b = loader_run(20, 0.9);
+  const uint32_t worker_track = uint32_t(b.t.tracks.size() - 1);
+  b.mark_on(worker_track, "dataloader worker threads=6 base=1 torch_threads=4", 20);
+  b.mark_on(worker_track, "dataloader worker threads=9 base=1 torch_threads=4", 40);
+  const auto r = analyze_all(b);
+  BOOST_TEST(r.dataloaders.at(0).worker_threads == 9);  // the most of the worker's marks
+  BOOST_TEST(r.dataloaders.at(0).worker_new_threads == 8);
+  const an::RejectedRemedy* x = rejected(r, "more_workers");
+  BOOST_REQUIRE(x != nullptr);
+  BOOST_TEST(has(x->reason, "each worker runs a pool of 4 threads (9 threads in all, "
+                            "torch.get_num_threads() 4 there)"), x->reason);
+  BOOST_TEST(has(x->reason, "fix: one thread per worker: torch.set_num_threads(1)"), x->reason);
 }
 
 // Malformed guard marks leave the facts unknown (and limit nothing).

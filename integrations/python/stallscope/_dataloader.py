@@ -23,9 +23,10 @@ importing torch:
 * guard-rail facts as marks: at every iterator creation ``dataloader env``
   (/dev/shm free and total bytes, RLIMIT_NOFILE, open descriptors, torch's
   sharing strategy); the first batch of each loader ``dataloader batch``
-  (its tensors' bytes and count); each worker, after its first put,
-  ``dataloader worker`` (its threads then and at its start, stallscope's
-  own left out, and torch's thread count there).
+  (its tensors' bytes and count); each worker, after its 1st, 2nd, 4th,
+  8th … put whenever its threads grew, ``dataloader worker`` (its threads
+  then and at its start, stallscope's own left out, and torch's thread
+  count there): a pool a worker starts after its first batch is seen.
 
 Every hook swallows its own errors, records nothing when the recorder is
 absent, and leaves torch's behaviour as it was.
@@ -307,12 +308,16 @@ def _own_threads():
     return max(1, n - ours)
 
 
-def _record_worker_threads(base):
-    """``dataloader worker``: this worker process's threads now (after its
-    first put), at its start (``base``), and torch's thread count."""
+_THREAD_SCANS = 1 << 16  # the last put after which a worker's threads are counted
+
+
+def _record_worker_threads(base, said):
+    """``dataloader worker``: this worker process's threads now, at its
+    start (``base``), and torch's thread count, when more than the
+    ``said`` recorded before; returns the most recorded."""
     threads = _own_threads()
-    if threads is None:
-        return
+    if threads is None or threads <= said:
+        return said
     words = ["dataloader worker threads=%d" % threads]
     if base is not None:
         words.append("base=%d" % base)
@@ -323,6 +328,7 @@ def _record_worker_threads(base):
     except Exception:  # pylint: disable=broad-except
         pass
     stallscope.mark(" ".join(words))
+    return threads
 
 
 def patch_iter(cls):
@@ -436,7 +442,7 @@ def patch_multiprocess_iter(cls):
 
 class _WorkerCtx:
     __slots__ = ("worker", "generation", "batch", "count", "start", "ordinal", "cost", "mean",
-                 "spans", "over", "said", "threads_said", "base_threads")
+                 "spans", "over", "said", "puts", "threads_said", "base_threads")
 
     def __init__(self, worker):
         self.worker = worker
@@ -450,7 +456,8 @@ class _WorkerCtx:
         self.spans = True  # per-sample spans on
         self.over = 0      # batches in a row whose spans cost more than the budget
         self.said = False
-        self.threads_said = False  # the worker's thread count recorded (after its first put)
+        self.puts = 0              # batches put
+        self.threads_said = 0      # the most threads recorded (0 none yet)
         self.base_threads = None   # its threads when its loop began
 
 
@@ -498,10 +505,14 @@ class _DataTap:
         except Exception:  # pylint: disable=broad-except
             pass
         out = self._q.put(obj, *args, **kwargs)
-        if not self._ctx.threads_said:  # after the put: its queue's feeder thread runs
-            self._ctx.threads_said = True
+        ctx = self._ctx
+        ctx.puts += 1
+        # After the put its queue's feeder thread runs. A pool may start
+        # later (a transform or a library used from some batch on): scanned
+        # again at puts 2, 4, 8 … (a /proc walk each, rarer and rarer).
+        if ctx.puts & (ctx.puts - 1) == 0 and ctx.puts <= _THREAD_SCANS:
             try:
-                _record_worker_threads(self._ctx.base_threads)
+                ctx.threads_said = _record_worker_threads(ctx.base_threads, ctx.threads_said)
             except Exception:  # pylint: disable=broad-except
                 pass
         return out
