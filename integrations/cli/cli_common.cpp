@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "stallscope/file_summary.hpp"  // terminal_safe
 #include "stallscope/reader.hpp"
 
 namespace stallscope::cli {
@@ -87,6 +88,35 @@ void show_progress(size_t i, size_t n, const std::string& path) {
     return;
   }
   std::cerr << "\r\033[K[" << i + 1 << "/" << n << "] reading " << path << std::flush;
+}
+
+bool parse_expectations(const std::string& cmd, const std::vector<std::string>& items,
+                        std::vector<analyzer::Expectation>* out) {
+  bool ok = true;
+  out->clear();
+  out->reserve(items.size());  // results point into it
+  for (const auto& item : items) {
+    analyzer::Expectation e;
+    std::string why;
+    if (analyzer::parse_expectation(item, e, &why)) {
+      out->push_back(std::move(e));
+      continue;
+    }
+    std::cerr << "stallscope " << cmd << ": " << reader::terminal_safe(why) << "\n";
+    ok = false;
+  }
+  return ok;
+}
+
+bool report_expectations(const std::string& cmd, const analyzer::Report& rep,
+                         const std::vector<analyzer::Expectation>& expected) {
+  bool ok = true;
+  for (const auto& x : analyzer::check_expectations(rep, expected)) {
+    std::cerr << "stallscope " << cmd << ": expectation " << (x.met ? "met" : "failed") << ": "
+              << reader::terminal_safe(x.expectation->text) << " — " << x.what << "\n";
+    ok = ok && x.met;
+  }
+  return ok;
 }
 
 }  // namespace stallscope::cli

@@ -1,5 +1,5 @@
 // `stallscope report PATH... [--json] [--html OUT.html] [--color] [--step-pattern RE] [--lag S]
-// [--jobs N]`:
+// [--jobs N] [--expect 'METRIC<VALUE%' ...]`:
 // where each step's time goes and what to change (docs/report-guide.md).
 #include <unistd.h>
 
@@ -27,6 +27,7 @@ struct ReportOptions {
   double lag_s = 0;  // 0: adaptive
   size_t jobs = 0;   // ranks analyzed at once (0: one per core)
   uint64_t max_json_mb = 2048;
+  std::vector<std::string> expect;  // --expect, as given
 };
 
 void show_progress(uint64_t done, uint64_t total) {
@@ -44,6 +45,8 @@ bool write_html_file(const analyzer::Report& rep, const std::string& dest) {
 }
 
 int run_report(const ReportOptions& in) {
+  std::vector<analyzer::Expectation> expected;
+  if (!parse_expectations("report", in.expect, &expected)) return kExitUsage;
   analyzer::AnalyzeOptions opt;
   if (!in.step_pattern.empty()) opt.step_pattern = in.step_pattern;
   if (in.lag_s > 0) {
@@ -80,7 +83,8 @@ int run_report(const ReportOptions& in) {
     std::cerr << "stallscope report: " << damaged
               << " file(s) unreadable from an offset on; the report covers what comes before "
                  "(its warnings name each file and offset)\n";
-  return rep.ranks.empty() || !rep.errors.empty() || damaged > 0 ? kExitInput : kExitOk;
+  if (rep.ranks.empty() || !rep.errors.empty() || damaged > 0) return kExitInput;
+  return report_expectations("report", rep, expected) ? kExitOk : kExitExpectation;
 }
 
 }  // namespace
@@ -120,10 +124,14 @@ Command add_report_command(CLI::App& parent) {
                   "2048; a .json.gz is checked while it inflates)")
       ->type_name("MIB")
       ->check(CLI::Range(1, 4095));
+  sub->add_option("--expect", opt->expect,
+                  "A regression gate: METRIC OP VALUE, e.g. 'data_stall<5%', 'step<120ms', "
+                  "'top_gain<5%' (repeatable; every rank must meet each; docs/cli.md)")
+      ->type_name("EXPR");
   sub->footer(
       "Exit status (as info and export): 0 reported (cut files only warn), 1 an input missing\n"
       "or unreadable, even in part (the readable part is still reported), or an unwritable\n"
-      "--html, 2 usage error.");
+      "--html, 2 usage error, 3 an --expect expectation failed (each named on stderr).");
   return {sub, [opt] { return run_report(*opt); }};
 }
 

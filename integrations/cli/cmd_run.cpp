@@ -60,6 +60,7 @@ struct Supervisor {
   bool report_started = false;
   double report_started_at = 0;
   std::atomic<bool> report_done{false};
+  std::atomic<int> report_rc{kExitOk};
 
   Supervisor(const RunOptions& o, std::string dir)
       : opt(o), run_dir(std::move(dir)), lr(launcher_rank()), window(o, now_s()) {
@@ -87,7 +88,7 @@ struct Supervisor {
     if (!reports()) return;
     // On a thread: signals are still forwarded while the analyzer reads.
     report_thread = std::thread([this, note] {
-      write_run_report(run_dir, opt.report, note);
+      report_rc = write_run_report(run_dir, opt.report, note, opt.expectations);
       report_done = true;
     });
   }
@@ -193,13 +194,19 @@ struct Supervisor {
     else
       std::cerr << "SIGKILL to " << r.killed << " process(es)";
     if (r.left.empty()) {
-      std::cerr << "); exit status 0\n";
-      return kExitOk;
+      const int rc = expectation_rc();
+      std::cerr << "); exit status " << rc << "\n";
+      return rc;
     }
     std::cerr << "); " << r.left.size() << " process(es) would not end (pid";
     for (pid_t p : r.left) std::cerr << " " << p;
     std::cerr << ")\n";
     return kExitInput;
+  }
+
+  // kExitExpectation when the report's --expect failed, else 0.
+  int expectation_rc() const {
+    return report_rc == kExitExpectation ? kExitExpectation : kExitOk;
   }
 
   void loop(int sfd) {
@@ -255,7 +262,10 @@ int supervise(const RunOptions& o, const std::string& path, const ChildEnv& env)
   s.final_report();
   if (s.report_thread.joinable()) s.report_thread.join();
   ::close(sfd);
-  return exit_code_of(s.status);
+  // A failed --expect turns a clean exit into kExitExpectation; the
+  // command's own failure stays what it was.
+  const int rc = exit_code_of(s.status);
+  return rc == kExitOk ? s.expectation_rc() : rc;
 }
 
 int run_command(RunOptions o) {
@@ -275,6 +285,7 @@ int run_command(RunOptions o) {
     return kExitUsage;
   }
   for (const auto& t : check_setting_args(o.sets)) o.settings.push_back(t.item);
+  if (!parse_expectations("run", o.expect, &o.expectations)) return kExitUsage;
   const std::string path = resolve_command(o.command.front());
   if (path.empty()) {
     std::cerr << "stallscope run: " << o.command.front() << ": command not found\n";
@@ -332,6 +343,11 @@ Command add_run_command(CLI::App& parent) {
                 "End the job once the capture window is on disk and the report written: SIGKILL "
                 "to every process of the job (=term: SIGTERM first, SIGKILL after --exit-grace); "
                 "exit 0");
+  sub->add_option("--expect", o->expect,
+                  "A regression gate on the report: METRIC OP VALUE, e.g. 'data_stall<5%' "
+                  "(repeatable; as stallscope report --expect; a failed one exits 3)")
+      ->type_name("EXPR")
+      ->allow_extra_args(false);
   sub->add_option("--exit-grace", o->exit_grace_s,
                   "--exit-after-window=term: seconds from SIGTERM to SIGKILL")
       ->type_name("S")
@@ -349,8 +365,8 @@ Command add_run_command(CLI::App& parent) {
       "  [DatasetClass]; none: every DataLoader. Booleans true/false, 1/0, yes/no, on/off.\n"
       "  Example: --set dataloader[train.py:42].num_workers=4 --set loader.workers=4\n"
       "Exit status: the command's (128+N when killed by signal N); 0 when --exit-after-window "
-      "ended it; 2 usage error or a program that cannot be attached (static, setuid); 127 "
-      "command not found.");
+      "ended it; 3 instead of 0 when an --expect expectation failed on the report; 2 usage "
+      "error or a program that cannot be attached (static, setuid); 127 command not found.");
   return {sub, [o] { return run::run_command(*o); }};
 }
 

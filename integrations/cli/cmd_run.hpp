@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "stallscope/analyzer/expect.hpp"
+
 namespace stallscope::cli::run {
 
 struct RunOptions {
@@ -33,6 +35,8 @@ struct RunOptions {
   // The --set items that passed the checks, normalized (cmd_run_set.cpp):
   // STALLSCOPE_SET when any --set was given, else it passes on as inherited.
   std::vector<std::string> settings;
+  std::vector<std::string> expect;                  // --expect, as given
+  std::vector<analyzer::Expectation> expectations;  // parsed (run_command)
   std::vector<std::string> command;
 };
 
@@ -125,9 +129,11 @@ bool windows_on_disk(const std::vector<ProcessProgress>& p, int world);
 // ---- report (cmd_run_report.cpp)
 // Analyzes the run directory, writes RUN/report.{txt,json,html} and prints
 // the report (text or json) or the HTML path on stderr. `note` is added to
-// the report's warnings. Returns 0 or a CLI exit code.
+// the report's warnings. Then checks `expected` (--expect) on it. Returns 0,
+// kExitExpectation when one failed, or kExitInput.
 int write_run_report(const std::string& run_dir, const std::string& format,
-                     const std::string& note);
+                     const std::string& note,
+                     const std::vector<analyzer::Expectation>& expected = {});
 
 // ---- settings tried (cmd_run_set.cpp)
 struct TriedSetting {

@@ -26,7 +26,8 @@ bool save(const std::string& path, const std::function<void(std::ostream&)>& wri
 }  // namespace
 
 int write_run_report(const std::string& run_dir, const std::string& format,
-                     const std::string& note) {
+                     const std::string& note,
+                     const std::vector<analyzer::Expectation>& expected) {
   analyzer::Report rep;
   try {
     rep = analyzer::analyze_paths({run_dir}, analyzer::AnalyzeOptions{});
@@ -55,7 +56,8 @@ int write_run_report(const std::string& run_dir, const std::string& format,
   if (format == "html") std::cerr << "stallscope run: HTML report: " << base << ".html\n";
   std::cerr << "stallscope run: report saved in " << base << ".txt and " << base << ".json\n"
             << std::flush;
-  return ok ? kExitOk : kExitInput;
+  if (!ok) return kExitInput;
+  return report_expectations("run", rep, expected) ? kExitOk : kExitExpectation;
 }
 
 }  // namespace stallscope::cli::run

@@ -10,12 +10,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "stallscope/analyzer/expect.hpp"
+
 namespace stallscope::cli {
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInput = 1;  // unreadable input, failed output
 inline constexpr int kExitUsage = 2;  // bad flags or arguments
+inline constexpr int kExitExpectation = 3;  // an --expect expectation failed (report, run)
 
 struct Command {
   CLI::App* app = nullptr;   // the parsed subcommand
@@ -33,6 +36,15 @@ Command add_topo_command(CLI::App& parent);  // cmd_topo.cpp, where hwloc is ins
 Command add_run_command(CLI::App& parent);
 Command add_ctl_command(CLI::App& parent);
 Command add_scaling_command(CLI::App& parent);  // cmd_scaling.cpp
+
+// --expect: each item parsed; false after naming every bad one on stderr
+// ("stallscope <cmd>: --expect '…': …").
+bool parse_expectations(const std::string& cmd, const std::vector<std::string>& items,
+                        std::vector<analyzer::Expectation>* out);
+// Checks them on the report, one stderr line each ("expectation met: …" or
+// "expectation failed: …"); false when any failed or could not be measured.
+bool report_expectations(const std::string& cmd, const analyzer::Report& rep,
+                         const std::vector<analyzer::Expectation>& expected);
 
 // Expands files and run directories into trace files. Prints one line per
 // path that yields none ("stallscope <cmd>: <path>: ...") and sets *failed.

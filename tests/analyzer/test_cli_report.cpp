@@ -53,6 +53,34 @@ double part_ms(const json& rank, const std::string& part, const std::string& key
 
 BOOST_AUTO_TEST_SUITE(cli_report)
 
+// --expect: the storage-bound run fails 'data_stall<5%' (named, with the
+// measured share, exit 3) and meets 'data.storage>=40%'; the compute-bound
+// one meets 'data_stall<5%'; a malformed expectation is a usage error.
+BOOST_AUTO_TEST_CASE(expect_is_a_regression_gate_naming_what_failed) {
+  const auto& runs = Runs::get();
+  auto r = run_cli(runs.dir, {"report", "--expect", "data_stall<5%", "--expect",
+                              "data.storage>=40%", runs.data});
+  BOOST_TEST(r.exit_code == 3, r.err);
+  BOOST_TEST(has(r.err, "expectation failed: data_stall<5% — rank 0: data_stall "), r.err);
+  BOOST_TEST(has(r.err, "(expected < 5 %)"), r.err);
+  BOOST_TEST(has(r.err, "expectation met: data.storage>=40%"), r.err);
+  BOOST_TEST(has(r.out, "input-bound: storage"), "the report is printed all the same");
+  r = run_cli(runs.dir, {"report", "--expect", "data_stall<5%", "--expect", "top_gain<5%",
+                         runs.compute});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(has(r.err, "expectation met: top_gain<5%"), r.err);
+  for (const auto& [bad, why] : {std::pair{"data_stall<5", "the value needs a unit"},
+                                 std::pair{"data_stall=5%", "not METRIC OP VALUE"},
+                                 std::pair{"step<5%", "a step is given in ms"},
+                                 std::pair{"data_stall<150%", "at most 100 %"},
+                                 std::pair{"data_stall<fast%", "'fast' is not a number"}}) {
+    r = run_cli(runs.dir, {"report", "--expect", bad, runs.data});
+    BOOST_TEST(r.exit_code == 2, bad);
+    BOOST_TEST(has(r.err, std::string("--expect '") + bad + "': " ), r.err);
+    BOOST_TEST(has(r.err, why), r.err);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(text_report_names_the_verdict_and_the_parts) {
   const auto& runs = Runs::get();
   auto r = run_cli(runs.dir, {"report", runs.data});

@@ -207,6 +207,34 @@ BOOST_AUTO_TEST_CASE(reports_the_whole_run_when_the_command_ends_first) {
   BOOST_TEST(slurp(run_dir + "/report.txt").find("covers the whole run") != std::string::npos);
 }
 
+// --expect on run: a failed expectation turns the command's 0 into 3 and is
+// named; a met one keeps 0; a malformed one is refused before the command runs.
+BOOST_AUTO_TEST_CASE(expect_gates_the_run_on_its_report) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  const std::string done = t.path() + "/done";
+  BOOST_TEST(run(run_argv(t.path() + "/fail", {"--expect", "step<1ms", "--expect", "step>=1ms"},
+                          {kChild, "steps", "12", "5", done}),
+                 log, 30) == 3,
+             slurp(log));
+  BOOST_TEST(slurp(log).find("expectation failed: step<1ms") != std::string::npos, slurp(log));
+  BOOST_TEST(slurp(log).find("expectation met: step>=1ms") != std::string::npos, slurp(log));
+  BOOST_TEST(exists(t.path() + "/fail/report.json"));  // the report is kept either way
+  BOOST_TEST(run(run_argv(t.path() + "/met", {"--expect", "step >= 1ms"},
+                          {kChild, "steps", "12", "5", done}),
+                 log, 30) == 0,
+             slurp(log));
+  std::filesystem::remove(done);
+  BOOST_TEST(run(run_argv(t.path() + "/bad", {"--expect", "data_stal<5%"},
+                          {kChild, "steps", "12", "5", done}),
+                 log, 30) == 2,
+             slurp(log));
+  BOOST_TEST(slurp(log).find("--expect 'data_stal<5%': unknown metric 'data_stal'") !=
+                 std::string::npos,
+             slurp(log));
+  BOOST_TEST(!exists(done));  // refused before the command ran
+}
+
 BOOST_AUTO_TEST_CASE(time_window_when_no_step_source_appears) {
   TempDir t;
   const std::string log = t.path() + "/log", run_dir = t.path() + "/run";
