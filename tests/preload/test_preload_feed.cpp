@@ -5,15 +5,21 @@
 // multi-threaded program with no pipeline — run under the shim, then
 // `stallscope report --json`. Each checks the steps against the program's
 // own count, the producers and the verdict; numbers with tolerance, no
-// speed.
-#include <boost/test/unit_test.hpp>
+// speed. STALLSCOPE_KEEP_TRACES=DIR keeps each case's run directory.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
-#include <nlohmann/json.hpp>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
 #include "cpu_premise.hpp"
+#include "keep_traces.hpp"
 #include "preload/preload_run.hpp"
 
 using namespace stallscope::test;
@@ -36,8 +42,11 @@ std::set<uint32_t> numbers_after(const RunResult& r, const std::string& key) {
   return out;
 }
 
-// The report of a run directory: its only rank.
+// The report of a run directory: its only rank. The run is kept under
+// STALLSCOPE_KEEP_TRACES (tests/keep_traces.hpp), named by the case.
 json report(const std::string& run_dir) {
+  stallscope_tests::keep_traces(
+      run_dir, "feed-" + boost::unit_test::framework::current_test_case().p_name.get());
   const RunResult rep = run({build_dir() + "/bin/stallscope", "report", "--json", run_dir}, {},
                             false, 120);
   BOOST_TEST_REQUIRE(rep.exit_code == 0, rep.err);
@@ -164,6 +173,10 @@ BOOST_AUTO_TEST_CASE(pool_imap_has_its_result_thread_as_a_relay) {
   for (const auto& p : j["feed"]["producers"])
     if (workers.count(p["pid"].get<uint32_t>())) from_workers += p["items"].get<uint64_t>();
   BOOST_TEST(from_workers >= 30u);
+  // Each of the pool's workers made some (a task takes 40 ms: the second
+  // takes one while the first sleeps).
+  const auto producers = producer_pids(j);
+  for (uint32_t w : workers) BOOST_TEST(producers.count(w) == 1u, w << " is no producer");
   BOOST_TEST(cause(j).rfind("input-bound", 0) == 0, cause(j));
 }
 
@@ -183,6 +196,33 @@ BOOST_AUTO_TEST_CASE(a_condition_variable_queue_names_the_loader_thread) {
   BOOST_TEST(cause(j).rfind("input-bound", 0) == 0, cause(j));
   // The loader's CPU clock: about 10 ms per item.
   BOOST_TEST(j["feed"]["cpu_ms_per_item"].get<double>() >= 5.0, j["feed"].dump());
+}
+
+// A C trainer whose loader thread reads a file and decodes it (4 ms of
+// CPU) for each batch, then writes the batch's number into a pipe; the
+// trainer reads it and trains 1 ms: one step per batch, the loader thread
+// its only producer, its storage reads in the producers' time.
+BOOST_AUTO_TEST_CASE(a_pipe_trainer_names_its_loader_thread) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "data");
+  for (int i = 0; i < 2; ++i) {
+    const int fd =
+        ::open((dir / ("data/f" + std::to_string(i))).c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    BOOST_REQUIRE(fd >= 0 && ::write(fd, "batch", 5) == 5);
+    ::close(fd);
+  }
+  const RunResult r = run({helper("preload_trainer"), dir / "data", "2", "16", "4", "1", "thread"},
+                          {{"STALLSCOPE_OUT", dir / "run"}}, true, 120);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+  const json j = report(dir / "run");
+  BOOST_TEST(source(j) == "handoffs");
+  check_steps(j, r.value("STEPS"));
+  BOOST_TEST(j["feed"]["channel"] == "pipe");
+  BOOST_REQUIRE(j["feed"]["producers"].size() == 1u);
+  const json& p = j["feed"]["producers"][0];
+  BOOST_TEST(p["tid"].get<long long>() != p["pid"].get<long long>());  // a thread, not main
+  BOOST_TEST(j["feed"]["storage_ms_per_item"].get<double>() > 0.0, j["feed"].dump());
+  BOOST_TEST(cause(j).rfind("input-bound", 0) == 0, cause(j));
 }
 
 // 1 MiB messages over a pipe, each read in pieces: one step per message.
@@ -211,6 +251,8 @@ BOOST_AUTO_TEST_CASE(threads_without_a_pipeline_have_no_producers) {
   BOOST_TEST(source(j) != "handoffs");
   BOOST_TEST(source(j) != "data_waits");
   BOOST_TEST(!j["feed"]["found"].get<bool>());
+  BOOST_TEST(j["feed"]["producers"].empty());
+  BOOST_TEST(cause(j).rfind("input-bound", 0) != 0, cause(j));  // no false data waits
 }
 
 BOOST_AUTO_TEST_SUITE_END()
