@@ -226,6 +226,8 @@ BOOST_AUTO_TEST_CASE(a_pipe_trainer_names_its_loader_thread) {
 }
 
 // 1 MiB messages over a pipe, each read in pieces: one step per message.
+// The producer sleeps 20 ms before each, the consumer works 2 ms on it:
+// input-bound with a wide margin.
 BOOST_AUTO_TEST_CASE(large_pipe_messages_are_one_step_each) {
   TempDir dir;
   const RunResult r = run({helper("big_messages"), "12", std::to_string(1 << 20)},
@@ -238,6 +240,7 @@ BOOST_AUTO_TEST_CASE(large_pipe_messages_are_one_step_each) {
              boost::test_tools::tolerance(0.01));
   BOOST_REQUIRE(j["feed"]["producers"].size() == 1u);
   BOOST_TEST(j["feed"]["producers"][0]["tid"].get<long long>() == r.value("PRODUCER_TID"));
+  BOOST_TEST(cause(j).rfind("input-bound", 0) == 0, cause(j));
 }
 
 // Threads contending for the GIL and a shared lock: no pipeline, so no
