@@ -77,6 +77,24 @@ void check_steps(const json& r, long long n, long long lo = 1) {
   BOOST_TEST(steps <= n + 1, steps << " steps, the program made " << n);
 }
 
+// more_workers for producers: at most 4x today's producers; beyond,
+// Little's law's count is in the evidence and the prediction a bound
+// (docs/remedies.md).
+void check_producer_cap(const json& j, const json& m) {
+  const double w = m["inputs"]["producers"]["value"].get<double>();
+  const double proposed = m["inputs"]["suggested_producers"]["value"].get<double>();
+  const double needed = m["inputs"]["producers_needed"]["value"].get<double>();
+  BOOST_TEST(proposed <= 4 * w, m.dump());
+  BOOST_TEST(m["inputs"]["most_producers"]["value"].get<double>() == 4 * w, m.dump());
+  if (needed > 4 * w) {
+    BOOST_TEST(proposed == 4 * w, m.dump());
+    BOOST_TEST(m["bound"].get<bool>(), m.dump());
+    BOOST_TEST(m["evidence"].get<std::string>().find("Little's law asks for " +
+                                                     std::to_string(int(needed))) != std::string::npos,
+               m.dump());
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(preload_feed)
@@ -112,6 +130,9 @@ BOOST_AUTO_TEST_CASE(mp_queue_workers_that_do_not_keep_up) {
   BOOST_TEST(m["id"] == "more_workers", j["remedies"].dump());
   BOOST_TEST(m["title"] == "Add producer processes");
   BOOST_TEST(m["inputs"]["suggested_producers"]["value"].get<double>() >= 3.0);
+  // Little's law asks for about 24 (120 ms per item, 5 ms of training):
+  // 8 proposed, a bound.
+  check_producer_cap(j, m);
 }
 
 // Workers far faster than the trainer: the queue is always full, the
@@ -178,6 +199,12 @@ BOOST_AUTO_TEST_CASE(pool_imap_has_its_result_thread_as_a_relay) {
   const auto producers = producer_pids(j);
   for (uint32_t w : workers) BOOST_TEST(producers.count(w) == 1u, w << " is no producer");
   BOOST_TEST(cause(j).rfind("input-bound", 0) == 0, cause(j));
+  // The trainer works 0.2 ms per item, each takes 40 ms: Little's law asks
+  // for about 200 producers; at most 4x today's are proposed.
+  BOOST_REQUIRE(!j["remedies"].empty());
+  BOOST_TEST(j["remedies"][0]["id"] == "more_workers", j["remedies"].dump());
+  check_producer_cap(j, j["remedies"][0]);
+  BOOST_TEST(j["remedies"][0]["bound"].get<bool>(), j["remedies"][0].dump());
 }
 
 // A C trainer whose loader thread hands batches over a condition-variable
