@@ -205,6 +205,11 @@ BOOST_AUTO_TEST_CASE(pool_imap_has_its_result_thread_as_a_relay) {
   BOOST_TEST(j["remedies"][0]["id"] == "more_workers", j["remedies"].dump());
   check_producer_cap(j, j["remedies"][0]);
   BOOST_TEST(j["remedies"][0]["bound"].get<bool>(), j["remedies"][0].dump());
+  // The pool's 2 workers are the ones to multiply, not the trainer's task
+  // handler that posted one stop sentinel: Pool(processes=8).
+  BOOST_TEST(j["remedies"][0]["title"] == "Add producer processes");
+  BOOST_TEST(j["remedies"][0]["inputs"]["producers"]["value"].get<double>() == 2.0,
+             j["feed"]["producers"].dump());
 }
 
 // A C trainer whose loader thread hands batches over a condition-variable

@@ -115,7 +115,16 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const double data = c.data_ms();
   if (st == nullptr || !st->measured || f.busy_ms_per_item <= 0 || data < 0.1 * c.step_ms)
     return std::nullopt;
-  const double w = double(f.producers.size());
+  // The workers to multiply: a producer that handed on one object only (a
+  // pool's task handler posting its stop sentinel to the result thread) is
+  // none of them; the busiest says whether they are processes or threads.
+  size_t makers = 0;
+  const Producer* busiest = &f.producers.front();
+  for (const Producer& p : f.producers) {
+    makers += p.items >= 2;
+    if (p.items > busiest->items) busiest = &p;
+  }
+  const double w = double(makers > 0 ? makers : f.producers.size());
   const double per_step = f.busy_ms_per_item * std::max(f.items_per_step, 1e-9);
   const double trainer_ms = std::max(c.step_ms - data, 0.01 * c.step_ms);
   // 5 % slack: a measured ratio of 3.02 asks for 3 workers, not 4.
@@ -154,7 +163,7 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const bool limited = proposed > most_times;
   if (limited) proposed = most_times;
   const std::string n = std::to_string(proposed);
-  const bool processes = f.producers.front().tid == 0;
+  const bool processes = busiest->tid == 0;
   const std::string what = processes ? "producer processes" : "producer threads";
   Remedy m = make_remedy(
       c, "more_workers", "Add " + what, "none",
