@@ -1,8 +1,9 @@
 // Pipelines without hooks, end to end (docs/attach-preload.md "Hand-offs",
 // report-guide.md "Producers"): programs written the way users write them
-// — Python trainers fed by a multiprocessing.Queue or Pool.imap, C trainers
-// with a condition-variable queue or a pipe, large pipe messages, and a
-// multi-threaded program with no pipeline — run under the shim, then
+// — Python trainers fed by a multiprocessing.Queue, Pool.imap or a
+// ProcessPoolExecutor, C trainers with a condition-variable queue or a
+// pipe, large pipe messages, and a multi-threaded program with no
+// pipeline — run under the shim, then
 // `stallscope report --json`. Each checks the steps against the program's
 // own count, the producers and the verdict; numbers with tolerance, no
 // speed. STALLSCOPE_KEEP_TRACES=DIR keeps each case's run directory.
@@ -210,6 +211,45 @@ BOOST_AUTO_TEST_CASE(pool_imap_has_its_result_thread_as_a_relay) {
   BOOST_TEST(j["remedies"][0]["title"] == "Add producer processes");
   BOOST_TEST(j["remedies"][0]["inputs"]["producers"]["value"].get<double>() == 2.0,
              j["feed"]["producers"].dump());
+}
+
+// ProcessPoolExecutor.map, and .submit with as_completed: the executor's
+// manager thread reads the workers' results and sets each future, waking
+// the trainer: a relay, as with Pool.imap. Workers sleep 40 ms per item
+// (blocked elsewhere), the trainer works 1 ms: Little's law asks for about
+// 40 producers, the remedy proposes at most 4x today's 2, as a bound.
+BOOST_AUTO_TEST_CASE(process_pool_executor_has_its_manager_thread_as_a_relay) {
+  for (const std::string how : {"map", "as_completed"}) {
+    BOOST_TEST_CONTEXT(how) {
+      TempDir dir;
+      const RunResult r = run({kPython, script("executor_trainer.py"), "30", "40", "1", how},
+                              {{"STALLSCOPE_OUT", dir / "run"}}, true, 120);
+      BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+      const json j = report(dir / "run");
+      BOOST_TEST(source(j) == "handoffs");
+      const long long items = r.value("ITEMS"), steps = j["steps"]["total"].get<long long>();
+      check_steps(j, items, items / 2);  // through a relay: only the gets that waited
+      if (steps < items * 4 / 5)
+        BOOST_TEST(j["warnings"].dump().find("through a relay") != std::string::npos);
+      BOOST_REQUIRE(j["feed"]["relays"].size() == 1u);
+      BOOST_TEST(j["feed"]["relays"][0]["tid"].get<long long>() == r.value("RESULT_HANDLER_TID"));
+      const auto workers = numbers_after(r, "WORKER_PIDS");
+      BOOST_TEST_REQUIRE(workers.size() == 2u);
+      const auto producers = producer_pids(j);
+      uint64_t from_workers = 0;
+      for (const auto& p : j["feed"]["producers"])
+        if (workers.count(p["pid"].get<uint32_t>())) from_workers += p["items"].get<uint64_t>();
+      BOOST_TEST(from_workers >= 30u);
+      for (uint32_t w : workers) BOOST_TEST(producers.count(w) == 1u, w << " is no producer");
+      BOOST_TEST(cause(j).rfind("input-bound", 0) == 0, cause(j));
+      BOOST_REQUIRE(!j["remedies"].empty());
+      const json& m = j["remedies"][0];
+      BOOST_TEST(m["id"] == "more_workers", j["remedies"].dump());
+      BOOST_TEST(m["title"] == "Add producer processes");
+      check_producer_cap(j, m);
+      BOOST_TEST(m["bound"].get<bool>(), m.dump());  // Little's law asked for more than 4x
+    }
+  }
 }
 
 // A C trainer whose loader thread hands batches over a condition-variable
