@@ -237,4 +237,30 @@ BOOST_AUTO_TEST_CASE(producers_blocked_elsewhere_get_at_most_four_times_as_many)
   BOOST_TEST(m.predicted_step_ms == 12.5, boost::test_tools::tolerance(0.05));
 }
 
+// Hand-off steps have no stability gate of their own: every get opens a
+// step from the first, and the report's warm-up rule (summary.hpp) is what
+// sets the start apart — the first step, and those after it still longer
+// than 1.5x the median step. A slow start (workers starting: 3 steps of
+// 100 ms, then 20 ms) is warm-up; a fast one (a queue filled before the
+// trainer asked: 3 steps of 2 ms) is not, past the first step.
+BOOST_AUTO_TEST_CASE(handoff_steps_leave_their_start_to_the_warmup_rule) {
+  for (const double first_ms : {100.0, 2.0}) {
+    BOOST_TEST_CONTEXT("first steps of " << first_ms << " ms") {
+      RankBuilder b;
+      b.worker_thread(201);
+      double at = 10;
+      for (int i = 0; i < 20; ++i) {
+        b.channel_handoff(b.trainer, at - 1, at + 0.05, at, 201, 201);
+        at += i < 3 ? first_ms : 20.0;
+      }
+      b.add(Kind::kRange, b.trainer, at - 1, at);
+      const auto r = b.analyze();
+      BOOST_TEST(static_cast<int>(r.source) == static_cast<int>(StepSource::kHandoffs));
+      BOOST_TEST(r.steps.size() == 20u);
+      BOOST_TEST(r.steps[0].start_ns == ms(10));  // the first get opens the first step
+      BOOST_TEST(r.warmup_steps == (first_ms > 20 ? 3u : 1u));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
