@@ -195,6 +195,7 @@ BOOST_AUTO_TEST_CASE(producers_that_do_not_keep_up_get_more_workers) {
   BOOST_TEST(m.title == "Add producer processes");
   BOOST_TEST(m.pytorch_knob.find("3 producer processes") == 0, m.pytorch_knob << " / " << m.evidence);
   BOOST_TEST(m.predicted_step_ms == 10.0, boost::test_tools::tolerance(0.05));
+  BOOST_TEST(!m.bound);  // within 4x the producers: Little's law's own count
   // The setting is the program's own, not torch's: labelled so.
   BOOST_TEST(m.knob_for == "program");
   stallscope::analyzer::Report rep;
@@ -203,6 +204,63 @@ BOOST_AUTO_TEST_CASE(producers_that_do_not_keep_up_get_more_workers) {
   stallscope::analyzer::write_text(text, rep, {});
   BOOST_TEST(text.str().find("program: 3 producer processes") != std::string::npos, text.str());
   BOOST_TEST(text.str().find("PyTorch: 3 producer") == std::string::npos);
+}
+
+// Two workers each blocked 99 ms per item elsewhere (a remote service, a
+// sleep) and 1 ms on CPU, a trainer that works 1 ms per step: Little's law
+// asks for 100 producers. The remedy proposes at most 4x today's (8), says
+// Little's law asked for more, and its prediction at 8 is a bound.
+BOOST_AUTO_TEST_CASE(producers_blocked_elsewhere_get_at_most_four_times_as_many) {
+  RankBuilder b;
+  const uint32_t w1 = b.worker_thread(201), w2 = b.worker_thread(202);
+  const int steps = 40;
+  for (int i = 0; i < steps; ++i) {
+    const double at = 50.0 * i;
+    b.wait(at, at + 49);
+    b.channel_handoff(b.trainer, at + 48.9, at + 49, at, i % 2 ? 202 : 201, i % 2 ? 202 : 201);
+  }
+  for (int k = 1; k <= steps / 2; ++k) {
+    b.counter("cpu.process_ns", 100.0 * k, 1e6 * k, 0, w1 - 1);
+    b.counter("cpu.process_ns", 100.0 * k + 1, 1e6 * k, 0, w2 - 1);
+  }
+  b.add(Kind::kRange, b.trainer, 50.0 * steps - 1, 50.0 * steps);
+  const auto r = b.analyze();
+  BOOST_TEST(r.cause.rfind("input-bound", 0) == 0, r.cause);
+  BOOST_TEST(r.feed.other_ms_per_item >= 90.0, r.feed.other_ms_per_item);
+  BOOST_REQUIRE(!r.remedies.empty());
+  const auto& m = r.remedies.front();
+  BOOST_TEST(m.id == "more_workers");
+  BOOST_TEST(m.pytorch_knob.find("8 producer processes") == 0, m.pytorch_knob << " / " << m.evidence);
+  BOOST_TEST(m.bound);
+  BOOST_TEST(m.evidence.find("Little's law asks for 100") != std::string::npos, m.evidence);
+  // At 8: 1 ms of work + 100 / 8 - 1 ms of waiting per step.
+  BOOST_TEST(m.predicted_step_ms == 12.5, boost::test_tools::tolerance(0.05));
+}
+
+// Hand-off steps have no stability gate of their own: every get opens a
+// step from the first, and the report's warm-up rule (summary.hpp) is what
+// sets the start apart — the first step, and those after it still longer
+// than 1.5x the median step. A slow start (workers starting: 3 steps of
+// 100 ms, then 20 ms) is warm-up; a fast one (a queue filled before the
+// trainer asked: 3 steps of 2 ms) is not, past the first step.
+BOOST_AUTO_TEST_CASE(handoff_steps_leave_their_start_to_the_warmup_rule) {
+  for (const double first_ms : {100.0, 2.0}) {
+    BOOST_TEST_CONTEXT("first steps of " << first_ms << " ms") {
+      RankBuilder b;
+      b.worker_thread(201);
+      double at = 10;
+      for (int i = 0; i < 20; ++i) {
+        b.channel_handoff(b.trainer, at - 1, at + 0.05, at, 201, 201);
+        at += i < 3 ? first_ms : 20.0;
+      }
+      b.add(Kind::kRange, b.trainer, at - 1, at);
+      const auto r = b.analyze();
+      BOOST_TEST(static_cast<int>(r.source) == static_cast<int>(StepSource::kHandoffs));
+      BOOST_TEST(r.steps.size() == 20u);
+      BOOST_TEST(r.steps[0].start_ns == ms(10));  // the first get opens the first step
+      BOOST_TEST(r.warmup_steps == (first_ms > 20 ? 3u : 1u));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -237,6 +237,11 @@ BOOST_AUTO_TEST_CASE(mixed_gaps_are_each_classed) {
   BOOST_TEST(r.host_gaps.of(GapClass::kLaunch).ms == 40 * 0.46, tt::tolerance(0.10));
   BOOST_TEST(r.host_gaps.of(GapClass::kCpuOp).ms == 15.0, tt::tolerance(0.10));
   dominant(r);  // partition
+  // The launch-bound gaps' ceiling is their own time, beside the other classes.
+  const analyzer::Remedy* graphs = find(r, "cuda_graphs");
+  BOOST_REQUIRE(graphs != nullptr);
+  BOOST_TEST(graphs->gain_ms() == 40 * 0.46, tt::tolerance(0.10));
+  BOOST_TEST(find(r, "avoid_sync") != nullptr);
 }
 
 // Disabled here: its own ctest entry, which skips (77) without torch.

@@ -1,7 +1,9 @@
 /* Large messages over a pipe (no framing): a producer thread writes
- * MESSAGES messages of BYTES bytes, each with one write() call; the
- * consumer reads each with a loop of read()s (a pipe gives at most 64 KiB
- * per read), then "processes" it (CPU spin) before the next.
+ * MESSAGES messages of BYTES bytes, each with one write() call after a
+ * 20 ms sleep; the consumer reads each with a loop of read()s (a pipe
+ * gives at most 64 KiB per read), then "processes" it (2 ms of CPU spin)
+ * before the next: it waits about 18 ms of every 20, input-bound even when
+ * other programs hold the CPUs.
  *   big_messages MESSAGES BYTES
  * Prints PRODUCER_TID, READS and MESSAGES. */
 #define _GNU_SOURCE
@@ -31,7 +33,7 @@ static void* producer(void* arg) {
   char* buf = malloc(g_bytes);
   memset(buf, 'm', g_bytes);
   for (int i = 0; i < g_messages; ++i) {
-    struct timespec ts = {0, 5000000};
+    struct timespec ts = {0, 20000000};
     nanosleep(&ts, NULL);
     if (write(g_pipe[1], buf, g_bytes) != (ssize_t)g_bytes) exit(4);
   }
