@@ -87,6 +87,7 @@ void GapTotals::merge(const GapTotals& o) {
   host_ns += o.host_ns;
   for (size_t c = 0; c < kGapClassCount; ++c) class_ns[c] += o.class_ns[c];
   for (size_t c = 0; c < kGapClassCount; ++c) gaps[c] += o.gaps[c];
+  for (size_t c = 0; c < kGapClassCount; ++c) launch_ns[c] += o.launch_ns[c];
   for (const GapEntry& g : o.longest) add_longest(g);
 }
 
@@ -141,9 +142,11 @@ void GapClassifier::coverage(const Ivs& gaps, const std::vector<HostActivity>& a
   }
 }
 
-// Per gap: the longest launch call overlapping it and how many.
+// Per gap: the longest launch call overlapping it, how many, and their time
+// inside it (a thread's API calls do not nest, so the overlaps add up).
 void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& acts) {
   launch_dur_.assign(gaps.size(), 0);
+  launch_in_.assign(gaps.size(), 0);
   launch_n_.assign(gaps.size(), 0);
   for (const HostActivity& x : acts) {
     if (x.kind != ActivityKind::kApiCall) continue;
@@ -152,6 +155,7 @@ void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& a
     for (; it != gaps.end() && it->a < x.b; ++it) {
       const auto g = static_cast<size_t>(it - gaps.begin());
       launch_dur_[g] = std::max(launch_dur_[g], x.b - x.a);
+      launch_in_[g] += std::min(x.b, it->b) - std::max(x.a, it->a);
       ++launch_n_[g];
     }
   }
@@ -250,6 +254,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
     const GapClass cls = decide(g, gaps, hs.busy, traced);
     const auto ci = static_cast<size_t>(cls);
     ns[ci] += gaps[g].len();
+    out.launch_ns[ci] += launch_in_[g];
     ++out.gaps[ci];
     GapEntry e{gaps[g].len(), gaps[g].a - step_start, step_index, cls};
     // The gap's activities by (kind, name), its top one.

@@ -75,6 +75,7 @@ struct GapTotals {
   std::unordered_map<uint32_t, int64_t> optimizer, logging;  // covering name -> ns
   int64_t optimizer_ns = 0, logging_ns = 0;
   uint64_t launches = 0;  // launch calls in launch-bound gaps
+  GapNs launch_ns{};      // launch-call ns inside the gaps, by class
   std::array<uint64_t, kGapClassCount> gaps{};
   std::vector<GapEntry> longest;  // a heap, the shortest on top
   // The steps summed: how many, their wall time, host parts and classes.
@@ -112,7 +113,7 @@ class GapClassifier {
   NameFlags& flags_;
   std::vector<Credit> credits_;
   std::vector<uint32_t> stack_;
-  std::vector<int64_t> after_, data_, opt_, log_, launch_dur_;
+  std::vector<int64_t> after_, data_, opt_, log_, launch_dur_, launch_in_;
   std::vector<uint32_t> launch_n_;
   Ivs cover_, tmp_;
   std::vector<std::pair<uint64_t, int64_t>> agg_;

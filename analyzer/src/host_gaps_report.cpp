@@ -84,6 +84,7 @@ void fill_host_gaps(HostGapReport& r, const GapTotals& t, const std::vector<std:
     s.ms = per_step(class_ns[c]);
     s.share = wall_ns > 0 ? double(class_ns[c]) / double(wall_ns) : 0;
     s.gaps = t.gaps[c];
+    s.launch_ms = per_step(t.launch_ns[c]);
   }
   for (const auto& [key, ns] : t.activity) {
     const auto c = static_cast<size_t>(key >> 40);

@@ -79,13 +79,15 @@ class RankBuilder {
     return *this;
   }
   // A Python stack sample of the trainer at `at` (innermost frame `frame`),
-  // standing for `interval` ms around it.
-  RankBuilder& stack(const std::string& frame, double at, double interval) {
+  // standing for `interval` ms around it; `flags` format::kStackNative for
+  // the shim's perf_event_open sampler (`frame`: the leaf symbol).
+  RankBuilder& stack(const std::string& frame, double at, double interval, uint8_t flags = 0) {
     Ev e = Ev::span(Kind::kStackSample, trainer, ms(at), ms(at));
     e.phase = format::kInstant;
     e.name = t.name_id(frame);
     e.stack().interval_ns = static_cast<uint64_t>(ms(interval));
     e.stack().tid = t.tracks[trainer].tid;
+    e.stack().flags = flags;
     t.events.push_back(e);
     return *this;
   }

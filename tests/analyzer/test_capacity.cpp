@@ -141,7 +141,9 @@ BOOST_AUTO_TEST_CASE(per_step_sync_predicts_idle_minus_launch) {
   BOOST_TEST(part_ms(r, 3, Part::kHostAfterSync) == 30.0);
   const Remedy* m = find(r, "avoid_sync");
   BOOST_REQUIRE(m != nullptr);
-  BOOST_TEST(m->predicted_step_ms == 70.0, boost::test_tools::tolerance(1e-6));
+  // The call launching the kernel that ends the sync's gap stays: without
+  // the sync the host must still launch it (30 ms idle, 5 ms of it launch).
+  BOOST_TEST(m->predicted_step_ms == 75.0, boost::test_tools::tolerance(1e-6));
 }
 
 BOOST_AUTO_TEST_CASE(compute_bound_is_healthy) {

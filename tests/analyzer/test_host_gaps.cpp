@@ -1,5 +1,6 @@
 // Host gaps of stallscope's own traces (events built with RankBuilder): a
-// sync per step, many tiny kernels launched by calls longer than they run;
+// sync per step, many tiny kernels launched by calls longer than they run,
+// an NVTX range and native stack samples in a gap;
 // the class of each gap, its top activity and the top remedy's gain
 // against the injected gap time.
 #include <boost/test/unit_test.hpp>
@@ -92,6 +93,36 @@ BOOST_AUTO_TEST_CASE(tiny_kernels_behind_longer_launches_are_launch_gaps) {
   BOOST_REQUIRE(lb != nullptr);
   BOOST_TEST(lb->gain_ms() == 25.0, tt::tolerance(0.10));
   BOOST_TEST(lb->evidence.find("convergence") != std::string::npos);
+}
+
+// Each step: compute 40 ms, then 50 ms with no device work. In it an NVTX
+// range (the injection records a named kRange) covers 22 ms and native
+// stack samples (the shim's perf_event_open sampler, the leaf burn_cpu)
+// 18 ms: a cpu_op gap, each of them one of its top activities.
+BOOST_AUTO_TEST_CASE(an_nvtx_range_and_native_stack_samples_are_top_activities_of_a_gap) {
+  RankBuilder b;
+  for (int i = 0; i < kSteps; ++i) {
+    const double s = 100.0 * i;
+    b.step(i, s, s + 100).kernel(s, s + 40).kernel(s + 90, s + 100);
+    b.range("compute_loss", b.trainer, s + 45, s + 67);
+    b.stack("burn_cpu", s + 71, 6, stallscope::format::kStackNative);
+    b.stack("burn_cpu", s + 77, 6, stallscope::format::kStackNative);
+    b.stack("burn_cpu", s + 83, 6, stallscope::format::kStackNative);
+  }
+  const auto r = b.analyze();
+  check_partition(r);
+  BOOST_TEST(class_ms(r, an::GapClass::kCpuOp) == 50.0, tt::tolerance(1e-6));
+  const auto& top = r.host_gaps.of(an::GapClass::kCpuOp).top;
+  BOOST_REQUIRE(top.size() == 2u);
+  BOOST_TEST(top[0].name == "compute_loss");
+  BOOST_TEST(top[0].kind == "annotation");
+  BOOST_TEST(top[0].ms == 22.0, tt::tolerance(1e-6));
+  BOOST_TEST(top[1].name == "burn_cpu");
+  BOOST_TEST(top[1].kind == "stack_sample");
+  BOOST_TEST(top[1].ms == 18.0, tt::tolerance(1e-6));
+  BOOST_REQUIRE(!r.host_gaps.longest.empty());
+  BOOST_TEST(an::gap_class_key(r.host_gaps.longest[0].cls) == "cpu_op");
+  BOOST_TEST(r.host_gaps.longest[0].top == "compute_loss");
 }
 
 // Without device activity there are no device-idle gaps: nothing classed.

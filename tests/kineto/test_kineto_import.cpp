@@ -92,12 +92,14 @@ BOOST_AUTO_TEST_CASE(single_process_iterator_proposes_workers_not_prefetch) {
 // No device activity: time inside the trainer's operators is compute, the
 // gaps between them host overhead, a DataLoader wait a data stall (before,
 // a CPU-only trace read "host-bound: host on-CPU 100 %" or all compute).
+// An operator inside the loading annotation (collate's aten::stack) is
+// loading, not compute: the data part stays what the annotation covers.
 BOOST_AUTO_TEST_CASE(a_cpu_only_trace_counts_operators_as_compute_and_gaps_as_host) {
   for (auto schema : {KinetoWriter::kCurrent, KinetoWriter::kLegacy}) {
     KinetoWriter w(schema);
     for (int i = 0; i < 8; ++i) {
       const double o = i * 10.0;
-      w.step(i + 1, o, o + 10).dataloader(o, o + 2);
+      w.step(i + 1, o, o + 10).dataloader(o, o + 2).op("aten::stack", o + 0.5, o + 1.5);
       w.op("aten::linear", o + 2, o + 5).op("aten::addmm", o + 3, o + 4);  // nested: once
       w.op("aten::sum", o + 6, o + 8);  // gaps 5-6 and 8-10: Python between operators
     }

@@ -20,16 +20,21 @@ class AvoidSync final : public RemedyRule {
     Remedy m = make_remedy(c, "avoid_sync", "Avoid per-step device-to-host syncs",
                            "none (trainer side)",
                            "read loss.item() every N steps; keep metrics on the device");
-    // The next work must still be launched: its launch time stays.
-    m.predicted_step_ms = c.step_ms - std::clamp(drained - launch, 0.0, drained);
     m.inputs = {{"host_after_sync_ms", after, "ms"}, {"host_launch_ms", launch, "ms"}};
+    // The next work must still be launched: its launch time stays.
     if (!g.analyzed) {
+      m.predicted_step_ms = c.step_ms - std::clamp(after - launch, 0.0, after);
       m.model = "step - (host_after_sync - host_launch)";
       m.evidence = strf("the device idles %.2f ms per step after blocking syncs return", after);
       return m;
     }
-    m.model = "step - (sync gap time - host_launch)";
+    // Only the launches inside the sync gaps: those in other gaps (a
+    // launch-bound stretch elsewhere in the step) stay whatever the sync does.
+    const double sync_launch = g.of(GapClass::kSync).launch_ms;
+    m.predicted_step_ms = c.step_ms - std::clamp(drained - sync_launch, 0.0, drained);
+    m.model = "step - (sync gap time - launch calls inside the sync gaps)";
     m.inputs.push_back({"sync_gap_ms", drained, "ms"});
+    m.inputs.push_back({"sync_gap_launch_ms", sync_launch, "ms"});
     m.evidence = strf("the device idles %.2f ms per step drained after synchronizations", drained);
     if (!g.sync_call.empty()) {
       m.evidence += "; the call: " + g.sync_call;

@@ -351,6 +351,7 @@ struct GapClassStat {
   double ms = 0;       // per step
   double share = 0;    // of the steady steps' wall time
   uint64_t gaps = 0;   // gaps of this class over the steady steps
+  double launch_ms = 0;  // launch calls inside these gaps, per step (not in --json)
   std::vector<GapActivity> top;  // by exclusive time (sync: the calls)
 };
 struct HostGap {       // one gap, for the list of the run's longest
