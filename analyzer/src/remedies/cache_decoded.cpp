@@ -12,7 +12,23 @@ class CacheDecoded final : public RemedyRule {
   std::string_view id() const override { return "cache_decoded"; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double pre = c.ms(Part::kDataPreprocess);
-    if (pre < 0.1 * c.step_ms) return std::nullopt;
+    const auto& cpu = c.r.cpu;
+    // When the rank's own processes fill its CPUs, its trainer also waits
+    // for a CPU its workers hold: off-CPU outside its data waits (host
+    // blocked). Decoding removed gives that back too, in the share of the
+    // rank's CPU its loading took (all but the trainer's own, which with no
+    // device is the compute part). With that, the decode's cost to the step
+    // is what must reach 10 %: workers that keep the queue nearly full on
+    // saturated CPUs stall the trainer little but slow it all the same.
+    const double blocked = c.ms(Part::kHostBlocked);
+    const bool own = cpu.known && cpu.budget_cores > 0 && cpu.used_cores >= 0.9 * cpu.budget_cores &&
+                     (cpu.idle_during_stalls < 0 || cpu.idle_during_stalls < 1);
+    double contention = 0;
+    if (own && blocked > 0 && pre > 0) {
+      const double trainer = c.r.compute_basis == "cpu_only" ? c.ms(Part::kCompute) / c.step_ms : 0;
+      contention = blocked * std::clamp(1 - trainer / cpu.used_cores, 0.0, 1.0);
+    }
+    if (pre <= 0 || pre + contention < 0.1 * c.step_ms) return std::nullopt;
     // A DataLoader's preprocessing part also holds the waits for a worker
     // to start or take the batch: caching samples speeds only the
     // transforms. Nor when the CPUs leave room for the workers it needs (more_workers):
@@ -31,7 +47,6 @@ class CacheDecoded final : public RemedyRule {
                            "idle during stalls): the CPU is not what runs out",
                            plan->proposed, plan->idle));
     }
-    const auto& cpu = c.r.cpu;
     const bool saturated =
         cpu.known && (cpu.idle_during_stalls >= 0 ? cpu.idle_during_stalls < 1
                                                   : cpu.used_cores >= 0.9 * cpu.budget_cores);
@@ -44,19 +59,6 @@ class CacheDecoded final : public RemedyRule {
         c, "cache_decoded", "Cache decoded samples or augment on the GPU",
         "cache decoded samples (loader dataset cache) or lighten the transform",
         "cache decoded tensors; GPU augmentation (DALI, torchvision.transforms.v2 on cuda)");
-    // When the rank's own processes fill its CPUs, its trainer also waits
-    // for a CPU its workers hold: off-CPU outside its data waits (host
-    // blocked). Decoding removed gives that back too, in the share of the
-    // rank's CPU its loading took (all but the trainer's own, which with no
-    // device is the compute part).
-    const double blocked = c.ms(Part::kHostBlocked);
-    const bool own = cpu.known && cpu.budget_cores > 0 && cpu.used_cores >= 0.9 * cpu.budget_cores &&
-                     (cpu.idle_during_stalls < 0 || cpu.idle_during_stalls < 1);
-    double contention = 0;
-    if (own && blocked > 0) {
-      const double trainer = c.r.compute_basis == "cpu_only" ? c.ms(Part::kCompute) / c.step_ms : 0;
-      contention = blocked * std::clamp(1 - trainer / cpu.used_cores, 0.0, 1.0);
-    }
     // A DataLoader the hooks recorded: the dataset whose items to cache and
     // the loader's line.
     if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr && !l->dataset.empty()) {
