@@ -88,7 +88,7 @@ SCENARIOS = {
     # wait, using little CPU, and more of them than cores keep up.
     "storage": dict(
         title="slow storage through the FUSE tool (slowfs), little CPU per sample",
-        decode_ms=2, compute_ms=10, args=["--workers", "2"], latency_us=6000,
+        decode_ms=2, compute_ms=10, args=["--workers", "2"], latency_us=10000,
         verdict="storage", remedy="more_workers", field="num_workers", values=(4, 64),
         bottleneck="storage", idle=1.0),
     # Batches made fast but of many tensors (a dict of side tensors per
