@@ -77,11 +77,11 @@ SCENARIOS = {
     "compute": dict(
         title="compute-bound", decode_ms=4, compute_ms=60, args=["--workers", "1"],
         verdict="healthy", remedy="healthy", idle=1.5),
-    # A few slow samples: one file of 64 takes 150 ms more to fetch (a cold
+    # A few slow samples: one file of 64 takes 300 ms more to fetch (a cold
     # object); the user's fix, that file made as fast as the rest.
     "slow_samples": dict(
         title="a few slow samples at the head of the line (one file of 64 slow)",
-        decode_ms=4, compute_ms=20, args=["--workers", "2", "--slow-files", "17", "--slow-ms", "150"],
+        decode_ms=4, compute_ms=20, args=["--workers", "2", "--slow-files", "17", "--slow-ms", "300"],
         files=64, steps=60, verdict="preprocessing", remedy="slow_samples", idle=1.0),
     # The data on a slowfs mount answering each read request after
     # `latency_us` (a sample is two: its bytes and end of file): the workers
