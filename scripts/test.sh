@@ -173,22 +173,18 @@ phase_release_build() {
 # The scenarios and multi-rank runs have a budget of their own.
 scenario_labels='scenarios|mpi'
 
-phase_release_tests() {
-  within ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300 \
-    -LE "$scenario_labels" --no-tests=error 2>&1 | tee "$build_dir/test.sh-ctest.log"
-  local rc=${PIPESTATUS[0]}
-  ctest_note "$build_dir/test.sh-ctest.log"
-  return "$rc"
-}
-
-# The scenarios measure an injected cause on a shared machine: a scenario
-# that fails is run once more (ctest --rerun-failed), and one that then
-# passes is named in the summary ("passed on rerun"), its first log kept
-# above the rerun's in the phase's log. A second failure fails the phase.
-phase_scenarios() {
-  local log=$build_dir/test.sh-scenarios.log failed
-  within ctest --test-dir "$build_dir" --output-on-failure --timeout 300 \
-    -L "$scenario_labels" --no-tests=error 2>&1 | tee "$log"
+# A test that fails is run once more (ctest --rerun-failed), and one that
+# then passes is named in the summary ("passed on rerun"), its first log
+# kept above the rerun's in the phase's log. A second failure fails the
+# phase. The scenarios measure an injected cause on a shared machine, and
+# the live PyTorch runs among the release tests start real worker
+# processes: either can lose to a busy host once; a bug fails twice.
+# ctest_with_rerun PHASE LOG CTEST_ARGS...
+ctest_with_rerun() {
+  local phase=$1 log=$2 failed
+  shift 2
+  within ctest --test-dir "$build_dir" --output-on-failure --timeout 300 "$@" \
+    --no-tests=error 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   ctest_note "$log"
   [ "$rc" -eq 0 ] && return 0
@@ -197,7 +193,7 @@ phase_scenarios() {
     tr '\n' ' ')
   [ -n "$failed" ] || return "$rc"
   local first_note=$note_from_phase
-  printf '\n==== scenarios: running the failed ones again: %s====\n' "$failed" | tee -a "$log"
+  printf '\n==== %s: running the failed ones again: %s====\n' "$phase" "$failed" | tee -a "$log"
   within ctest --test-dir "$build_dir" --output-on-failure --timeout 300 --rerun-failed \
     2>&1 | tee -a "$log"
   rc=${PIPESTATUS[0]}
@@ -207,6 +203,14 @@ phase_scenarios() {
     note_from_phase="$first_note; failed again on rerun"
   fi
   return "$rc"
+}
+
+phase_release_tests() {
+  ctest_with_rerun release-tests "$build_dir/test.sh-ctest.log" -j2 -LE "$scenario_labels"
+}
+
+phase_scenarios() {
+  ctest_with_rerun scenarios "$build_dir/test.sh-scenarios.log" -L "$scenario_labels"
 }
 
 phase_asan_build() {
