@@ -63,7 +63,7 @@ SCENARIOS = {
         title="too few workers (1), CPU decode, a core idle",
         decode_ms=40, compute_ms=20, args=["--workers", "1"],
         verdict="preprocessing", remedy="more_workers", field="num_workers", values=(2, 2),
-        idle=1.5),
+        idle=1.5, stall_premise=True),
     "saturated": dict(
         title="CPUs saturated: as many workers as cores, CPU decode",
         decode_ms=80, compute_ms=20, args=["--workers", str(cores())],
@@ -313,6 +313,17 @@ class Scenario:
         inj = self.sc["decode_ms"] >= self.sc["compute_ms"]
         if inj and share < 0.4 * 1.25:  # the cause >= 40 % of the step, with room
             return f"decode is only {100 * share:.0f} % of the CPU per step"
+        if self.sc.get("stall_premise"):
+            # The workers' stall itself >= 40 % of the step: a batch every
+            # decode / workers ms against the trainer's compute. Where the
+            # model alone takes longer than the scenario assumes, the
+            # workers nearly keep up and the cause is too small to measure.
+            w = int(self.sc["args"][self.sc["args"].index("--workers") + 1])
+            per_batch = decode / w
+            stall = max(0.0, per_batch - compute) / per_batch
+            if stall < 0.4:
+                return (f"the workers' stall would be {100 * stall:.0f} % of the step (a batch "
+                        f"every {per_batch:.1f} ms against {compute:.1f} ms of compute); 40 % needed")
         if self.sc.get("saturated"):
             w = cores()
             if compute + decode <= cores() * max(compute, decode / w):

@@ -22,7 +22,7 @@ class SharingStrategy final : public RemedyRule {
     const DataLoaderReport* l = fed_loader(c.r);
     if (l == nullptr || l->num_workers == 0 || c.r.steady_steps == 0) return std::nullopt;
     const double handoff = c.ms(Part::kDataHandoff);
-    if (handoff < 0.05 * c.step_ms) return std::nullopt;
+    if (handoff < 0.1 * c.step_ms) return std::nullopt;
     const double tensors = l->batch_tensors;
     if (l->sharing_strategy == "file_system")
       return reject("sharing_strategy", kTitle,
