@@ -1,0 +1,339 @@
+// The search behind `stallscope tune` (tune.hpp): a greedy walk along the
+// reports' own top remedies, judged against the run-to-run noise.
+#include "stallscope/analyzer/tune.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "stallscope/internal/bounded_json.hpp"
+
+namespace stallscope::analyzer::tune {
+
+namespace {
+
+using nlohmann::json;
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * double(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
+}
+
+std::string key_of(const std::string& item) { return item.substr(0, item.find('=')); }
+
+// A set of settings, order-free: the same settings are never tried twice.
+std::string signature(std::vector<std::string> s) {
+  std::sort(s.begin(), s.end());
+  std::string out;
+  for (const auto& x : s) out.append(x).push_back('\n');
+  return out;
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out.append(out.empty() ? "" : " ").append("--set ").append(x);
+  return out.empty() ? "(as is)" : out;
+}
+
+// "delivered 93 % of the predicted 12.10 ms", or not, for people and tables.
+std::string delivery(const Trial& t, double gain_pred, const Options& o) {
+  const double gain = t.based_on_ms - t.p50_ms;
+  if (gain_pred <= 0) return "";
+  const double share = gain / gain_pred;
+  const std::string of = fmt(t.bound ? "of at most %.2f ms" : "of the predicted %.2f ms", gain_pred);
+  const std::string pct = fmt("%.0f %% ", 100 * share);
+  if (t.outcome == Outcome::kWorse || gain <= t.noise_ms) return "not delivered (" + pct + of + ")";
+  if (t.bound) return "delivered (" + pct + of + ")";
+  if (share >= 1 - o.tolerance) return "delivered (" + pct + of + ")";
+  return "partly delivered (" + pct + of + ")";
+}
+
+}  // namespace
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kBaseline: return "baseline";
+    case Outcome::kBetter: return "better";
+    case Outcome::kWithinNoise: return "within noise";
+    case Outcome::kWorse: return "worse";
+    case Outcome::kFailed: return "setting failed";
+  }
+  return "?";
+}
+
+void measure_steps(std::vector<double> steps_ms, Measurement* m) {
+  std::sort(steps_ms.begin(), steps_ms.end());
+  m->steps = steps_ms.size();
+  if (steps_ms.empty()) return;
+  m->p50_ms = quantile(steps_ms, 0.5);
+  m->spread_ms = quantile(steps_ms, 0.9) - quantile(steps_ms, 0.1);
+  // A robust sigma (the interquartile range of a normal spread), and the
+  // median's standard error (1.2533 sigma / sqrt n).
+  const double sigma = (quantile(steps_ms, 0.75) - quantile(steps_ms, 0.25)) / 1.349;
+  m->se_ms = 1.2533 * sigma / std::sqrt(double(steps_ms.size()));
+}
+
+std::vector<std::string> settings_of_try(const std::string& cmd) {
+  // Shell words: plain, '…' (no escapes inside), and \x outside quotes.
+  std::vector<std::string> words;
+  std::string w;
+  bool in_word = false;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    const char ch = cmd[i];
+    if (ch == '\'') {
+      const size_t end = cmd.find('\'', i + 1);
+      if (end == std::string::npos) return {};  // not a command line we wrote
+      w.append(cmd, i + 1, end - i - 1);
+      i = end;
+      in_word = true;
+    } else if (ch == '\\' && i + 1 < cmd.size()) {
+      w.push_back(cmd[++i]);
+      in_word = true;
+    } else if (ch == ' ' || ch == '\t') {
+      if (in_word) words.push_back(std::move(w));
+      w.clear();
+      in_word = false;
+    } else {
+      w.push_back(ch);
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(w));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "--") break;
+    if (words[i] == "--set" && i + 1 < words.size()) out.push_back(words[++i]);
+    else if (words[i].starts_with("--set=")) out.push_back(words[i].substr(6));
+  }
+  return out;
+}
+
+std::vector<std::string> merge_settings(const std::vector<std::string>& base,
+                                        const std::vector<std::string>& add) {
+  std::vector<std::string> out = base;
+  for (const auto& a : add) {
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const std::string& b) { return key_of(b) == key_of(a); });
+    if (same != out.end()) *same = a;
+    else out.push_back(a);
+  }
+  return out;
+}
+
+bool measurement_from_report(const std::string& text, Measurement* out, std::string* error) {
+  constexpr size_t kAny = std::numeric_limits<size_t>::max();
+  std::string why;
+  const json j = detail::parse_bounded_json(text, &why, {kAny, detail::kMaxJsonDepth, kAny});
+  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "stallscope.report") {
+    *error = "not a stallscope report" + (why.empty() ? std::string() : ": the document " + why);
+    return false;
+  }
+  try {
+    const json& ranks = j.at("ranks");
+    if (!ranks.is_array() || ranks.empty()) {
+      *error = "the report has no rank";
+      return false;
+    }
+    const json& r = ranks.at(0);
+    Measurement m;
+    m.summary = r.value("summary", "");
+    std::vector<double> steps;
+    for (const auto& s : r.at("step_table"))
+      if (!s.value("warmup", false) && !s.value("outlier", false))
+        steps.push_back(s.at("wall_ns").get<double>() / 1e6);
+    measure_steps(steps, &m);
+    if (m.steps == 0) {
+      *error = "the report has no steady step";
+      return false;
+    }
+    m.p50_ms = r.at("steps").at("p50_ms").get<double>();
+    bool first = true;
+    for (const auto& x : r.at("remedies")) {
+      Candidate c;
+      c.id = x.value("id", "");
+      c.title = x.value("title", "");
+      c.step_ms = x.value("step_ms", 0.0);
+      c.predicted_step_ms = x.value("predicted_step_ms", 0.0);
+      c.bound = x.value("bound", false);
+      c.edit = x.value("pytorch_knob", "");
+      if (c.edit.empty()) c.edit = x.value("loader_knob", "");
+      if (first) {
+        m.top_gain_ms = c.gain_ms();
+        m.top_title = c.title;
+        first = false;
+      }
+      c.sets = settings_of_try(x.value("try", ""));
+      if (!c.sets.empty()) m.remedies.push_back(std::move(c));
+    }
+    m.ok = true;
+    *out = std::move(m);
+  } catch (const json::exception& e) {
+    *error = std::string("bad report field: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+double noise_ms(const Measurement& a, const Measurement& b, const Options& o) {
+  const double floor = o.noise_floor_share * std::min(a.p50_ms, b.p50_ms);
+  return std::max(floor, o.noise_sigmas * std::sqrt(a.se_ms * a.se_ms + b.se_ms * b.se_ms));
+}
+
+Result search(const Options& o, const Runner& run,
+              const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  Result r;
+  Trial base;
+  base.settings = o.initial;
+  say("trial 0 (the job " + std::string(o.initial.empty() ? "as is" : "with its settings") +
+      "): running");
+  base.m = run({0, 0, o.initial, ""});
+  if (!base.m.ok) {
+    base.outcome = Outcome::kFailed;
+    r.trials.push_back(base);
+    r.stop_reason = "the first run failed: " + base.m.failure;
+    return r;
+  }
+  base.run_p50s = {base.m.p50_ms};
+  base.p50_ms = base.m.p50_ms;
+  say(fmt("trial 0: step p50 %.2f ms (p90-p10 %.2f ms)", base.p50_ms, base.m.spread_ms));
+  r.trials.push_back(base);
+  r.best = 0;
+  int current = 0;
+  std::set<std::string> tried{signature(o.initial)};
+  std::set<std::string> failed;  // the items a failed trial added: never tried again
+
+  for (;;) {
+    const Trial cur = r.trials[size_t(current)];
+    if (o.ceiling_ms > 0 && cur.p50_ms <= o.ceiling_ms * (1 + o.min_gain_share)) {
+      r.stop_reason = fmt("the step (%.2f ms) is within %.0f %% of the measured ceiling", cur.p50_ms,
+                          100 * o.min_gain_share) +
+                      fmt(" (%.2f ms, data for free): no input setting can gain more", o.ceiling_ms);
+      break;
+    }
+    // The untried candidate with the largest predicted gain (the ceiling
+    // caps what an input remedy can promise).
+    const Candidate* pick = nullptr;
+    double pick_pred = 0, pick_gain = -1;
+    std::vector<std::string> pick_settings;
+    for (const auto& c : cur.m.remedies) {
+      std::vector<std::string> s = merge_settings(cur.settings, c.sets);
+      if (tried.contains(signature(s))) continue;
+      if (std::any_of(c.sets.begin(), c.sets.end(),
+                      [&](const std::string& x) { return failed.contains(x); }))
+        continue;
+      const double pred = o.ceiling_ms > 0 ? std::max(c.predicted_step_ms, o.ceiling_ms)
+                                           : c.predicted_step_ms;
+      const double gain = c.step_ms - pred;
+      if (gain > pick_gain) {
+        pick = &c;
+        pick_pred = pred;
+        pick_gain = gain;
+        pick_settings = std::move(s);
+      }
+    }
+    if (pick == nullptr) {
+      if (cur.m.top_gain_ms >= o.min_gain_share * cur.p50_ms && !cur.m.top_title.empty())
+        r.stop_reason = "no setting left to try: the top remedy (" + cur.m.top_title +
+                        ") needs a change to the program";
+      else
+        r.stop_reason = cur.m.remedies.empty() ? "the report proposes no setting to try"
+                                               : "every setting the report proposes was tried";
+      break;
+    }
+    const double step_ref = pick->step_ms > 0 ? pick->step_ms : cur.p50_ms;
+    if (pick_gain < o.min_gain_share * step_ref) {
+      r.stop_reason = "the best predicted gain left (" + pick->title + ", " +
+                      fmt("%.2f ms) is %.1f %% of the step, below %.0f %%", pick_gain,
+                          100 * pick_gain / step_ref, 100 * o.min_gain_share);
+      break;
+    }
+    if (r.runs >= o.trials) {
+      r.stop_reason = std::to_string(o.trials) + " trial(s) spent";
+      break;
+    }
+    tried.insert(signature(pick_settings));
+    Trial t;
+    t.index = int(r.trials.size());
+    t.settings = pick_settings;
+    t.added = pick->sets;
+    t.remedy_id = pick->id;
+    t.remedy_title = pick->title;
+    t.edit = pick->edit;
+    t.based_on = current;
+    t.based_on_ms = cur.p50_ms;
+    t.predicted_ms = pick_pred;
+    t.bound = pick->bound;
+    say("trial " + std::to_string(t.index) + ": " + pick->title + ", " + joined(t.added) +
+        fmt(" (predicted %.2f ms): running", pick_pred));
+    t.m = run({t.index, 0, t.settings, t.remedy_id});
+    ++r.runs;
+    if (!t.m.ok) {
+      t.outcome = Outcome::kFailed;
+      say("trial " + std::to_string(t.index) + ": setting failed: " + t.m.failure);
+      failed.insert(t.added.begin(), t.added.end());
+      r.trials.push_back(t);
+      continue;  // not followed: the next candidate of the same report
+    }
+    t.run_p50s = {t.m.p50_ms};
+    t.p50_ms = t.m.p50_ms;
+    t.noise_ms = noise_ms(cur.m, t.m, o);
+    auto judge = [&] {
+      const double delta = t.p50_ms - cur.p50_ms;
+      return delta > t.noise_ms    ? Outcome::kWorse
+             : delta < -t.noise_ms ? Outcome::kBetter
+                                   : Outcome::kWithinNoise;
+    };
+    t.outcome = judge();
+    if (t.outcome == Outcome::kWithinNoise && o.repeat_in_doubt && r.runs < o.trials) {
+      say("trial " + std::to_string(t.index) +
+          fmt(": %.2f ms, within the noise (%.2f ms) of %.2f ms: once more", t.p50_ms, t.noise_ms,
+              cur.p50_ms));
+      const Measurement again = run({t.index, 1, t.settings, t.remedy_id});
+      ++r.runs;
+      if (!again.ok) {
+        t.outcome = Outcome::kFailed;
+        t.m = again;
+        say("trial " + std::to_string(t.index) + ": setting failed on the repeat: " + again.failure);
+        failed.insert(t.added.begin(), t.added.end());
+        r.trials.push_back(t);
+        continue;
+      }
+      t.run_p50s.push_back(again.p50_ms);
+      t.p50_ms = (t.run_p50s[0] + t.run_p50s[1]) / 2;
+      t.m = again;
+      t.outcome = judge();
+    }
+    t.delivered = delivery(t, pick->step_ms - pick_pred, o);
+    say("trial " + std::to_string(t.index) + fmt(": step p50 %.2f ms (was %.2f ms): ", t.p50_ms,
+                                                 cur.p50_ms) +
+        outcome_name(t.outcome) + (t.delivered.empty() ? "" : ", " + t.delivered));
+    r.trials.push_back(t);
+    if (t.outcome == Outcome::kWorse) {
+      r.stop_reason = "trial " + std::to_string(t.index) + " was worse than trial " +
+                      std::to_string(current) + " beyond the run-to-run noise" +
+                      fmt(" (%+.2f ms against %.2f ms)", t.p50_ms - cur.p50_ms, t.noise_ms);
+      break;
+    }
+    if (t.p50_ms < r.trials[size_t(r.best)].p50_ms && t.outcome == Outcome::kBetter) r.best = t.index;
+    if (t.outcome == Outcome::kBetter || t.p50_ms <= cur.p50_ms) current = t.index;
+  }
+  return r;
+}
+
+}  // namespace stallscope::analyzer::tune
