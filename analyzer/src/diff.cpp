@@ -95,6 +95,8 @@ bool read_rank(const json& j, RankReport& r) {
     r.parts[p].total_ns = std::llround(pj.at("total_ms").get<double>() * 1e6);
     r.parts[p].share = pj.at("share").get<double>();
   }
+  if (const auto h = j.find("headspace"); h != j.end() && h->is_object())
+    r.headspace.replayed = h->value("replayed", false);
   for (const auto& m : j.at("remedies")) {
     Remedy x;
     x.id = m.at("id").get<std::string>();

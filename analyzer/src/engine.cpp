@@ -1,6 +1,7 @@
 // Routing of incoming events into the engine's channels, series, lineage
 // and totals; the choice of step source; trimming of what steps no longer need.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "engine.hpp"
@@ -72,11 +73,30 @@ void RankEngine::on_mark(const Ev& e) {
     if (settings_.size() < 1000) settings_.push_back(std::move(m));
   } else if (loaders_.on_guard_mark(e.track, text)) {
     // a DataLoader's guard-rail facts (loader_guards.cpp)
+  } else if (text.rfind("headspace replay ", 0) == 0) {  // --headspace (_headspace.py)
+    on_headspace_mark(e.start, text);
   } else if (text.rfind("sample spans off", 0) == 0) {
     loaders_.on_sample_spans_off(e.track);
   } else if (text.rfind("native stacks: ", 0) == 0) {  // the shim's sampler refused or off
     if (std::find(warnings_.begin(), warnings_.end(), text) == warnings_.end()) warn(text);
   }
+}
+
+// "headspace replay loader=ID batches=N bytes=B[ capped=1]": one per loader.
+void RankEngine::on_headspace_mark(int64_t at, const std::string& text) {
+  auto field = [&](std::string_view key) -> uint64_t {
+    std::string k(1, ' ');  // (appended, not `" " + …`: gcc 12's -Wrestrict false positive)
+    k.append(key).push_back('=');
+    const size_t p = text.find(k);
+    if (p == std::string::npos) return 0;
+    return std::strtoull(text.c_str() + p + k.size(), nullptr, 10);
+  };
+  Headspace& h = headspace_;
+  if (!h.replayed || at < h.replay_start_ns) h.replay_start_ns = at;
+  h.replayed = true;
+  h.batches = std::max(h.batches, field("batches"));
+  h.bytes += field("bytes");
+  h.capped = h.capped || field("capped") != 0;
 }
 
 // `phase:eval` ranges (the hooks' evaluation loops): phases, not steps.

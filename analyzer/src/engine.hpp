@@ -73,6 +73,7 @@ class RankEngine {
   CounterKind counter_kind(uint32_t name);
   void on_decided();
   void on_mark(const Ev& e);
+  void on_headspace_mark(int64_t at, const std::string& text);
   void on_phase(const Ev& e);
   void route_activity(const Ev& e);
   void route_sample(const Ev& e);
@@ -139,6 +140,7 @@ class RankEngine {
   ProducerModel producers_;              // hand-offs through channels and relays
   double producer_cpu_ns(uint32_t pid, uint32_t tid) const;
   std::vector<SettingMark> settings_;    // `set …` marks
+  Headspace headspace_;                  // `headspace replay …` marks
   std::map<std::string, PhaseStat> phases_;
   std::map<uint32_t, std::vector<std::pair<uint32_t, int64_t>>> open_phases_;  // track -> (name, start)
   CollectiveLog collectives_;  // for the cross-rank pass

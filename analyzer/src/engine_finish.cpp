@@ -58,6 +58,10 @@ RankReport RankEngine::finish() {
                                [this](uint32_t pid, uint32_t tid) { return producer_cpu_ns(pid, tid); });
   }
   r.settings = std::move(settings_);
+  r.headspace = headspace_;
+  if (r.headspace.replayed)
+    for (const StepResult& s : r.steps)
+      if (!s.warmup && s.start_ns < r.headspace.replay_start_ns) ++r.headspace.steps_before;
   close_open_phases();
   for (auto& [name, p] : phases_) r.phases.push_back(p);
   if (trainer_proc_ < trace_.procs.size()) r.command = trace_.procs[trainer_proc_].cmdline;

@@ -7,6 +7,7 @@
 
 #include "multirank/cross_render.hpp"
 #include "stallscope/analyzer/render.hpp"
+#include "stallscope/analyzer/tune.hpp"
 
 namespace stallscope::analyzer {
 
@@ -45,7 +46,8 @@ json remedy_json(const Remedy& m) {
   return {{"id", m.id}, {"title", m.title}, {"evidence", m.evidence}, {"model", m.model},
           {"loader_knob", m.loader_knob}, {"pytorch_knob", m.pytorch_knob}, {"knob_for", m.knob_for}, {"step_ms", m.step_ms},
           {"predicted_step_ms", m.predicted_step_ms}, {"gain_ms", m.gain_ms()}, {"bound", m.bound},
-          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", m.try_command}};
+          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", m.try_command},
+          {"set", tune::settings_of_try(m.try_command)}};
 }
 
 // The guard-rail facts of more workers (-1 unknown).
@@ -212,6 +214,11 @@ json rank_json(const RankReport& r) {
   for (const auto& p : r.phases)
     j["phases"].push_back({{"name", p.name}, {"count", p.count}, {"total_ms", p.total_ms}});
   j["command"] = r.command;
+  const Headspace& h = r.headspace;
+  j["headspace"] = {{"replayed", h.replayed}, {"batches", h.batches}, {"bytes", h.bytes},
+                    {"capped", h.capped}, {"steps_before_replay", h.steps_before},
+                    {"ceiling_ms", h.ceiling_ms}, {"ceiling_from", h.ceiling_from},
+                    {"loader_cost_ms", h.loader_cost_ms}};
   j["outliers"] = json::array();
   j["step_table"] = json::array();
   for (const auto& s : r.steps) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "multirank/cross_render.hpp"
+#include "stallscope/analyzer/analyzer.hpp"
 #include "stallscope/analyzer/render.hpp"
 #include "stallscope/file_summary.hpp"  // terminal_safe
 
@@ -282,6 +283,30 @@ void host_gaps(std::ostream& o, const RankReport& r) {
   if (!g.longest.empty()) o << "\n";
 }
 
+// --headspace: this run's steps are the ceiling, or another run's are.
+void headspace(std::ostream& o, const RankReport& r, const Style& s) {
+  const Headspace& h = r.headspace;
+  if (h.replayed) {
+    o << s.bold() << "headspace run" << s.off() << ": each DataLoader's first " << h.batches
+      << " batches handed out again (data for free"
+      << (h.capped ? ", fewer kept: the byte cap" : "") << "): the step p50 "
+      << f("%.2f ms", r.step_p50_ms)
+      << " is the ceiling, no input remedy can bring the step below it\n";
+    if (h.steps_before > 0)
+      o << s.red() << "warning: " << s.off() << h.steps_before
+        << " steady step(s) began before the replay: raise --start-step\n";
+  }
+  if (h.ceiling_ms <= 0) return;
+  o << s.bold() << "headspace" << s.off() << " (" << h.ceiling_from << "): step with data for free "
+    << f("%.2f ms", h.ceiling_ms) << "; this run " << f("%.2f ms", r.step_p50_ms)
+    << f(", of which data stall %.2f ms", data_stall_ms(r)) << "\n";
+  if (h.loader_cost_ms > 0)
+    o << "  finding: the loading slowed the trainer by " << f("%.2f ms", h.loader_cost_ms)
+      << " per step beyond its waits (step - data stall "
+      << f("%.2f ms", r.step_p50_ms - data_stall_ms(r)) << " against the ceiling "
+      << f("%.2f ms", h.ceiling_ms) << "): CPU or memory bandwidth the loader takes\n";
+}
+
 void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, const Style& s) {
   if (r.remedies.empty()) return;
   o << s.bold() << "remedies" << s.off() << " (mean steady step " << f("%.2f ms", r.remedies[0].step_ms) << "):\n";
@@ -295,6 +320,9 @@ void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, cons
     if (m.loader_knob != "none") o << "     loader: " << m.loader_knob << " | " << label << m.pytorch_knob << "\n";
     else if (!m.pytorch_knob.empty()) o << "     " << label << m.pytorch_knob << "\n";
     if (!m.try_command.empty()) o << "     try: " << m.try_command << "\n";
+    if (r.headspace.ceiling_ms > 0 && is_input_remedy(m.id))
+      o << "     ceiling: " << f("%.2f ms", r.headspace.ceiling_ms) << " measured with data for free"
+        << (m.predicted_step_ms < r.headspace.ceiling_ms ? ", above this prediction" : "") << "\n";
   }
 }
 
@@ -345,6 +373,7 @@ void write_text_unescaped(std::ostream& out, const Report& r, const TextOptions&
     dataloaders(out, rank);
     feed(out, rank);
     host_gaps(out, rank);
+    headspace(out, rank, s);
     remedies(out, rank, opt, s);
     rejected(out, rank, s);
     outliers(out, rank, opt);

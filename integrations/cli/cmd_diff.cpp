@@ -2,8 +2,14 @@
 // the same workload, and whether each remedy run A's report proposed
 // delivered its predicted gain in run B. A run is a run directory, a trace
 // file, or a JSON report saved with `stallscope report --json`.
+// `stallscope diff TUNE_DIR [--trial N]`: the same for each trial
+// `stallscope tune` ran, against the trial whose report proposed it.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_files.hpp"
 #include "commands.hpp"
@@ -22,6 +28,7 @@ struct DiffArgs {
   bool json = false;
   double tolerance = 0.25;
   std::string applied;
+  int trial = -1;  // a tune directory: only this trial
 };
 
 bool load_run(const std::string& path, analyzer::Report& out) {
@@ -43,7 +50,78 @@ bool load_run(const std::string& path, analyzer::Report& out) {
   return !out.ranks.empty();
 }
 
+// A trial's run directory: the repeat's where it ran twice.
+std::string trial_run(const nlohmann::json& t) {
+  const auto& dirs = t.at("run_dirs");
+  return dirs.empty() ? "" : dirs.back().get<std::string>();
+}
+
+int run_tune_diff(const DiffArgs& in) {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path(in.a) / "tune.json";
+  std::string text;
+  if (std::string error = read_input_file(file.string(), &text, kMaxReportJson); !error.empty()) {
+    std::cerr << "stallscope diff: " << error << "\n";
+    return kExitInput;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("schema", "") != "stallscope.tune" ||
+      !doc.contains("trials") || !doc["trials"].is_array()) {
+    std::cerr << "stallscope diff: " << file.string() << ": not a stallscope tune record\n";
+    return kExitInput;
+  }
+  const auto& trials = doc["trials"];
+  bool shown = false;
+  try {
+    for (const auto& t : trials) {
+      const int index = t.at("index").get<int>();
+      const int base = t.at("based_on").get<int>();
+      if (index == 0 || (in.trial >= 0 && index != in.trial)) continue;
+      std::cout << (shown ? "\n" : "") << "trial " << index << " (" << t.value("remedy_title", "")
+                << ":";
+      for (const auto& x : t.at("added")) std::cout << " --set " << x.get<std::string>();
+      std::cout << ") against trial " << base << ": " << t.value("outcome", "") << "\n";
+      shown = true;
+      if (t.value("outcome", "") == "setting failed") {
+        std::cout << "  the setting failed: " << t.value("failure", "") << "\n";
+        continue;
+      }
+      if (base < 0 || size_t(base) >= trials.size()) continue;
+      analyzer::Report a, b;
+      if (!load_run(trial_run(trials[size_t(base)]), a) || !load_run(trial_run(t), b))
+        return kExitInput;
+      analyzer::DiffOptions o;
+      o.json = in.json;
+      o.tolerance = in.tolerance;
+      o.applied = t.value("remedy_id", "");
+      analyzer::write_diff(std::cout, a, b, o);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    std::cerr << "stallscope diff: " << file.string() << ": bad field: " << e.what() << "\n";
+    return kExitInput;
+  }
+  if (!shown) {
+    std::cerr << "stallscope diff: " << in.a
+              << (in.trial >= 0 ? ": no such trial" : ": no trial after the first") << "\n";
+    return kExitInput;
+  }
+  return kExitOk;
+}
+
 int run_diff(const DiffArgs& in) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(in.a) / "tune.json", ec)) {
+    if (!in.b.empty()) {
+      std::cerr << "stallscope diff: " << in.a
+                << " is a tune directory: give it alone (with --trial N for one trial)\n";
+      return kExitUsage;
+    }
+    return run_tune_diff(in);
+  }
+  if (in.b.empty()) {
+    std::cerr << "stallscope diff: RUN_B is missing (only a tune directory is diffed alone)\n";
+    return kExitUsage;
+  }
   analyzer::Report a, b;
   if (!load_run(in.a, a) || !load_run(in.b, b)) return kExitInput;
   analyzer::DiffOptions o;
@@ -59,8 +137,13 @@ int run_diff(const DiffArgs& in) {
 Command add_diff_command(CLI::App& parent) {
   auto opt = std::make_shared<DiffArgs>();
   CLI::App* sub = parent.add_subcommand("diff", "Compare two runs: per-part deltas, remedies delivered");
-  sub->add_option("RUN_A", opt->a, "Run before the change (directory, .sst, or report .json)")->required();
-  sub->add_option("RUN_B", opt->b, "Run after the change")->required();
+  sub->add_option("RUN_A", opt->a,
+                  "Run before the change (directory, .sst, or report .json), or a "
+                  "`stallscope tune` directory: each trial against the one it built on")
+      ->required();
+  sub->add_option("RUN_B", opt->b, "Run after the change");
+  sub->add_option("--trial", opt->trial, "A tune directory: only this trial")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", opt->json, "Print JSON (schema stallscope.diff)");
   sub->add_option("--tolerance", opt->tolerance, "Share of a predicted gain that may be missing (0.25)")
       ->check(CLI::Range(0.0, 1.0));

@@ -28,7 +28,37 @@ struct ReportOptions {
   size_t jobs = 0;   // ranks analyzed at once (0: one per core)
   uint64_t max_json_mb = 2048;
   std::vector<std::string> expect;  // --expect, as given
+  std::string headspace;            // --headspace RUN: a `stallscope run --headspace` run
 };
+
+// A report's JSON: a few MB for thousands of ranks.
+constexpr size_t kMaxReportJson = size_t{256} << 20;
+
+// The headspace run (a run directory, trace files, or its report.json).
+bool load_headspace(const std::string& path, analyzer::Report* out) {
+  if (path.size() > 5 && path.ends_with(".json")) {
+    std::string text;
+    std::string error = read_input_file(path, &text, kMaxReportJson);
+    if (error.empty() && !analyzer::read_json(text, *out, &error)) error = path + ": " + error;
+    if (!error.empty()) {
+      std::cerr << "stallscope report: --headspace: " << error << "\n";
+      return false;
+    }
+  } else {
+    *out = analyzer::analyze_paths({path}, {});
+    for (const auto& e : out->errors)
+      std::cerr << "stallscope report: --headspace: " << reader::terminal_safe(e) << "\n";
+  }
+  if (out->ranks.empty() || out->ranks.front().steady_steps == 0) {
+    std::cerr << "stallscope report: --headspace " << path << ": no steady step to measure\n";
+    return false;
+  }
+  if (!out->ranks.front().headspace.replayed)
+    std::cerr << "stallscope report: --headspace " << path
+              << ": not a `stallscope run --headspace` run (no batch was replayed there); its "
+                 "step is taken as the ceiling all the same\n";
+  return true;
+}
 
 void show_progress(uint64_t done, uint64_t total) {
   std::fprintf(stderr, "\rstallscope report: %llu / %llu MiB", static_cast<unsigned long long>(done >> 20),
@@ -67,6 +97,11 @@ int run_report(const ReportOptions& in) {
   for (const auto& e : rep.errors)
     std::cerr << "stallscope report: error: " << reader::terminal_safe(e) << "\n";
   if (rep.ranks.empty()) return kExitInput;  // nothing readable: no empty report
+  if (!in.headspace.empty()) {
+    analyzer::Report h;
+    if (!load_headspace(in.headspace, &h)) return kExitInput;
+    analyzer::apply_headspace(rep, h, in.headspace);
+  }
   if (in.json) {
     analyzer::write_json(std::cout, rep);
   } else {
@@ -124,6 +159,11 @@ Command add_report_command(CLI::App& parent) {
                   "2048; a .json.gz is checked while it inflates)")
       ->type_name("MIB")
       ->check(CLI::Range(1, 4095));
+  sub->add_option("--headspace", opt->headspace,
+                  "A `stallscope run --headspace` run of the same job (directory, .sst or report "
+                  ".json): its step, with data for free, shown as the ceiling of every input "
+                  "remedy")
+      ->type_name("RUN");
   sub->add_option("--expect", opt->expect,
                   "A regression gate: METRIC OP VALUE, e.g. 'data_stall<5%', 'step<120ms', "
                   "'top_gain<5%' (repeatable; every rank must meet each; docs/cli.md)")

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -284,6 +285,22 @@ int run_command(RunOptions o) {
               << ": expected kill (the default) or term\n";
     return kExitUsage;
   }
+  if (!o.headspace.empty()) {
+    char* end = nullptr;
+    const long k = std::strtol(o.headspace.c_str(), &end, 10);
+    if (end == o.headspace.c_str() || *end != '\0' || k < 1 || k > 100000) {
+      std::cerr << "stallscope run: --headspace=" << o.headspace
+                << ": expected a batch count from 1 to 100000\n";
+      return kExitUsage;
+    }
+    // The window begins once replay has: K batches kept, one step after.
+    if (o.start_step < k + 2) {
+      o.start_step = k + 2;
+      std::cerr << "stallscope run: --headspace=" << k << ": the window begins at step "
+                << o.start_step << ", after the " << k << " batches kept\n";
+    }
+    if (o.exit_after.empty()) o.exit_after = "kill";
+  }
   for (const auto& t : check_setting_args(o.sets)) o.settings.push_back(t.item);
   if (!parse_expectations("run", o.expect, &o.expectations)) return kExitUsage;
   const std::string path = resolve_command(o.command.front());
@@ -293,6 +310,16 @@ int run_command(RunOptions o) {
   }
   if (const std::string why = attach_obstacle(path); !why.empty()) {
     std::cerr << "stallscope run: " << why << "\n";
+    return kExitUsage;
+  }
+  if (!o.headspace.empty() &&
+      (o.no_python_hooks || (!is_python_command(o.command.front()) &&
+                             !is_python_command(script_interpreter_of(path))))) {
+    std::cerr << "stallscope run: --headspace replays the batches of PyTorch DataLoaders, through "
+                 "the Python hooks: "
+              << o.command.front()
+              << (o.no_python_hooks ? " runs with --no-python-hooks" : " is not a Python command")
+              << "\n";
     return kExitUsage;
   }
   std::string error;
@@ -348,6 +375,11 @@ Command add_run_command(CLI::App& parent) {
                   "(repeatable; as stallscope report --expect; a failed one exits 3)")
       ->type_name("EXPR")
       ->allow_extra_args(false);
+  sub->add_flag("--headspace{8}", o->headspace,
+                "Measure the step with data for free: each DataLoader's first K batches (8) are "
+                "handed out again instead of loading; the window begins after them; implies "
+                "--exit-after-window")
+      ->type_name("K");
   sub->add_option("--exit-grace", o->exit_grace_s,
                   "--exit-after-window=term: seconds from SIGTERM to SIGKILL")
       ->type_name("S")

@@ -32,6 +32,9 @@ struct RunOptions {
   std::vector<std::string> sets;  // --set KEY=VALUE, as given
   std::string exit_after;         // --exit-after-window[=kill|term]; "" when not given
   double exit_grace_s = 10;       // --exit-grace: SIGTERM to SIGKILL with =term
+  // --headspace[=K]: the DataLoaders' first K batches replayed (data for
+  // free); "" when not given. Implies --exit-after-window.
+  std::string headspace;
   // The --set items that passed the checks, normalized (cmd_run_set.cpp):
   // STALLSCOPE_SET when any --set was given, else it passes on as inherited.
   std::vector<std::string> settings;

@@ -162,6 +162,12 @@ bool build_child_env(const RunOptions& o, const std::string& preload, ChildEnv* 
     else
       env["STALLSCOPE_SET"] = set;
   }
+  // --headspace: read by the DataLoader hook (_headspace.py); never
+  // inherited, since replayed batches must not train past the window.
+  if (o.headspace.empty())
+    env.erase("STALLSCOPE_HEADSPACE");
+  else
+    env["STALLSCOPE_HEADSPACE"] = o.headspace;
   // `python train.py`, or `./train.py` starting with #!/usr/bin/env python3.
   out->python_hooks =
       !o.no_python_hooks &&

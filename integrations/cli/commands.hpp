@@ -36,6 +36,7 @@ Command add_topo_command(CLI::App& parent);  // cmd_topo.cpp, where hwloc is ins
 Command add_run_command(CLI::App& parent);
 Command add_ctl_command(CLI::App& parent);
 Command add_scaling_command(CLI::App& parent);  // cmd_scaling.cpp
+Command add_tune_command(CLI::App& parent);     // cmd_tune.cpp
 
 // --expect: each item parsed; false after naming every bad one on stderr
 // ("stallscope <cmd>: --expect '…': …").

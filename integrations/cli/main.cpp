@@ -45,6 +45,7 @@ int run(int argc, char** argv) {
       stallscope::cli::add_run_command(app),
       stallscope::cli::add_ctl_command(app),
       stallscope::cli::add_scaling_command(app),
+      stallscope::cli::add_tune_command(app),
   };
 #ifdef STALLSCOPE_HAVE_TOPO
   commands.push_back(stallscope::cli::add_topo_command(app));

@@ -9,7 +9,7 @@ scenarios compare before and after a remedy. Nothing here knows stallscope.
 
 usage: train.py DATA_DIR [--workers N] [--persistent] [--init-ms MS]
                 [--epochs E] [--batches B] [--batch-size S] [--layers L]
-                [--slow-files K,... --slow-ms MS] [--aux K]
+                [--slow-files K,... --slow-ms MS] [--aux K] [--sleep-ms MS]
        train.py --make-data DATA_DIR --sample-kb KB [--files N]
 """
 
@@ -100,6 +100,8 @@ def main():
     p.add_argument("--slow-files", default="", help="comma-separated file numbers that are slow")
     p.add_argument("--slow-ms", type=float, default=0)
     p.add_argument("--aux", type=int, default=0, help="side tensors per sample")
+    p.add_argument("--sleep-ms", type=float, default=0,
+                   help="off-CPU time per step (waiting on a device, a remote service)")
     a = p.parse_args()
     if a.make_data:
         make_data(a.data, a.sample_kb, a.files)
@@ -121,6 +123,8 @@ def main():
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            if a.sleep_ms:
+                time.sleep(a.sleep_ms / 1000.0)
             now = time.perf_counter()
             print(f"step {step}: {(now - last) * 1e3:.2f} ms", flush=True)
             last = now

@@ -9,6 +9,8 @@ loaded:
   step begins at the first ``__next__`` while no step is open — unless
   gradients are off (``torch.no_grad``): that is an evaluation loop, a
   ``phase:eval`` range until the next training batch or optimizer step.
+  With ``stallscope run --headspace`` the kept batches are handed out again
+  instead of loading (``_headspace``).
   The loader's configuration, construction site, ``--set`` settings and
   hand-offs: ``_dataloader``.
 * ``torch.optim.optimizer``: an optimizer step makes the step's end due —
@@ -41,7 +43,7 @@ import sys
 import threading
 
 import stallscope
-from stallscope import _dataloader, _sampler
+from stallscope import _dataloader, _headspace, _sampler
 
 _tls = threading.local()
 _state = {"loader_seen": False, "optimizer_steps": 0, "eval": None, "pending": 0,
@@ -155,15 +157,24 @@ def _patch_dataloader(module):
     def __next__(self):
         start, index = _before_next(self)
         try:
-            batch = original(self)
+            try:  # --headspace: a kept batch again instead of loading
+                replayed, batch = _headspace.replay(self)
+            except StopIteration:
+                raise
+            except Exception:  # pylint: disable=broad-except
+                replayed = False
+            if not replayed:
+                batch = original(self)
         except BaseException:  # StopIteration at the end of an epoch: no batch, no wait
             _after_next(start, index, False)
             raise
         _after_next(start, index, True)
-        try:
-            _dataloader.batch_received(self, batch)
-        except Exception:  # pylint: disable=broad-except
-            pass
+        if not replayed:
+            _headspace.keep(self, batch)
+            try:
+                _dataloader.batch_received(self, batch)
+            except Exception:  # pylint: disable=broad-except
+                pass
         return batch
 
     base.__next__ = _transparent(original, __next__)

@@ -20,6 +20,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stallscope/analyzer/model.hpp"
@@ -76,5 +77,15 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
 // Analyzes one rank held in memory (events in any order). The core of
 // analyze_paths, for tests and tools that build events themselves.
 RankReport analyze_rank(const RankTrace& trace, const AnalyzeOptions& opt);
+
+// Headspace (headspace.cpp): a `stallscope run --headspace` run's step,
+// the ceiling of the ordinary run `rep` (each rank from the same rank, else
+// the first), and the loading's cost beyond its waits (step − data stall −
+// ceiling, where over 5 % of the step). `from` names the headspace run.
+void apply_headspace(Report& rep, const Report& headspace, const std::string& from);
+// Remedies whose gain comes off the data parts: no better than the ceiling.
+bool is_input_remedy(std::string_view id);
+// The data parts of a rank's median steady step, in ms.
+double data_stall_ms(const RankReport& r);
 
 }  // namespace stallscope::analyzer

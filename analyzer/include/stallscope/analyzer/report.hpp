@@ -31,8 +31,10 @@ inline constexpr int kSchemaVersion = 1;
 // DataLoader block's `guard_rails` (shared memory, descriptors, threads),
 // its fetch shares and slow samples, the `slow_samples` remedy;
 // 1.8: the `data.handoff` part (a ready batch passed between processes),
-// the `sharing_strategy` remedy.
-inline constexpr int kSchemaMinor = 8;
+// the `sharing_strategy` remedy;
+// 1.9: `headspace` (stallscope run --headspace: a replayed run, or the
+// ceiling another one measured), a remedy's `set` (its --set items).
+inline constexpr int kSchemaMinor = 9;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
@@ -437,6 +439,26 @@ struct RankCross {
   std::string top_cause;           // this rank's largest part over its steady steps
 };
 
+// `stallscope run --headspace`: the step with data for free, and what it
+// tells about the input (docs/attach.md, "Headspace").
+struct Headspace {
+  // This run replayed kept batches (the hooks' "headspace replay" marks):
+  // its steps measure the ceiling.
+  bool replayed = false;
+  uint64_t batches = 0;      // batches kept, largest over the loaders
+  uint64_t bytes = 0;        // their tensors' bytes, summed
+  bool capped = false;       // the byte cap stopped the keeping before K
+  int64_t replay_start_ns = 0;  // the first replay mark
+  size_t steps_before = 0;   // steady steps that began before it (not data-free)
+  // From a headspace run given with this one (`report --headspace DIR`,
+  // `tune --headspace`): its median steady step, 0 when none.
+  double ceiling_ms = 0;
+  std::string ceiling_from;  // that run
+  // (step − data stall) − ceiling where positive: what the loading cost the
+  // trainer beyond its waits (CPU taken from it, memory bandwidth).
+  double loader_cost_ms = 0;
+};
+
 struct RankReport {
   int64_t rank = -1;
   std::string host;
@@ -465,6 +487,7 @@ struct RankReport {
   HostGapReport host_gaps;                     // the host parts' gaps, classed
   std::vector<SettingMark> settings;           // `set …` marks, in time order
   std::vector<PhaseStat> phases;               // `phase:*` ranges
+  Headspace headspace;
   std::vector<std::string> command;            // the trainer's command line (metadata), "" unknown
   std::vector<Timeline> timelines;  // a typical and the longest steady step
   Drops drops;
