@@ -47,7 +47,12 @@ RankReport RankEngine::finish() {
   }
   r.steps = std::move(steps_);
   r.split = steps_split_;
-  summarize_steps(r, opt_, step_walls_);
+  // A headspace run: the steps before the replay began are not data-free.
+  r.headspace = headspace_;
+  if (r.headspace.replayed)
+    for (const StepResult& s : r.steps)
+      if (s.start_ns < r.headspace.replay_start_ns) ++r.headspace.steps_before;
+  summarize_steps(r, opt_, step_walls_, r.headspace.steps_before);
   finish_gaps(r);
   r.dataloaders = loaders_.finish([this](uint32_t pid) { return producer_cpu_ns(pid, 0); });
   if (finder_.has_trainer()) {
@@ -58,10 +63,6 @@ RankReport RankEngine::finish() {
                                [this](uint32_t pid, uint32_t tid) { return producer_cpu_ns(pid, tid); });
   }
   r.settings = std::move(settings_);
-  r.headspace = headspace_;
-  if (r.headspace.replayed)
-    for (const StepResult& s : r.steps)
-      if (!s.warmup && s.start_ns < r.headspace.replay_start_ns) ++r.headspace.steps_before;
   close_open_phases();
   for (auto& [name, p] : phases_) r.phases.push_back(p);
   if (trainer_proc_ < trace_.procs.size()) r.command = trace_.procs[trainer_proc_].cmdline;

@@ -43,8 +43,10 @@ size_t warmup_count(const SpillVector<StepResult>& steps, size_t max_steps,
   return std::max<size_t>(1, std::min(n, cap));
 }
 
-void summarize_steps(RankReport& r, const AnalyzeOptions& opt, Decimated<int64_t>& step_walls) {
-  r.warmup_steps = warmup_count(r.steps, opt.warmup_max, step_walls);
+void summarize_steps(RankReport& r, const AnalyzeOptions& opt, Decimated<int64_t>& step_walls,
+                     size_t min_warmup) {
+  r.warmup_steps = std::max(warmup_count(r.steps, opt.warmup_max, step_walls),
+                            std::min(min_warmup, r.steps.size()));
   for (size_t i = 0; i < r.warmup_steps; ++i) r.steps.edit(i).warmup = true;
   // One pass over the steady steps; the percentiles come from bounded
   // samples (exact up to kSampleCap steps).

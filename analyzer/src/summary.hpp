@@ -26,6 +26,9 @@ void p50_p90_ms(std::vector<int64_t>& ns, double& p50, double& p90);
 // Fills warmup/steady counts, step and part percentiles, outliers, in one
 // pass over the steps after the first few. `walls` is the sample of every
 // step's wall time taken as the steps were made (kSampleCap), consumed.
-void summarize_steps(RankReport& r, const AnalyzeOptions& opt, Decimated<int64_t>& walls);
+// `min_warmup`: at least this many leading steps are warm-up (a headspace
+// run's steps before its replay began).
+void summarize_steps(RankReport& r, const AnalyzeOptions& opt, Decimated<int64_t>& walls,
+                     size_t min_warmup = 0);
 
 }  // namespace stallscope::analyzer

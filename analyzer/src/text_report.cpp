@@ -291,10 +291,8 @@ void headspace(std::ostream& o, const RankReport& r, const Style& s) {
       << " batches handed out again (data for free"
       << (h.capped ? ", fewer kept: the byte cap" : "") << "): the step p50 "
       << f("%.2f ms", r.step_p50_ms)
-      << " is the ceiling, no input remedy can bring the step below it\n";
-    if (h.steps_before > 0)
-      o << s.red() << "warning: " << s.off() << h.steps_before
-        << " steady step(s) began before the replay: raise --start-step\n";
+      << " is the ceiling, no input remedy can bring the step below it (the " << h.steps_before
+      << " step(s) before the replay are warm-up)\n";
   }
   if (h.ceiling_ms <= 0) return;
   o << s.bold() << "headspace" << s.off() << " (" << h.ceiling_from << "): step with data for free "

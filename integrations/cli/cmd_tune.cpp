@@ -82,14 +82,29 @@ std::string describe_status(int st) {
   return "exit status " + std::to_string(rc);
 }
 
-// The last lines of a trial's log that say what went wrong, for the table.
+// The line of a trial's log that says what went wrong, for the table: the
+// job's last exception ("RuntimeError: DataLoader worker … Bus error"), else
+// its last line before stallscope's report.
 std::string log_tail(const fs::path& log) {
   std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty() && !line.starts_with("stallscope run:")) last = line;
-  if (last.size() > 160) last = last.substr(0, 157) + "...";
-  return last;
+  std::string line, last, error;
+  auto is_error = [](const std::string& l) {
+    const size_t colon = l.find(':');
+    const std::string head = l.substr(0, colon);
+    return (colon != std::string::npos && head.find(' ') == std::string::npos &&
+            (head.ends_with("Error") || head.ends_with("Exception"))) ||
+           l.find("Bus error") != std::string::npos ||
+           l.find("Segmentation fault") != std::string::npos;
+  };
+  while (std::getline(in, line)) {
+    if (line.starts_with("stallscope report")) break;  // the report of what was recorded
+    if (line.empty() || line.starts_with("stallscope run:") || line.starts_with("warning: ")) continue;
+    last = line;
+    if (is_error(line)) error = line;
+  }
+  std::string out = error.empty() ? last : error;
+  if (out.size() > 200) out = out.substr(0, 197) + "...";
+  return out;
 }
 
 class TrialRunner {

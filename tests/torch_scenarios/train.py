@@ -10,11 +10,13 @@ scenarios compare before and after a remedy. Nothing here knows stallscope.
 usage: train.py DATA_DIR [--workers N] [--persistent] [--init-ms MS]
                 [--epochs E] [--batches B] [--batch-size S] [--layers L]
                 [--slow-files K,... --slow-ms MS] [--aux K] [--sleep-ms MS]
+                [--crash-in-workers]
        train.py --make-data DATA_DIR --sample-kb KB [--files N]
 """
 
 import argparse
 import os
+import signal
 import time
 import zlib
 
@@ -29,7 +31,7 @@ FEATURES = 3 * 32 * 32
 class CompressedImages(Dataset):
     """Samples on disk, zlib-compressed (`.z`) or decoded (`.npy`, a cache)."""
 
-    def __init__(self, root, length, slow_files=(), slow_ms=0, aux=0):
+    def __init__(self, root, length, slow_files=(), slow_ms=0, aux=0, crash_in_workers=False):
         self.files = sorted(os.path.join(root, f) for f in os.listdir(root)
                             if f.endswith((".z", ".npy")))
         self.length = length
@@ -37,11 +39,16 @@ class CompressedImages(Dataset):
         self.slow = {self.files[k] for k in slow_files if k < len(self.files)}
         self.slow_ms = slow_ms
         self.aux = aux  # per-sample side tensors (boxes, masks, token ids, …)
+        # a resource that does not survive in a worker process (a Bus error
+        # there, as a mapping of a file truncated under it gives)
+        self.crash_in_workers = crash_in_workers
 
     def __len__(self):
         return self.length
 
     def __getitem__(self, i):
+        if self.crash_in_workers and torch.utils.data.get_worker_info() is not None:
+            os.kill(os.getpid(), signal.SIGBUS)
         path = self.files[i % len(self.files)]
         with open(path, "rb") as f:
             raw = f.read()
@@ -100,6 +107,7 @@ def main():
     p.add_argument("--slow-files", default="", help="comma-separated file numbers that are slow")
     p.add_argument("--slow-ms", type=float, default=0)
     p.add_argument("--aux", type=int, default=0, help="side tensors per sample")
+    p.add_argument("--crash-in-workers", action="store_true")
     p.add_argument("--sleep-ms", type=float, default=0,
                    help="off-CPU time per step (waiting on a device, a remote service)")
     a = p.parse_args()
@@ -109,7 +117,8 @@ def main():
 
     torch.set_num_threads(1)  # one core for the model; the rest for the loader
     slow = [int(k) for k in a.slow_files.split(",") if k]
-    dataset = CompressedImages(a.data, a.batch_size * a.batches, slow, a.slow_ms, a.aux)
+    dataset = CompressedImages(a.data, a.batch_size * a.batches, slow, a.slow_ms, a.aux,
+                               a.crash_in_workers)
     loader = DataLoader(dataset, batch_size=a.batch_size, shuffle=True, num_workers=a.workers, persistent_workers=a.persistent, worker_init_fn=slow_init(a.init_ms) if a.init_ms else None)
     model = make_model(a.layers)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -449,7 +449,7 @@ struct Headspace {
   uint64_t bytes = 0;        // their tensors' bytes, summed
   bool capped = false;       // the byte cap stopped the keeping before K
   int64_t replay_start_ns = 0;  // the first replay mark
-  size_t steps_before = 0;   // steady steps that began before it (not data-free)
+  size_t steps_before = 0;   // steps that began before it: warm-up (not data-free)
   // From a headspace run given with this one (`report --headspace DIR`,
   // `tune --headspace`): its median steady step, 0 when none.
   double ceiling_ms = 0;
