@@ -77,9 +77,12 @@ int run_tune_diff(const DiffArgs& in) {
       const int index = t.at("index").get<int>();
       const int base = t.at("based_on").get<int>();
       if (index == 0 || (in.trial >= 0 && index != in.trial)) continue;
-      std::cout << (shown ? "\n" : "") << "trial " << index << " (" << t.value("remedy_title", "")
-                << ":";
-      for (const auto& x : t.at("added")) std::cout << " --set " << x.get<std::string>();
+      std::string sets;
+      for (const auto& x : t.at("added"))
+        sets.append(sets.empty() ? "" : " ").append("--set ").append(x.get<std::string>());
+      std::string what = t.value("remedy_title", "");
+      what.append(what.empty() || sets.empty() ? "" : ": ").append(sets);
+      std::cout << (shown ? "\n" : "") << "trial " << index << " (" << what;
       std::cout << ") against trial " << base << ": " << t.value("outcome", "") << "\n";
       shown = true;
       if (t.value("outcome", "") == "setting failed") {

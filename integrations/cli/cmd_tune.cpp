@@ -135,8 +135,8 @@ class TrialRunner {
                   log.string();
       return m;
     }
-    const bool clean = WIFEXITED(st) && (WEXITSTATUS(st) == kExitOk ||
-                                         WEXITSTATUS(st) == kExitExpectation);
+    // (No --expect is passed: a 3 is the job's own status.)
+    const bool clean = WIFEXITED(st) && WEXITSTATUS(st) == kExitOk;
     if (!clean) {
       const std::string tail = log_tail(log);
       m.failure = describe_status(st) + (tail.empty() ? "" : ": " + tail) + " (" + log.string() + ")";
@@ -245,7 +245,10 @@ void write_table(std::ostream& o, const tune::Result& r, const tune::Options& op
     const std::string spread = t.m.ok ? ms(t.m.spread_ms) : "-";
     const std::string pred = t.index == 0 ? "-" : (t.bound ? ">= " : "") + ms(t.predicted_ms);
     std::snprintf(line, sizeof line, "%-5d %-11s %-9s %-12s %-15s %s\n", t.index, step.c_str(),
-                  spread.c_str(), pred.c_str(), tune::outcome_name(t.outcome), setting.c_str());
+                  spread.c_str(), pred.c_str(),
+                  t.index == 0 && t.outcome == tune::Outcome::kFailed ? "failed"
+                                                                      : tune::outcome_name(t.outcome),
+                  setting.c_str());
     o << line;
     if (!t.delivered.empty()) o << "      " << t.remedy_title << ": " << t.delivered << "\n";
     if (t.outcome == tune::Outcome::kFailed) o << "      " << t.m.failure << "\n";

@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include "attach/attach_util.hpp"
 
@@ -233,6 +236,100 @@ BOOST_AUTO_TEST_CASE(expect_gates_the_run_on_its_report) {
                  std::string::npos,
              slurp(log));
   BOOST_TEST(!exists(done));  // refused before the command ran
+}
+
+// --headspace needs the Python hooks; a bad K is a usage error; both are
+// refused before a run directory is claimed or the command runs.
+BOOST_AUTO_TEST_CASE(headspace_is_refused_where_it_cannot_replay) {
+  TempDir t;
+  const std::string log = t.path() + "/log", done = t.path() + "/done";
+  BOOST_TEST(run(run_argv(t.path() + "/a", {"--headspace"}, {kChild, "steps", "12", "5", done}),
+                 log, 20) == 2);
+  BOOST_TEST(slurp(log).find("--headspace replays the batches of PyTorch DataLoaders") !=
+                 std::string::npos,
+             slurp(log));
+  BOOST_TEST(!exists(t.path() + "/a"));
+  BOOST_TEST(run(run_argv(t.path() + "/b", {"--headspace=0"}, {kChild, "steps", "12", "5", done}),
+                 log, 20) == 2);
+  BOOST_TEST(slurp(log).find("--headspace=0: expected a batch count") != std::string::npos,
+             slurp(log));
+  BOOST_TEST(!exists(done));
+}
+
+// `stallscope tune` on a job whose report proposes no setting stops after
+// the first run (exit 0, tune.json with one trial, STALLSCOPE_TRIAL=1 in
+// the job's environment); a job that fails as is exits 1 naming why; the
+// usage errors exit 2.
+BOOST_AUTO_TEST_CASE(tune_stops_at_once_and_refuses_bad_use) {
+  TempDir t;
+  const std::string log = t.path() + "/log", done = t.path() + "/done";
+  const std::string out = t.path() + "/tune";
+  BOOST_TEST_REQUIRE(run({kRun, "tune", "--out", out, "--steps", "5", "--start-step", "2", "--",
+                          kChild, "steps", "12", "5", done},
+                         log, 60) == 0,
+                     slurp(log));
+  const auto doc = nlohmann::json::parse(slurp(out + "/tune.json"), nullptr, false);
+  BOOST_TEST_REQUIRE(doc.is_object(), slurp(log));
+  BOOST_TEST(doc["schema"] == "stallscope.tune");
+  BOOST_TEST(doc["trials"].size() == 1u);
+  BOOST_TEST(doc["best"] == 0);
+  BOOST_TEST(doc["runs"] == 0);
+  BOOST_TEST(doc["trials"][0]["outcome"] == "baseline");
+  BOOST_TEST(doc["trials"][0]["step_p50_ms"].get<double>() > 0);
+  BOOST_TEST(doc["stop_reason"] == "the report proposes no setting to try", doc.dump());
+  BOOST_TEST(exists(out + "/trial-0/report.json"));
+  BOOST_TEST(slurp(log).find("stopped: the report proposes no setting to try") != std::string::npos,
+             slurp(log));
+  // The job as is fails: exit 1, and the table says why.
+  const std::string out2 = t.path() + "/tune2", log2 = t.path() + "/log2";
+  BOOST_TEST(run({kRun, "tune", "--out", out2, "--", kChild, "exit", "3"}, log2, 60) == 1,
+             slurp(log2));
+  BOOST_TEST(slurp(log2).find("stopped: the first run failed: exit status 3") != std::string::npos,
+             slurp(log2));
+  // Usage: no command; an --out holding files; under a launcher.
+  BOOST_TEST(run({kRun, "tune", "--out", t.path() + "/x"}, log, 20) == 2);
+  BOOST_TEST(run({kRun, "tune", "--out", out, "--", kChild, "exit", "0"}, log, 20) == 2);
+  BOOST_TEST(slurp(log).find("is not empty") != std::string::npos, slurp(log));
+  BOOST_TEST(run({kRun, "tune", "--out", t.path() + "/y", "--", kChild, "exit", "0"}, log, 20,
+                 {"RANK=1", "WORLD_SIZE=2"}) == 2);
+  BOOST_TEST(slurp(log).find("started by a launcher") != std::string::npos, slurp(log));
+  BOOST_TEST(run({kRun, "tune", "--headspace=x", "--out", t.path() + "/z", "--", kChild, "exit",
+                  "0"},
+                 log, 20) == 2);
+}
+
+// `stallscope diff` on a tune directory: each trial against the one it
+// built on; RUN_B beside a tune directory is a usage error.
+BOOST_AUTO_TEST_CASE(diff_reads_a_tune_directory) {
+  TempDir t;
+  const std::string log = t.path() + "/log", done = t.path() + "/done";
+  const std::string out = t.path() + "/tune";
+  for (const char* name : {"trial-0", "trial-1"})
+    BOOST_TEST_REQUIRE(run(run_argv(out + "/" + name, {}, {kChild, "steps", "12", "5", done}),
+                           log, 30) == 0,
+                       slurp(log));
+  std::ofstream(out + "/tune.json") << R"({"schema":"stallscope.tune","trials":[
+    {"index":0,"based_on":-1,"added":[],"outcome":"baseline","run_dirs":[")" << out
+                                    << R"(/trial-0"]},
+    {"index":1,"based_on":0,"added":["dataloader.num_workers=2"],"remedy_id":"more_workers",
+     "remedy_title":"more workers","outcome":"better","run_dirs":[")" << out << R"(/trial-1"]},
+    {"index":2,"based_on":1,"added":["dataloader.pin_memory=true"],"outcome":"setting failed",
+     "failure":"exit status 135","run_dirs":[]}]})";
+  BOOST_TEST(run({kRun, "diff", out}, log, 60) == 0, slurp(log));
+  const std::string text = slurp(log);
+  BOOST_TEST(text.find("trial 1 (more workers: --set dataloader.num_workers=2) against trial 0: "
+                       "better") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("mean steady step") != std::string::npos, text);
+  BOOST_TEST(text.find("the setting failed: exit status 135") != std::string::npos, text);
+  const std::string log2 = t.path() + "/log2";
+  BOOST_TEST(run({kRun, "diff", out, "--trial", "2"}, log2, 60) == 0, slurp(log2));
+  BOOST_TEST(slurp(log2).find("trial 1 (") == std::string::npos, slurp(log2));
+  BOOST_TEST(slurp(log2).find("trial 2 (--set dataloader.pin_memory=true) against trial 1") !=
+                 std::string::npos,
+             slurp(log2));
+  BOOST_TEST(run({kRun, "diff", out, out + "/trial-1"}, log, 20) == 2, slurp(log));
+  BOOST_TEST(run({kRun, "diff", out + "/trial-0"}, log, 20) == 2, slurp(log));
 }
 
 BOOST_AUTO_TEST_CASE(time_window_when_no_step_source_appears) {
@@ -552,7 +649,7 @@ BOOST_AUTO_TEST_CASE(ranks_of_one_launcher_with_out_share_the_directory) {
     if (e.is_directory()) dirs.push_back(e.path().filename().string());
   std::sort(dirs.begin(), dirs.end());
   BOOST_TEST((dirs == std::vector<std::string>{"job", "job-2"}), slurp(log));
-  for (const std::string d : {dir, dir + "-2"}) {
+  for (const std::string& d : {dir, dir + "-2"}) {
     const auto rep = report_json(d);
     BOOST_TEST_REQUIRE(rep.is_object(), slurp(log));
     BOOST_TEST(rep["ranks"].size() == 2u, slurp(log));
