@@ -263,6 +263,7 @@ nlohmann::json trial_json(const tune::Trial& t, const std::vector<std::string>& 
                       {"edit", t.edit}, {"based_on", t.based_on},
                       {"based_on_ms", t.based_on_ms}, {"predicted_step_ms", t.predicted_ms},
                       {"bound", t.bound}, {"step_p50_ms", t.p50_ms}, {"run_p50_ms", t.run_p50s},
+                      {"step_mean_ms", t.mean_ms},
                       {"spread_ms", t.m.spread_ms}, {"se_ms", t.m.se_ms},
                       {"steady_steps", t.m.steps}, {"noise_ms", t.noise_ms},
                       {"outcome", tune::outcome_name(t.outcome)}, {"delivered", t.delivered},

@@ -32,6 +32,7 @@ struct Measurement {
   bool ok = false;
   std::string failure;  // why not ok: "exit status 135 (killed by SIGBUS) before the window closed"
   double p50_ms = 0;    // median steady step
+  double mean_ms = 0;   // mean steady step (the remedies predict against it)
   double se_ms = 0;     // standard error of that median, from the steady steps' spread
   double spread_ms = 0; // p90 - p10 of the steady steps
   size_t steps = 0;     // steady steps
@@ -41,7 +42,7 @@ struct Measurement {
   std::vector<Candidate> remedies;  // the report's remedies that carry settings, in its order
 };
 
-// Fills p50, se and spread from the steady steps' durations (ms).
+// Fills p50, mean, se and spread from the steady steps' durations (ms).
 void measure_steps(std::vector<double> steps_ms, Measurement* m);
 
 // Reads the first rank of a stallscope.report JSON document (the trial's
@@ -94,6 +95,7 @@ struct Trial {
   Measurement m;             // the trial's measurement (the repeat's where it was repeated)
   std::vector<double> run_p50s;  // every run's step: one, or two with a repeat
   double p50_ms = 0;         // the step taken: the mean of run_p50s
+  double mean_ms = 0;        // the mean steady step, averaged over the runs (for the delivery)
   double noise_ms = 0;       // the noise it was judged against
   Outcome outcome = Outcome::kBaseline;
   std::string delivered;     // "delivered (…)", "not delivered (…)", or "" for the baseline / a failure
