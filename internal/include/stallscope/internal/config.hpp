@@ -123,6 +123,12 @@ enum class Type : uint8_t {
     "Rate of the Python stack sampler, 0 to 250 (0 = off)")                                        \
   X(kSet, "STALLSCOPE_SET", kText, 0, 0, "", "", "", "python, samples, cli",                       \
     "KEY=VALUE settings applied without editing the program (stallscope run --set)")               \
+  X(kHeadspace, "STALLSCOPE_HEADSPACE", kText, 0, 0, "batches", "", "", "python, cli",            \
+    "Replay each DataLoader's first K batches (stallscope run --headspace)")                       \
+  X(kHeadspaceBytes, "STALLSCOPE_HEADSPACE_BYTES", kText, 0, 0, "bytes", "", "2147483648", "python", \
+    "The most tensor bytes --headspace keeps")                                                     \
+  X(kTrial, "STALLSCOPE_TRIAL", kText, 0, 0, "", "", "", "cli",                                    \
+    "1 in the job's environment during a stallscope tune trial (set, never read)")                 \
   /* sample programs */                                                                            \
   X(kTrainerMpiModule, "STALLSCOPE_TRAINER_MPI_MODULE", kText, 0, 0, "", "", "", "samples",        \
     "The sample trainer's MPI module")                                                             \
