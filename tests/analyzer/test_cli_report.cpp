@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2_naming_the_flag) {
       {{"report", "--lag", "soon", runs.data}, "--lag"},
       {{"diff", "--tolerance", "7", runs.data, runs.compute}, "--tolerance"},
       {{"diff", "--frobnicate", runs.data, runs.compute}, "--frobnicate"},
-      {{"diff", runs.data}, "RUN_B is required"},
+      {{"diff", runs.data}, "RUN_B is missing"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli(runs.dir, c.args);
