@@ -124,7 +124,6 @@ class TrialRunner {
     for (const auto& s : settings) argv.insert(argv.end(), {"--set", s});
     argv.push_back("--");
     argv.insert(argv.end(), a_.command.begin(), a_.command.end());
-    dirs_[name] = dir.string();
     const int st = spawn_and_wait(argv, log);
     if (st < 0) {
       m.failure = "could not be started: " + std::string(std::strerror(-st));
@@ -152,8 +151,6 @@ class TrialRunner {
     }
     return m;
   }
-
-  const std::map<std::string, std::string>& dirs() const { return dirs_; }
 
  private:
   static std::string fmt_s(double s) {
@@ -191,19 +188,19 @@ class TrialRunner {
     if (rc != 0) return -rc;
     using clock = std::chrono::steady_clock;
     const auto until = clock::now() + std::chrono::duration<double>(a_.trial_timeout_s);
+    const auto kill_at = until + std::chrono::seconds(30);
     int st = 0;
     for (;;) {
       const pid_t w = ::waitpid(pid, &st, WNOHANG);
       if (w == pid) return st;
       if (w < 0 && errno != EINTR) return -errno;
-      if (!timed_out_ && clock::now() > until) {
+      const auto now = clock::now();
+      if (!timed_out_ && now > until) {
         // `stallscope run` forwards SIGTERM to the job and exits after it.
         timed_out_ = true;
         ::kill(pid, SIGTERM);
-        std::thread([pid] {
-          std::this_thread::sleep_for(std::chrono::seconds(30));
-          ::kill(pid, SIGKILL);  // (a reaped pid is not reused this soon)
-        }).detach();
+      } else if (timed_out_ && now > kill_at) {
+        ::kill(pid, SIGKILL);  // not reaped yet: the pid is still ours
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -212,7 +209,6 @@ class TrialRunner {
   const TuneArgs& a_;
   fs::path out_;
   std::string self_ = fs::read_symlink("/proc/self/exe").string();
-  std::map<std::string, std::string> dirs_;
   bool timed_out_ = false;
 };
 
@@ -226,8 +222,8 @@ std::string ms(double v) {
   return b;
 }
 
-void write_table(std::ostream& o, const tune::Result& r, const tune::Options& opt,
-                 double headspace_ms, const std::string& headspace_failure) {
+void write_table(std::ostream& o, const tune::Result& r, double headspace_ms,
+                 const std::string& headspace_failure) {
   if (headspace_ms > 0)
     o << "headspace (data for free): step p50 " << ms(headspace_ms)
       << ": no input setting can bring the step below it\n";
@@ -254,7 +250,6 @@ void write_table(std::ostream& o, const tune::Result& r, const tune::Options& op
     if (t.outcome == tune::Outcome::kFailed) o << "      " << t.m.failure << "\n";
   }
   o << "stopped: " << r.stop_reason << "\n";
-  (void)opt;
 }
 
 nlohmann::json trial_json(const tune::Trial& t, const std::vector<std::string>& dirs) {
@@ -346,7 +341,7 @@ int run_tune(TuneArgs a) {
       [](const std::string& line) { std::cerr << "stallscope tune: " << line << "\n"; });
 
   std::ostringstream table;
-  write_table(table, r, opt, headspace_ms, headspace_failure);
+  write_table(table, r, headspace_ms, headspace_failure);
   if (r.best >= 0) {
     const tune::Trial& best = r.trials[size_t(r.best)];
     const tune::Trial& base = r.trials[0];
@@ -375,9 +370,20 @@ int run_tune(TuneArgs a) {
   doc["trials"] = nlohmann::json::array();
   for (const auto& t : r.trials) doc["trials"].push_back(trial_json(t, trial_dirs[t.index]));
   if (r.best >= 0) doc["best_command"] = command_line(r.trials[size_t(r.best)].settings, a.command);
-  std::ofstream(out / "tune.json") << doc.dump(1) << "\n";
-  std::ofstream(out / "tune.txt") << table.str();
-  if (!stdout_complete()) return kExitInput;
+  bool written = true;
+  // (Names from the job's log may hold invalid UTF-8: replaced, never thrown.)
+  const std::string json_text =
+      doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& [name, text] :
+       {std::pair{"tune.json", json_text}, std::pair{"tune.txt", table.str()}}) {
+    const std::string err = write_output((out / name).string(), OutputOwner::kStallscope,
+                                         [&](std::ostream& o) { o << text; });
+    if (!err.empty()) {
+      std::cerr << "stallscope tune: cannot write " << err << "\n";
+      written = false;
+    }
+  }
+  if (!stdout_complete() || !written) return kExitInput;
   return r.best >= 0 ? kExitOk : kExitInput;
 }
 
