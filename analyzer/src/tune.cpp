@@ -151,7 +151,11 @@ bool measurement_from_report(const std::string& text, Measurement* out, std::str
       *error = "the report has no rank";
       return false;
     }
-    const json& r = ranks.at(0);
+    // Rank 0's (a launcher's job: the rank tune measures), else the first.
+    const json* pick = &ranks.at(0);
+    for (const auto& x : ranks)
+      if (x.value("rank", -1) == 0) pick = &x;
+    const json& r = *pick;
     Measurement m;
     m.summary = r.value("summary", "");
     std::vector<double> steps;

@@ -182,4 +182,31 @@ BOOST_AUTO_TEST_CASE(without_a_library_every_pipeline_wrapper_is_a_no_op) {
   BOOST_TEST(out.find("stallscope marks are no-ops") != std::string::npos, out);
 }
 
+// --headspace (stallscope._headspace) as the DataLoader hook drives it: the
+// first K batches loaded and kept, then replayed as copies of their
+// containers (a popped key is back next time, tensors shared), StopIteration
+// at the loader's length, nothing loaded after the K.
+BOOST_AUTO_TEST_CASE(headspace_replays_kept_batches_as_copies) {
+  TempDir t;
+  const std::string log = t.path() + "/log";
+  BOOST_TEST_REQUIRE(run({kPython, kSrc + "/headspace_unit.py"}, log, 30,
+                         {kModulePath, "STALLSCOPE_HEADSPACE=3"}) == 0,
+                     slurp(log));
+  const std::string out = "\n" + slurp(log);
+  BOOST_TEST(value(out, "batches") == 10, out);
+  BOOST_TEST(value(out, "loaded") == 3, out);
+  BOOST_TEST(out.find("\nlabels 1,2,3,1,2,3,1,2,3,1\n") != std::string::npos, out);
+  BOOST_TEST(value(out, "replayed_is_copy") == 1, out);
+  BOOST_TEST(value(out, "tensor_shared") == 1, out);
+  BOOST_TEST(value(out, "namedtuple_kept") == 1, out);
+  BOOST_TEST(value(out, "second_batches") == 10, out);
+  BOOST_TEST(value(out, "second_loaded") == 3, out);
+  BOOST_TEST(value(out, "second_has_labels") == 1, out);
+  // Off (no STALLSCOPE_HEADSPACE): every batch is loaded.
+  const std::string log2 = t.path() + "/log2";
+  BOOST_TEST_REQUIRE(run({kPython, kSrc + "/headspace_unit.py"}, log2, 30, {kModulePath}) == 0,
+                     slurp(log2));
+  BOOST_TEST(value("\n" + slurp(log2), "loaded") == 10, slurp(log2));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

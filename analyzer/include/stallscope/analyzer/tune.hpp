@@ -45,7 +45,7 @@ struct Measurement {
 // Fills p50, mean, se and spread from the steady steps' durations (ms).
 void measure_steps(std::vector<double> steps_ms, Measurement* m);
 
-// Reads the first rank of a stallscope.report JSON document (the trial's
+// Reads rank 0 (else the first rank) of a stallscope.report JSON document (the trial's
 // RUN/report.json). False with *error when it is not one or has no steady
 // step.
 bool measurement_from_report(const std::string& json_text, Measurement* out, std::string* error);
