@@ -1,7 +1,7 @@
 // The sample trainer under mpirun, each rank on its own FUSE mount: one slow
 // mount makes its rank the straggler, charged to its storage, and the other
 // ranks' waits match that rank's own storage stall (the calibration); all
-// mounts equally slow name no rank ("all ranks: storage"). The waits match
+// mounts equally slow name no rank ("all ranks wait mostly for the last rank's storage"). The waits match
 // the stall, and equal mounts make equal ranks, when every rank gets the
 // CPU it asks for: each case has a ctest entry of its own and skips,
 // visibly, where other processes keep the CPUs busy and the run shows it
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(four_equally_slow_mounts_name_no_straggler_over_three_seeds
       BOOST_TEST_REQUIRE(rep.cross.present);
       skip_if_one_mount_was_starved(rep);
       BOOST_TEST(rep.cross.stragglers.empty());
-      BOOST_TEST(rep.cross.common_cause == "all ranks: storage");
+      BOOST_TEST(rep.cross.common_cause == "all ranks wait mostly for the last rank's storage");
       check_sums(rep);
     }
   }

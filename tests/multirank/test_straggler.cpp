@@ -1,6 +1,6 @@
 // Straggler attribution on synthetic lockstep runs (synth_ranks.hpp): a rank
 // slowed by its storage is named with that cause and the others' waits move
-// into straggler wait; ranks equally slow name no one ("all ranks: storage").
+// into straggler wait; ranks equally slow name no one ("all ranks wait mostly for the last rank's storage").
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(equally_slow_ranks_name_no_straggler_over_seeds) {
     const an::Report rep = analyzed(s);
     BOOST_TEST_CONTEXT("seed " << seed) {
       BOOST_TEST(rep.cross.stragglers.empty());
-      BOOST_TEST(rep.cross.common_cause == "all ranks: storage");
+      BOOST_TEST(rep.cross.common_cause == "all ranks wait mostly for the last rank's storage");
       BOOST_TEST(rep.cross.straggler_wait_ns > 0);
       check_sums(rep);
     }
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(parts_sum_to_step_time_after_the_move_with_overlap) {
 
 // Every rank's storage reads a batch in 30 ms; rank 1 is last every time by
 // ~20 ms only because its pipeline runs a constant phase behind (the others
-// prefetched). Its storage is not slower: no straggler, "all ranks: storage".
+// prefetched). Its storage is not slower: no straggler, "all ranks wait mostly for the last rank's storage".
 BOOST_AUTO_TEST_CASE(a_constant_phase_lag_is_not_a_slow_rank) {
   SynthSpec s;
   s.stall_ms = {2, 22, 2, 2};
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(a_constant_phase_lag_is_not_a_slow_rank) {
   const an::Report lag = analyzed(s);
   BOOST_TEST(lag.ranks[1].cross.times_last == s.steps);
   BOOST_TEST(lag.cross.stragglers.empty());
-  BOOST_TEST(lag.cross.common_cause == "all ranks: storage");
+  BOOST_TEST(lag.cross.common_cause == "all ranks wait mostly for the last rank's storage");
   // Calibration: the same lag with rank 1's reads really slower is named.
   s.read_ms = {30, 60, 30, 30};
   const an::Report slow = analyzed(s);
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(spilled_tables_give_the_same_result_as_tables_in_memory) {
   }
   BOOST_TEST(an::spill::Arena::instance().bytes_in_use() > 0u);  // this one did spill
   BOOST_TEST(rep.cross.stragglers.empty());
-  BOOST_TEST(rep.cross.common_cause == "all ranks: storage");
+  BOOST_TEST(rep.cross.common_cause == "all ranks wait mostly for the last rank's storage");
   BOOST_TEST(rep.cross.clock.method == "collectives");
   char tmpl[] = "/tmp/straggler-fingerprint-XXXXXX";
   const int fd = mkstemp(tmpl);

@@ -1,7 +1,7 @@
 // The cross-rank section of the HTML report: summary, per-rank table,
-// stragglers, and two rank × step heatmaps — step time against the median
-// step, and each step's largest part. Large runs are sampled (every k-th
-// rank and step) so the page stays a few MB.
+// stragglers, and two heatmaps — step time against the median step, and the
+// largest part. Rows are ranks (ordered by node) or, with many ranks, nodes;
+// columns are buckets of steps (median and max per bucket, never sampled).
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
@@ -12,7 +12,10 @@ namespace stallscope::analyzer {
 
 namespace {
 
-constexpr int kMaxCols = 240, kMaxRows = 128, kW = 960;
+// At most this many step buckets (columns) and rows of ranks per heatmap:
+// 256 ranks × 1,000 steps stays well under 500 KB.
+constexpr size_t kMaxCols = 40, kMaxRows = 32;
+constexpr int kW = 960;
 
 std::string esc(const std::string& s) {
   std::string o;
@@ -35,13 +38,6 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-size_t top_part(const StepResult& s) {
-  size_t best = 0;
-  for (size_t p = 1; p < kPartCount; ++p)
-    if (s.parts[p] > s.parts[best]) best = p;
-  return best;
-}
-
 // White (at or under the median step) to dark red (twice the median or more).
 std::string heat(double ratio) {
   const double v = std::clamp(ratio - 1.0, 0.0, 1.0);
@@ -61,31 +57,115 @@ double median_step_ns(const Report& r) {
   return std::max<double>(1, double(v[v.size() / 2]));
 }
 
+// One heatmap row: ranks in their order (one rank, one node or a few nodes)
+// and its label.
+struct Row {
+  std::vector<size_t> ranks;  // indices into r.ranks
+  std::string label;
+};
+
+// One row per rank when they are few (ordered by node), else one per node,
+// and consecutive nodes share a row when there are more than kMaxRows.
+std::vector<Row> heat_rows(const Report& r) {
+  std::vector<std::string> hosts;  // in order of first appearance
+  std::vector<std::vector<size_t>> by_host;
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    auto it = std::find(hosts.begin(), hosts.end(), r.ranks[i].host);
+    if (it == hosts.end()) {
+      hosts.push_back(r.ranks[i].host);
+      by_host.emplace_back();
+      it = hosts.end() - 1;
+    }
+    by_host[size_t(it - hosts.begin())].push_back(i);
+  }
+  std::vector<Row> rows;
+  if (r.ranks.size() <= kMaxRows) {
+    for (const auto& h : by_host)
+      for (size_t i : h) rows.push_back({{i}, "r" + std::to_string(r.ranks[i].rank)});
+    return rows;
+  }
+  const size_t per = (hosts.size() + kMaxRows - 1) / kMaxRows;
+  for (size_t h = 0; h < hosts.size(); h += per) {
+    Row row;
+    const size_t last = std::min(hosts.size(), h + per) - 1;
+    for (size_t k = h; k <= last; ++k)
+      row.ranks.insert(row.ranks.end(), by_host[k].begin(), by_host[k].end());
+    row.label = hosts[h].substr(0, 10) + (last > h ? "+" + std::to_string(last - h) : "");
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The steps of a row's ranks in bucket [from, to) of step positions:
+// median and max step time (steady steps, or all when none is steady) and
+// the part with the largest total.
+struct Cell {
+  double median_ns = 0, max_ns = 0;
+  size_t top = 0;
+  bool empty = true;
+};
+
+Cell cell_of(const Report& r, const Row& row, size_t from, size_t to) {
+  std::vector<int64_t> steady, all;
+  PartNs sum{};
+  for (size_t i : row.ranks) {
+    const auto& steps = r.ranks[i].steps;
+    for (size_t si = from; si < std::min(to, steps.size()); ++si) {
+      const StepResult s = steps[si];
+      all.push_back(s.wall());
+      if (!s.warmup) steady.push_back(s.wall());
+      for (size_t p = 0; p < kPartCount; ++p) sum[p] += s.parts[p];
+    }
+  }
+  Cell c;
+  auto& v = steady.empty() ? all : steady;
+  if (v.empty()) return c;
+  c.empty = false;
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  c.median_ns = double(v[v.size() / 2]);
+  c.max_ns = double(*std::max_element(all.begin(), all.end()));
+  for (size_t p = 1; p < kPartCount; ++p)
+    if (sum[p] > sum[c.top]) c.top = p;
+  return c;
+}
+
+// Rows of ranks (see heat_rows) by columns of step buckets, each cell one
+// bucket: its median step time (colour) and max (a dark strip on top where
+// it is over 1.5× the run's median step), or its largest part.
 void heatmap(std::ostream& o, const Report& r, bool by_part, const char* const* colors) {
   size_t max_steps = 0;
   for (const auto& rk : r.ranks) max_steps = std::max(max_steps, rk.steps.size());
   if (max_steps == 0) return;
-  const size_t col_every = (max_steps + kMaxCols - 1) / kMaxCols;
-  const size_t row_every = (r.ranks.size() + kMaxRows - 1) / kMaxRows;
-  const size_t cols = (max_steps + col_every - 1) / col_every,
-               rows = (r.ranks.size() + row_every - 1) / row_every;
-  const double cw = double(kW - 60) / double(cols);
-  const int rh = std::max(3, std::min(14, int(600 / rows)));
+  const std::vector<Row> rows = heat_rows(r);
+  const size_t per = (max_steps + kMaxCols - 1) / kMaxCols;
+  const size_t cols = (max_steps + per - 1) / per;
+  const double cw = double(kW - 80) / double(cols);
+  const int rh = std::max(6, std::min(14, int(480 / rows.size())));
   const double med = median_step_ns(r);
-  o << "<svg width=" << kW << " height=" << rh * int(rows) + 4 << " role=img><title>"
-    << (by_part ? "largest part" : "step time") << " per rank and step</title>\n";
-  for (size_t ri = 0, y = 0; ri < r.ranks.size(); ri += row_every, ++y) {
-    const RankReport& rk = r.ranks[ri];
-    o << "<text x=0 y=" << int(y) * rh + rh - 1 << " font-size=" << std::min(rh, 11) << ">r"
-      << rk.rank << "</text>";
-    for (size_t si = 0, x = 0; si < rk.steps.size(); si += col_every, ++x) {
-      const StepResult& s = rk.steps[si];
-      const size_t p = top_part(s);
-      o << "<rect x=" << fmt("%.1f", 60 + double(x) * cw) << " y=" << int(y) * rh
-        << " width=" << fmt("%.2f", cw) << " height=" << rh << " fill='"
-        << (by_part ? std::string(colors[p]) : heat(double(s.wall()) / med)) << "'><title>rank "
-        << rk.rank << " step " << s.index << fmt(": %.2f ms, ", double(s.wall()) / 1e6)
-        << esc(std::string(part_label(Part(p)))) << "</title></rect>";
+  o << "<svg class=heat width=" << kW << " height=" << rh * int(rows.size()) + 4
+    << " role=img><title>" << (by_part ? "largest part" : "step time") << " per "
+    << (rows.size() == r.ranks.size() ? "rank" : "node") << " and bucket of " << per
+    << (per == 1 ? " step" : " steps") << "</title>\n";
+  for (size_t y = 0; y < rows.size(); ++y) {
+    const Row& row = rows[y];
+    o << "<text x=0 y=" << int(y) * rh + rh - 1 << " font-size=" << std::min(rh, 11) << ">"
+      << esc(row.label) << "</text>";
+    for (size_t x = 0; x < cols; ++x) {
+      const Cell c = cell_of(r, row, x * per, (x + 1) * per);
+      if (c.empty) continue;
+      const std::string cx = fmt("%.1f", 80 + double(x) * cw);
+      o << "<rect x=" << cx << " y=" << int(y) * rh << " width=" << fmt("%.1f", cw)
+        << " height=" << rh << " fill='"
+        << (by_part ? std::string(colors[c.top]) : heat(c.median_ns / med)) << "'><title>"
+        << esc(row.label) << " steps " << x * per << "-" << std::min(max_steps, (x + 1) * per) - 1;
+      if (by_part)
+        o << ": " << esc(std::string(part_label(Part(c.top))));
+      else
+        o << fmt(": median %.2f", c.median_ns / 1e6) << fmt(" max %.2f ms", c.max_ns / 1e6);
+      o << "</title></rect>";
+      if (!by_part && c.max_ns > 1.5 * med)
+        o << "<rect class=outlier x=" << cx << " y=" << int(y) * rh << " width=" << fmt("%.1f", cw)
+          << " height=2 fill='" << heat(c.max_ns / med) << "'/>";
     }
     o << "\n";
   }
@@ -122,10 +202,12 @@ void write_cross_html(std::ostream& o, const Report& r, const char* const* part_
       << "; others waited " << total_wait_text(s.caused_ns)
       << "; its cause: " << esc(s.cause) << "</p>\n";
   if (!c.common_cause.empty()) o << "<p>" << esc(c.common_cause) << "</p>\n";
-  o << "<h3>step time per rank and step (white: median step or less, dark red: twice the "
-       "median)</h3>\n";
+  o << "<h3>step time per " << (c.ranks <= kMaxRows ? "rank" : "node")
+    << " and bucket of steps: the bucket's median (white: the run's median step or less, dark "
+       "red: twice it); a dark strip on top: its max is over 1.5× the median</h3>\n";
   heatmap(o, r, false, part_colors);
-  o << "<h3>largest part per rank and step</h3>\n";
+  o << "<h3>largest part per " << (c.ranks <= kMaxRows ? "rank" : "node")
+    << " and bucket of steps</h3>\n";
   heatmap(o, r, true, part_colors);
   table(o, r);
   o << "</section>\n";

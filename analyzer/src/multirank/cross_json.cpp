@@ -54,6 +54,7 @@ json cross_json(const CrossRank& c) {
           {"straggler_wait_ms", double(c.straggler_wait_ns) / 1e6},
           {"stragglers", std::move(st)},
           {"common_cause", c.common_cause},
+          {"verdict", c.verdict},
           {"summary", c.summary}};
 }
 

@@ -56,6 +56,66 @@ double max_over_median(const std::vector<RankReport>& ranks) {
   return med > 0 ? v.back() / med : 0;
 }
 
+// The verdict class of a rank's cause ("communication-bound" of
+// "communication-bound: comm transfer 31 % of step time").
+std::string verdict_class(const std::string& cause) {
+  const size_t colon = cause.find(": ");
+  return colon == std::string::npos ? cause : cause.substr(0, colon);
+}
+
+// The part a rank's cause names after its class, or kPartCount.
+size_t cause_part(const std::string& cause) {
+  const size_t colon = cause.find(": ");
+  if (colon == std::string::npos) return kPartCount;
+  const std::string detail = cause.substr(colon + 2);
+  size_t best = kPartCount, best_len = 0;  // the longest label that starts the detail
+  for (size_t p = 0; p < kPartCount; ++p) {
+    const std::string label(part_label(static_cast<Part>(p)));
+    if (detail.rfind(label + " ", 0) == 0 && label.size() > best_len) best = p, best_len = label.size();
+  }
+  return best;
+}
+
+// The run's verdict in the per-rank reports' words: "communication-bound
+// on all 8 ranks: comm transfer 31 % of step time (median over ranks)" when
+// every rank has the same class (and part), else the classes counted.
+std::string run_verdict(const std::vector<RankReport>& ranks) {
+  std::map<std::string, size_t> classes;
+  std::set<size_t> parts;
+  std::vector<double> shares;
+  size_t steady = 0;
+  for (const auto& r : ranks) {
+    if (r.steady_steps == 0) continue;
+    ++steady;
+    ++classes[verdict_class(r.cause)];
+    const size_t p = cause_part(r.cause);
+    parts.insert(p);
+    if (p < kPartCount) shares.push_back(r.parts[p].share);
+  }
+  if (steady == 0) return "no steady steps";
+  char buf[200];
+  if (classes.size() == 1) {
+    std::string v = classes.begin()->first + " on " +
+                    (steady == ranks.size() ? "all " : "") + std::to_string(steady) + " ranks";
+    if (parts.size() == 1 && *parts.begin() < kPartCount && !shares.empty()) {
+      std::sort(shares.begin(), shares.end());
+      std::snprintf(buf, sizeof buf, ": %s %.0f %% of step time (median over ranks)",
+                    std::string(part_label(static_cast<Part>(*parts.begin()))).c_str(),
+                    100 * shares[shares.size() / 2]);
+      v += buf;
+    }
+    return v;
+  }
+  std::vector<std::pair<std::string, size_t>> v(classes.begin(), classes.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out = "mixed verdicts:";
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? ", " : " ") + std::to_string(v[i].second) + (v[i].second == 1 ? " rank " : " ranks ") +
+           v[i].first;
+  return out;
+}
+
+// The verdict first, then what the ranks waited for at collectives.
 std::string summary_line(const CrossRank& c) {
   char buf[320];
   if (!c.stragglers.empty()) {
@@ -130,7 +190,8 @@ void analyze_cross_rank(Report& r, const CrossRankOptions& opt) {
   for (auto& rk : r.ranks) multirank::refresh_verdict(rk, c);
   drop_below_link_across_hosts(r.ranks, comms);
   c.step_max_over_median = max_over_median(r.ranks);
-  c.summary = summary_line(c);
+  c.verdict = run_verdict(r.ranks);
+  c.summary = c.verdict + "; " + summary_line(c);
   if (c.clock.method == "wall_clock_only") r.warnings.push_back(c.clock.note);
 }
 

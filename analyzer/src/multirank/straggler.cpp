@@ -484,7 +484,7 @@ void attribute_stragglers(Report& rep, const std::vector<RankClock>& clocks,
   name_stragglers(rep, t, opt);
   const auto common = ranked_causes(t.all_causes);
   if (rep.cross.stragglers.empty() && !common.empty())
-    rep.cross.common_cause = "all ranks: " + common.front().first;
+    rep.cross.common_cause = "all ranks wait mostly for the last rank's " + common.front().first;
 }
 
 }  // namespace stallscope::analyzer::multirank

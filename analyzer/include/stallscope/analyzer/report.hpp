@@ -549,8 +549,11 @@ struct CrossRank {
   double arrival_skew_p50_ms = 0, arrival_skew_p90_ms = 0;  // last − first arrival
   int64_t straggler_wait_ns = 0;     // all ranks, all steps
   std::vector<Straggler> stragglers;
-  std::string common_cause;  // when no straggler: "all ranks: <cause>"
-  std::string summary;       // one line
+  std::string common_cause;  // when no straggler: "all ranks wait mostly for the last rank's <cause>"
+  // In the per-rank reports' words: "communication-bound on all 8 ranks: comm
+  // transfer 31 % of step time (median over ranks)", or "mixed verdicts: …".
+  std::string verdict;
+  std::string summary;       // one line: the verdict, then stragglers or the common cause
 };
 
 struct Report {
