@@ -6,6 +6,7 @@
 // window is on disk and the report written, and exits 0 (docs/attach.md,
 // docs/cli.md).
 #include "cmd_run.hpp"
+#include "cmd_run_live.hpp"
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -61,6 +62,7 @@ struct Supervisor {
   bool report_started = false;
   double report_started_at = 0;
   std::atomic<bool> report_done{false};
+  LiveLine live{live_line_wanted(opt.quiet)};
   std::atomic<int> report_rc{kExitOk};
 
   Supervisor(const RunOptions& o, std::string dir)
@@ -80,12 +82,14 @@ struct Supervisor {
       return;
     }
     capture_on = on;
+    live.erase();
     std::cerr << "stallscope run: capture " << (on ? "on" : "off") << " (" << why << ")\n";
   }
 
   void start_report(const std::string& note) {
     report_started = true;
     report_started_at = now_s();
+    live.stop();  // the report replaces it
     if (!reports()) return;
     // On a thread: signals are still forwarded while the analyzer reads.
     report_thread = std::thread([this, note] {
@@ -123,6 +127,7 @@ struct Supervisor {
       const int world = reports() && lr.under_launcher ? lr.world : 1;
       const double wait = world > 1 ? kRankWaitS : kWindowWaitS;
       if (windows_on_disk(read_progress(run_dir), world) || t - closed_at > wait) {
+        live.stop();
         if (reports())
           std::cerr << (opt.exit_after.empty()
                             ? "stallscope run: writing the report; the job goes on untraced\n"
@@ -224,6 +229,7 @@ struct Supervisor {
       }
       reap();
       if (!child_done) tick();
+      if (!child_done && reports()) live.update(now_s(), run_dir);  // rank 0 only
       if (!child_done && may_end()) return;
     }
   }
@@ -358,6 +364,8 @@ Command add_run_command(CLI::App& parent) {
       ->capture_default_str();
   sub->add_option("--report", o->report, "Report format: text, json or html")
       ->capture_default_str();
+  sub->add_flag("--quiet", o->quiet,
+                "No live status line on stderr (steps, step p50; shown only on a terminal)");
   sub->add_flag("--no-python-hooks", o->no_python_hooks,
                 "Do not add the DataLoader and optimizer hooks to a Python command");
   sub->add_option("--set", o->sets,

@@ -29,6 +29,7 @@ struct RunOptions {
   double duration_s = 90;        // --duration
   std::string report = "text";   // --report text|json|html
   bool no_python_hooks = false;  // --no-python-hooks
+  bool quiet = false;            // --quiet: no live status line (cmd_run_live.hpp)
   std::vector<std::string> sets;  // --set KEY=VALUE, as given
   std::string exit_after;         // --exit-after-window[=kill|term]; "" when not given
   double exit_grace_s = 10;       // --exit-grace: SIGTERM to SIGKILL with =term
