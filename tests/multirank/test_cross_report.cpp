@@ -71,8 +71,8 @@ BOOST_AUTO_TEST_CASE(html_has_both_heatmaps) {
   std::ostringstream out;
   an::write_html(out, straggler_run());
   const std::string h = out.str();
-  BOOST_TEST(h.find("step time per rank and bucket of steps") != std::string::npos);
-  BOOST_TEST(h.find("largest part per rank and bucket of steps") != std::string::npos);
+  BOOST_TEST(h.find("step time per rank and step bucket") != std::string::npos);
+  BOOST_TEST(h.find("largest part per rank and step bucket") != std::string::npos);
   // 60 steps in 40 buckets or fewer: 2 steps a cell.
   BOOST_TEST(h.find("<title>r3 steps 10-11: median ") != std::string::npos);
 }
@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(a_256_by_1000_page_is_bucketed_and_small) {
   const std::string cross = h.substr(a, b - a);
   BOOST_TEST_MESSAGE("cross-rank section " << cross.size() << " bytes, whole page " << h.size());
   BOOST_TEST(cross.size() <= 500'000u);
-  BOOST_TEST(h.find("step time per node and bucket of steps") != std::string::npos);
+  BOOST_TEST(h.find("step time per node and step bucket") != std::string::npos);
   const auto count = [&](const std::string& needle) {
     size_t n = 0;
     for (size_t p = cross.find(needle); p != std::string::npos; p = cross.find(needle, p + 1)) ++n;

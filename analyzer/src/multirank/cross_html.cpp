@@ -203,11 +203,11 @@ void write_cross_html(std::ostream& o, const Report& r, const char* const* part_
       << "; its cause: " << esc(s.cause) << "</p>\n";
   if (!c.common_cause.empty()) o << "<p>" << esc(c.common_cause) << "</p>\n";
   o << "<h3>step time per " << (c.ranks <= kMaxRows ? "rank" : "node")
-    << " and bucket of steps: the bucket's median (white: the run's median step or less, dark "
+    << " and step bucket: the bucket's median (white: the run's median step or less, dark "
        "red: twice it); a dark strip on top: its max is over 1.5× the median</h3>\n";
   heatmap(o, r, false, part_colors);
   o << "<h3>largest part per " << (c.ranks <= kMaxRows ? "rank" : "node")
-    << " and bucket of steps</h3>\n";
+    << " and step bucket</h3>\n";
   heatmap(o, r, true, part_colors);
   table(o, r);
   o << "</section>\n";
