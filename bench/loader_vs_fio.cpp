@@ -129,6 +129,14 @@ double cpu_s(int who) {
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+// /proc/loadavg's first three fields ("?" if unreadable): printed before
+// and after a run so that a figure says what load it was measured under.
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "?";
+  return a + " " + b + " " + c;
+}
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return 0;
@@ -388,6 +396,8 @@ int main(int argc, char** argv) {
   const uint64_t q = (size / 4) & ~uint64_t((1 << 20) - 1);
   const Region reg[4] = {{0, q}, {q, q}, {2 * q, q}, {3 * q, q}};
   const DiskReader dr = disk_of(file);
+  std::printf("loadavg at start: %s (%ld CPUs online)\n", loadavg().c_str(),
+              ::sysconf(_SC_NPROCESSORS_ONLN));
   const Row rows[] = {{"seq1M_direct_qd1", 1 << 20, 1, false, true},
                       {"seq1M_direct_qd8", 1 << 20, 8, false, true},
                       {"seq1M_direct_qd32", 1 << 20, 32, false, true},
@@ -455,6 +465,7 @@ int main(int argc, char** argv) {
     result(std::string("uring_vs_pread_cpu_") + r.name, median(u_cpu) / median(p_cpu), "<=", 1.0,
            true);
   }
+  std::printf("loadavg at end: %s\n", loadavg().c_str());
   std::filesystem::remove_all(std::filesystem::path(file).parent_path());
   return 0;
 }
