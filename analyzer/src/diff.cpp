@@ -1,13 +1,16 @@
 // `stallscope diff`: per-part deltas between two runs, and whether the gain
 // run A's report predicted for each remedy shows up in run B.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "html_common.hpp"
 #include "stallscope/internal/bounded_json.hpp"
 #include "stallscope/analyzer/render.hpp"
 #include "stallscope/file_summary.hpp"  // terminal_safe
@@ -52,7 +55,7 @@ json rank_diff(const RankReport& a, const RankReport& b, const DiffOptions& opt)
   json rem = json::array();
   for (const auto& m : a.remedies) {
     const bool judged = opt.applied.empty() || opt.applied == m.id;
-    rem.push_back({{"id", m.id}, {"predicted_gain_ms", m.gain_ms()}, {"actual_gain_ms", gain},
+    rem.push_back({{"id", m.id}, {"title", m.title}, {"predicted_gain_ms", m.gain_ms()}, {"actual_gain_ms", gain},
                    {"bound", m.bound},
                    {"verdict", judged ? verdict(m, gain, opt.tolerance) : "not applied"}});
   }
@@ -155,6 +158,153 @@ void write_diff(std::ostream& out, const Report& a, const Report& b, const DiffO
   for (const auto& d : all) print_rank(text, d);
   if (all.empty()) text << "no rank to compare\n";
   out << reader::terminal_safe(text.str());
+}
+
+namespace {
+
+constexpr int kDiffW = 960, kDiffLabelW = 150, kDiffTextW = 340;
+constexpr size_t kDiffRanks = 16;  // ranks drawn per section (the JSON has all)
+
+// "%.2f" without a negative zero.
+std::string signed_ms(double v) { return html::num("%.2f", std::abs(v) < 0.005 ? 0.0 : v); }
+
+double part_of(const json& d, size_t p, const char* side) {
+  return d["parts"][std::string(part_key(Part(p)))][side].get<double>();
+}
+
+// Before and after as two stacked bars on one scale.
+void step_bars(std::ostream& o, const json& d) {
+  const double a = d["a_step_ms"].get<double>(), b = d["b_step_ms"].get<double>();
+  const double top = std::max({a, b, 1e-9});
+  const double plot = kDiffW - kDiffLabelW - 120;
+  const int h = 24;
+  o << "<svg class=diffsteps width=" << kDiffW << " height=" << 2 * h + 8 << " role=img><title>mean steady step before "
+    << "and after, by part</title>\n";
+  int row = 0;
+  for (const char* side : {"a_ms", "b_ms"}) {
+    const int y = row * (h + 4);
+    o << "<text x=0 y=" << y + 16 << " class=lane>" << (row == 0 ? "before" : "after") << "</text>";
+    double x = kDiffLabelW;
+    for (size_t p = 0; p < kPartCount; ++p) {
+      const double v = part_of(d, p, side);
+      if (v <= 0) continue;
+      const double w = v / top * plot;
+      o << "<rect x=" << html::num("%.1f", x) << " y=" << y << " width=" << html::num("%.1f", w) << " height=" << h
+        << " fill='" << html::kColors[p] << "'><title>" << html::esc(part_label(Part(p))) << html::num(" %.2f ms", v)
+        << "</title></rect>";
+      x += w;
+    }
+    o << "<text x=" << html::num("%.1f", x + 6) << " y=" << y + 16 << " class=ax>"
+      << html::num("%.2f ms", row == 0 ? a : b) << "</text>\n";
+    ++row;
+  }
+  o << "</svg>\n";
+}
+
+// Each part that matters: before (faded) above after, with the change.
+void part_rows(std::ostream& o, const json& d) {
+  const double top = std::max({d["a_step_ms"].get<double>(), d["b_step_ms"].get<double>(), 1e-9});
+  std::vector<size_t> rows;
+  double widest = 1e-9;
+  for (size_t p = 0; p < kPartCount; ++p) {
+    const double a = part_of(d, p, "a_ms"), b = part_of(d, p, "b_ms");
+    if (std::max(a, b) >= 0.005 * top) {
+      rows.push_back(p);
+      widest = std::max({widest, a, b});
+    }
+  }
+  if (rows.empty()) return;
+  const int rh = 22;
+  const double plot = kDiffW - kDiffLabelW - kDiffTextW;
+  o << "<svg class=diffparts width=" << kDiffW << " height=" << int(rows.size()) * rh + 4 << " role=img><title>each "
+    << "part before and after (ms per steady step)</title>\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t p = rows[i];
+    const double a = part_of(d, p, "a_ms"), b = part_of(d, p, "b_ms");
+    const int y = int(i) * rh;
+    o << "<g><title>" << html::esc(part_label(Part(p))) << html::num(": %.2f", a) << html::num(" -> %.2f ms", b)
+      << "</title><text x=0 y=" << y + 15 << " class=lane>" << html::esc(part_label(Part(p))) << "</text><rect class=before x="
+      << kDiffLabelW << " y=" << y + 2 << " width=" << html::num("%.1f", std::max(a / widest * plot, 0.5))
+      << " height=8 fill='" << html::kColors[p] << "'/><rect x=" << kDiffLabelW << " y=" << y + 11 << " width="
+      << html::num("%.1f", std::max(b / widest * plot, 0.5)) << " height=8 fill='" << html::kColors[p] << "'/><text x="
+      << html::num("%.0f", kDiffLabelW + plot + 8) << " y=" << y + 15 << " class=ax>" << signed_ms(a) << " &#8594; "
+      << signed_ms(b) << " ms (" << (b - a >= 0.005 ? "+" : "") << signed_ms(b - a) << ")</text></g>\n";
+  }
+  o << "</svg><p class=note>Faded: before; solid: after. Mean ms per steady step.</p>\n";
+}
+
+// Each remedy of the run before: the gain it predicted (dashed outline) and
+// the gain measured (solid; red where the step got slower).
+void remedy_rows(std::ostream& o, const json& d) {
+  const auto& rem = d["remedies"];
+  if (rem.empty()) return;
+  double top = 1e-9;
+  for (const auto& m : rem)
+    top = std::max({top, std::abs(m["predicted_gain_ms"].get<double>()), std::abs(m["actual_gain_ms"].get<double>())});
+  const int rh = 40;
+  const double plot = kDiffW - kDiffLabelW - kDiffTextW;
+  o << "<svg class=diffremedies width=" << kDiffW << " height=" << int(rem.size()) * rh + 4 << " role=img><title>each "
+    << "remedy's predicted gain against the measured one</title>\n";
+  int i = 0;
+  for (const auto& m : rem) {
+    const double pred = m["predicted_gain_ms"].get<double>(), act = m["actual_gain_ms"].get<double>();
+    const std::string name = m.value("title", "").empty() ? m["id"].get<std::string>() : m["title"].get<std::string>();
+    const std::string verdict = m["verdict"].get<std::string>();
+    const int y = i++ * rh;
+    o << "<g><title>" << html::esc(name) << ": predicted " << (m["bound"].get<bool>() ? "at most " : "")
+      << signed_ms(pred) << " ms, measured " << signed_ms(act) << " ms: " << html::esc(verdict) << "</title><text x=0 y="
+      << y + 12 << " class=lane>" << html::esc(name) << "</text><text x=0 y=" << y + 30 << ">gain</text>"
+      << "<rect class=predicted x=" << kDiffLabelW << " y=" << y + 17 << " width="
+      << html::num("%.1f", std::max(std::abs(pred) / top * plot, 0.5)) << " height=20 /><rect class="
+      << (act < 0 ? "worse" : "measured") << " x=" << kDiffLabelW << " y=" << y + 21
+      << " width=" << html::num("%.1f", std::max(std::abs(act) / top * plot, 0.5)) << " height=12 /><text x="
+      << html::num("%.0f", kDiffLabelW + plot + 8) << " y=" << y + 31 << " class=ax>" << signed_ms(pred)
+      << " predicted, " << signed_ms(act) << " ms measured: " << html::esc(verdict) << "</text></g>\n";
+  }
+  o << "</svg><p class=note>Dashed: the gain the report before predicted; solid: the gain measured (red: slower).</p>\n";
+}
+
+}  // namespace
+
+void write_diff_html(std::ostream& o, const std::string& title, const std::vector<std::vector<std::string>>& table,
+                     const std::vector<DiffSection>& sections) {
+  o << "<!doctype html><html><head><meta charset=utf-8><title>" << html::esc(title) << "</title><style>"
+    << html::kStyle << "</style></head><body><h1>" << html::esc(title) << "</h1>\n";
+  if (!table.empty()) {
+    o << "<table>";
+    for (size_t i = 0; i < table.size(); ++i) {
+      o << "<tr>";
+      for (const auto& c : table[i]) o << (i == 0 ? "<th>" : "<td>") << html::esc(c) << (i == 0 ? "</th>" : "</td>");
+      o << "</tr>\n";
+    }
+    o << "</table>\n";
+  }
+  for (const DiffSection& s : sections) {
+    o << "<section><h2>" << html::esc(s.heading) << "</h2>\n";
+    if (!s.note.empty()) o << "<p>" << html::esc(s.note) << "</p>\n";
+    if (s.a != nullptr && s.b != nullptr) {
+      size_t shown = 0, ranks = 0;
+      for (const auto& ra : s.a->ranks) {
+        const RankReport* rb = match(*s.b, ra.rank);
+        if (rb == nullptr) continue;
+        ++ranks;
+        if (shown >= kDiffRanks) continue;
+        ++shown;
+        const json d = rank_diff(ra, *rb, s.opt);
+        const double a = d["a_step_ms"].get<double>(), b = d["b_step_ms"].get<double>();
+        o << "<h3>" << (ra.rank >= 0 ? "rank " + std::to_string(ra.rank) + ": " : std::string()) << "step "
+          << html::num("%.2f ms", a) << " &#8594; " << html::num("%.2f ms", b) << " ("
+          << (a > 0 ? html::num("%+.1f %%", (b - a) / a * 100) : std::string("?")) << ")</h3>\n";
+        step_bars(o, d);
+        part_rows(o, d);
+        remedy_rows(o, d);
+      }
+      if (ranks == 0) o << "<p>no rank to compare</p>\n";
+      if (ranks > shown) o << "<p>" << ranks - shown << " more ranks not shown (see diff --json)</p>\n";
+    }
+    o << "</section>\n";
+  }
+  o << "</body></html>\n";
 }
 
 }  // namespace stallscope::analyzer

@@ -180,7 +180,34 @@ json drops_json(const Drops& d) {
           {"files_error", d.files_error}, {"late_events", d.late_events}};
 }
 
-json rank_json(const RankReport& r) {
+// The steps chart's buckets and scale (render.hpp step_buckets).
+json buckets_json(const RankReport& r, size_t ranks) {
+  json b = json::array();
+  for (const StepBucket& x : step_buckets(r, step_chart_bars(ranks))) {
+    json parts = json::array();
+    for (int64_t v : x.median_parts) parts.push_back(v);
+    b.push_back({{"first", x.first}, {"last", x.last}, {"steps", x.steps}, {"median_index", x.median_index},
+                 {"median_wall_ns", x.median_wall_ns}, {"max_index", x.max_index}, {"max_wall_ns", x.max_wall_ns},
+                 {"warmup", x.warmup}, {"outlier", x.outlier}, {"median_parts_ns", std::move(parts)}});
+  }
+  return {{"scale_ns", r.steps.size() > 0 ? chart_scale_ns(r) : 0}, {"buckets", std::move(b)}};
+}
+
+json timelines_json(const RankReport& r) {
+  json a = json::array();
+  for (const Timeline& t : r.timelines) {
+    json lanes = json::array();
+    for (const Lane& l : t.lanes) {
+      json spans = json::array();
+      for (const auto& [x, y] : l.spans) spans.push_back({x, y});
+      lanes.push_back({{"name", l.name}, {"spans_ns", std::move(spans)}});
+    }
+    a.push_back({{"why", t.why}, {"index", t.index}, {"wall_ns", t.wall_ns}, {"lanes", std::move(lanes)}});
+  }
+  return a;
+}
+
+json rank_json(const RankReport& r, size_t ranks) {
   json j = {{"rank", r.rank}, {"host", r.host}, {"files", r.files}, {"events", r.events},
             {"step_source", {{"kind", step_source_key(r.source)}, {"detail", r.source_detail}}},
             {"trainer_tid", r.trainer_tid}, {"device_activity", r.device_activity},
@@ -219,6 +246,8 @@ json rank_json(const RankReport& r) {
                     {"capped", h.capped}, {"steps_before_replay", h.steps_before},
                     {"ceiling_ms", h.ceiling_ms}, {"ceiling_from", h.ceiling_from},
                     {"loader_cost_ms", h.loader_cost_ms}};
+  j["step_buckets"] = buckets_json(r, ranks);
+  j["timelines"] = timelines_json(r);
   j["outliers"] = json::array();
   j["step_table"] = json::array();
   for (const auto& s : r.steps) {
@@ -258,7 +287,7 @@ void write_json(std::ostream& out, const Report& r) {
   const std::string key = "\n \"ranks\": null";
   const size_t at = doc.find(key);
   if (at == std::string::npos) {  // (cannot happen: keys sit at one space, strings hold no newline)
-    for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank));
+    for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank, r.ranks.size()));
     out << dump(j) << "\n";
     return;
   }
@@ -269,7 +298,7 @@ void write_json(std::ostream& out, const Report& r) {
     out << "[\n  ";
     for (size_t i = 0; i < r.ranks.size(); ++i) {
       if (i > 0) out << ",\n  ";
-      write_indented(out, dump(rank_json(r.ranks[i])), 2);
+      write_indented(out, dump(rank_json(r.ranks[i], r.ranks.size())), 2);
     }
     out << "\n ]";
   }

@@ -4,10 +4,14 @@
 // file, or a JSON report saved with `stallscope report --json`.
 // `stallscope diff TUNE_DIR [--trial N]`: the same for each trial
 // `stallscope tune` ran, against the trial whose report proposed it.
+// `--html OUT.html` also writes the comparison as a page (with the trials'
+// table for a tune directory).
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +33,29 @@ struct DiffArgs {
   double tolerance = 0.25;
   std::string applied;
   int trial = -1;  // a tune directory: only this trial
+  std::string html;  // also write the comparison as an HTML page here
 };
+
+// Reports kept alive for the HTML page's sections (which point into them).
+using Kept = std::vector<std::unique_ptr<analyzer::Report>>;
+
+bool write_diff_page(const DiffArgs& in, const std::string& title,
+                     const std::vector<std::vector<std::string>>& table,
+                     const std::vector<analyzer::DiffSection>& sections) {
+  const std::string err = write_output(in.html, OutputOwner::kUser, [&](std::ostream& out) {
+    analyzer::write_diff_html(out, title, table, sections);
+  });
+  if (err.empty()) return true;
+  std::cerr << "stallscope diff: --html: cannot write " << err << "\n";
+  return false;
+}
+
+std::string ms_text(const nlohmann::json& t, const char* key) {
+  if (!t.contains(key) || !t[key].is_number()) return "";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", t[key].get<double>());
+  return b;
+}
 
 bool load_run(const std::string& path, analyzer::Report& out) {
   if (path.size() > 5 && path.ends_with(".json")) {
@@ -72,32 +98,49 @@ int run_tune_diff(const DiffArgs& in) {
   }
   const auto& trials = doc["trials"];
   bool shown = false;
+  Kept kept;
+  std::vector<analyzer::DiffSection> sections;
+  std::vector<std::vector<std::string>> table = {
+      {"trial", "setting", "step p50 ms", "spread ms", "predicted ms", "outcome"}};
   try {
     for (const auto& t : trials) {
       const int index = t.at("index").get<int>();
       const int base = t.at("based_on").get<int>();
-      if (index == 0 || (in.trial >= 0 && index != in.trial)) continue;
       std::string sets;
       for (const auto& x : t.at("added"))
         sets.append(sets.empty() ? "" : " ").append("--set ").append(x.get<std::string>());
       std::string what = t.value("remedy_title", "");
       what.append(what.empty() || sets.empty() ? "" : ": ").append(sets);
-      std::cout << (shown ? "\n" : "") << "trial " << index << " (" << what;
-      std::cout << ") against trial " << base << ": " << t.value("outcome", "") << "\n";
+      table.push_back({std::to_string(index), index == 0 ? "as is" : what, ms_text(t, "step_p50_ms"),
+                       ms_text(t, "spread_ms"), ms_text(t, "predicted_step_ms"), t.value("outcome", "")});
+      if (index == 0 || (in.trial >= 0 && index != in.trial)) continue;
+      const std::string heading = "trial " + std::to_string(index) + " (" + what + ") against trial " +
+                                  std::to_string(base) + ": " + t.value("outcome", "");
+      std::cout << (shown ? "\n" : "") << heading << "\n";
       shown = true;
+      analyzer::DiffSection section;
+      section.heading = heading;
       if (t.value("outcome", "") == "setting failed") {
-        std::cout << "  the setting failed: " << t.value("failure", "") << "\n";
+        section.note = "the setting failed: " + t.value("failure", "");
+        std::cout << "  " << section.note << "\n";
+        sections.push_back(std::move(section));
         continue;
       }
       if (base < 0 || size_t(base) >= trials.size()) continue;
-      analyzer::Report a, b;
-      if (!load_run(trial_run(trials[size_t(base)]), a) || !load_run(trial_run(t), b))
+      auto a = std::make_unique<analyzer::Report>(), b = std::make_unique<analyzer::Report>();
+      if (!load_run(trial_run(trials[size_t(base)]), *a) || !load_run(trial_run(t), *b))
         return kExitInput;
       analyzer::DiffOptions o;
       o.json = in.json;
       o.tolerance = in.tolerance;
       o.applied = t.value("remedy_id", "");
-      analyzer::write_diff(std::cout, a, b, o);
+      analyzer::write_diff(std::cout, *a, *b, o);
+      section.a = a.get();
+      section.b = b.get();
+      section.opt = o;
+      sections.push_back(std::move(section));
+      kept.push_back(std::move(a));
+      kept.push_back(std::move(b));
     }
   } catch (const nlohmann::json::exception& e) {
     std::cerr << "stallscope diff: " << file.string() << ": bad field: " << e.what() << "\n";
@@ -108,6 +151,7 @@ int run_tune_diff(const DiffArgs& in) {
               << (in.trial >= 0 ? ": no such trial" : ": no trial after the first") << "\n";
     return kExitInput;
   }
+  if (!in.html.empty() && !write_diff_page(in, "stallscope tune: " + in.a, table, sections)) return kExitInput;
   return kExitOk;
 }
 
@@ -132,6 +176,14 @@ int run_diff(const DiffArgs& in) {
   o.tolerance = in.tolerance;
   o.applied = in.applied;
   analyzer::write_diff(std::cout, a, b, o);
+  if (!in.html.empty()) {
+    analyzer::DiffSection section;
+    section.heading = in.a + " → " + in.b;
+    section.a = &a;
+    section.b = &b;
+    section.opt = o;
+    if (!write_diff_page(in, "stallscope diff", {}, {section})) return kExitInput;
+  }
   return kExitOk;
 }
 
@@ -148,6 +200,10 @@ Command add_diff_command(CLI::App& parent) {
   sub->add_option("--trial", opt->trial, "A tune directory: only this trial")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", opt->json, "Print JSON (schema stallscope.diff)");
+  sub->add_option("--html", opt->html,
+                  "Also write the comparison as a self-contained HTML page here (each part before and "
+                  "after, each remedy's predicted gain against the measured one)")
+      ->type_name("OUT.html");
   sub->add_option("--tolerance", opt->tolerance, "Share of a predicted gain that may be missing (0.25)")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--applied", opt->applied,

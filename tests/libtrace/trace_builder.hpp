@@ -167,8 +167,8 @@ class TraceBuilder {
     for (const auto& t : entries) append_pod(p, t);
     return chunk(fmt::ChunkType::kTracks, std::move(p));
   }
-  TraceBuilder& metadata(const std::string& json) {
-    return chunk(fmt::ChunkType::kMetadata, std::vector<uint8_t>(json.begin(), json.end()));
+  TraceBuilder& metadata(const std::string& json_text) {
+    return chunk(fmt::ChunkType::kMetadata, std::vector<uint8_t>(json_text.begin(), json_text.end()));
   }
   TraceBuilder& attachment(const std::string& name, const std::string& data) {
     std::vector<uint8_t> p;

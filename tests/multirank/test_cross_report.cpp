@@ -1,6 +1,7 @@
 // The cross-rank section in the three reports: JSON valid against
 // docs/report-schema.json (1.1) and holding the straggler, the terminal text
 // naming it with its cause, the HTML page with both heatmaps.
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -158,6 +159,7 @@ BOOST_AUTO_TEST_CASE(a_256_by_1000_page_is_bucketed_and_small) {
   std::ostringstream out;
   an::write_html(out, rep);
   const std::string h = out.str();
+  if (const char* keep = std::getenv("STALLSCOPE_KEEP_PAGE")) std::ofstream(keep) << h;
   const size_t a = h.find("<section><h2>across 256 ranks");
   BOOST_TEST_REQUIRE(a != std::string::npos);
   const size_t b = h.find("</section>", a);
@@ -165,6 +167,7 @@ BOOST_AUTO_TEST_CASE(a_256_by_1000_page_is_bucketed_and_small) {
   const std::string cross = h.substr(a, b - a);
   BOOST_TEST_MESSAGE("cross-rank section " << cross.size() << " bytes, whole page " << h.size());
   BOOST_TEST(cross.size() <= 500'000u);
+  BOOST_TEST(h.size() <= 500'000u, "the whole page, the 16 rank screens with it");
   BOOST_TEST(h.find("step time per node and step bucket") != std::string::npos);
   const auto count = [&](const std::string& needle) {
     size_t n = 0;

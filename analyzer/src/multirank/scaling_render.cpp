@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../html_common.hpp"
 #include "stallscope/analyzer/scaling.hpp"
 
 namespace stallscope::analyzer {
@@ -59,31 +60,58 @@ void efficiency_plot(std::ostream& o, const ScalingStudy& s) {
   o << "<text x=" << w / 2 - 20 << " y=" << h - 4 << " font-size=12>ranks</text></svg>\n";
 }
 
-void lost_bars(std::ostream& o, const ScalingStudy& s) {
-  const int w = 480, h = 260, pad = 40;
-  const double bw = double(w - 2 * pad) / double(std::max<size_t>(1, s.points.size())) * 0.6;
-  o << "<svg width=" << w << " height=" << h << " role=img><title>lost efficiency by term</title>";
+// Per run, one bar reaching the ideal (1.0): the efficiency kept (blue) at
+// the bottom, the efficiency each term lost stacked above it. A term that
+// gained (negative) is named in the tooltip and not drawn.
+void split_bars(std::ostream& o, const ScalingStudy& s) {
+  const int w = 960, h = 280, pad = 44, label_w = 150;
+  const double plot_w = w - pad - label_w;
+  const double slot = plot_w / double(std::max<size_t>(1, s.points.size()));
+  const double bw = std::min(slot * 0.6, 90.0);
+  double top = 1.0;
+  for (const auto& p : s.points) {
+    double sum = std::max(p.efficiency, 0.0);
+    for (double l : p.lost) sum += std::max(l, 0.0);
+    top = std::max(top, std::min(sum, 2.0));
+  }
+  const auto y = [&](double v) { return h - pad - (h - 2 * pad) * v / top; };
+  o << "<svg class=scaling width=" << w << " height=" << h << " role=img><title>efficiency kept and lost, by term, "
+    << "per rank count</title>\n";
+  for (double t = 0; t <= top + 1e-9; t += 0.2)
+    o << "<line x1=" << pad - 4 << " x2=" << w - label_w << " y1=" << fmt("%.1f", y(t)) << " y2=" << fmt("%.1f", y(t))
+      << " class=grid /><text x=" << pad - 6 << " y=" << fmt("%.1f", y(t) + 4) << " text-anchor=end>"
+      << fmt("%.1f", t) << "</text>";
+  o << "<line x1=" << pad << " x2=" << w - label_w << " y1=" << fmt("%.1f", y(1)) << " y2=" << fmt("%.1f", y(1))
+    << " class=ideal /><text x=" << w - label_w + 4 << " y=" << fmt("%.1f", y(1) + 4) << ">ideal (1.0)</text>\n";
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScalingPoint& p = s.points[i];
-    const double x0 = pad + double(i) * double(w - 2 * pad) / double(s.points.size());
-    double y0 = h - pad;
+    const double x = pad + double(i) * slot + (slot - bw) / 2;
+    std::string gained;
+    for (size_t t = 0; t < kLossTerms; ++t)
+      if (p.lost[t] < 0) gained += std::string(gained.empty() ? "; gained: " : ", ") +
+                                   std::string(loss_key(LossTerm(t))) + fmt(" %.3f", -p.lost[t]);
+    const double eff = std::clamp(p.efficiency, 0.0, top);
+    o << "<g><title>" << p.ranks << " ranks: efficiency " << fmt("%.3f", p.efficiency);
+    for (size_t t = 0; t < kLossTerms; ++t)
+      if (p.lost[t] > 0) o << "&#10;lost to " << loss_key(LossTerm(t)) << " " << fmt("%.3f", p.lost[t]);
+    o << gained << "</title><rect x=" << fmt("%.1f", x) << " y=" << fmt("%.1f", y(eff)) << " width=" << fmt("%.1f", bw)
+      << " height=" << fmt("%.1f", y(0) - y(eff)) << " fill='#1565c0'/>";
+    double at = eff;
     for (size_t t = 0; t < kLossTerms; ++t) {
-      if (p.lost[t] <= 0) continue;
-      const double hh = p.lost[t] * (h - 2 * pad);
-      y0 -= hh;
-      o << "<rect x=" << fmt("%.1f", x0) << " y=" << fmt("%.1f", y0) << " width=" << fmt("%.1f", bw)
-        << " height=" << fmt("%.1f", hh) << " fill='" << kTermColors[t] << "'><title>" << p.ranks
-        << " ranks: " << loss_key(LossTerm(t)) << " " << fmt("%.3f", p.lost[t])
-        << "</title></rect>";
+      const double l = std::min(std::max(p.lost[t], 0.0), top - at);
+      if (l <= 0) continue;
+      o << "<rect x=" << fmt("%.1f", x) << " y=" << fmt("%.1f", y(at + l)) << " width=" << fmt("%.1f", bw)
+        << " height=" << fmt("%.1f", y(at) - y(at + l)) << " fill='" << kTermColors[t] << "'/>";
+      at += l;
     }
-    o << "<text x=" << fmt("%.1f", x0) << " y=" << h - pad + 16 << " font-size=11>" << p.ranks
-      << " ranks</text>";
+    o << "<text x=" << fmt("%.1f", x + bw / 2) << " y=" << fmt("%.1f", y(eff) - 4)
+      << " text-anchor=middle fill='#fff'>" << fmt("%.2f", p.efficiency) << "</text><text x="
+      << fmt("%.1f", x + bw / 2) << " y=" << h - pad + 16 << " text-anchor=middle>" << p.ranks
+      << (p.ranks == 1 ? " rank" : " ranks") << "</text></g>\n";
   }
-  o << "</svg><div>";
+  o << "</svg><div class=legend><span><i style='background:#1565c0'></i>efficiency kept</span>";
   for (size_t t = 0; t < kLossTerms; ++t)
-    o << "<span style='margin-right:10px'><i "
-         "style='display:inline-block;width:10px;height:10px;background:"
-      << kTermColors[t] << "'></i> " << loss_key(LossTerm(t)) << "</span>";
+    o << "<span><i style='background:" << kTermColors[t] << "'></i>lost: " << loss_key(LossTerm(t)) << "</span>";
   o << "</div>\n";
 }
 
@@ -135,16 +163,30 @@ void write_scaling_json(std::ostream& o, const ScalingStudy& s) {
 }
 
 void write_scaling_html(std::ostream& o, const ScalingStudy& s) {
-  o << "<!doctype html><html><head><meta charset=utf-8><title>stallscope scaling</title><style>"
-       "body{font:14px sans-serif;margin:20px}table{border-collapse:collapse}td,th{border:1px "
-       "solid #ccc;"
-       "padding:3px 6px}</style></head><body><h1>scaling study</h1>\n";
+  o << "<!doctype html><html><head><meta charset=utf-8><title>stallscope scaling</title><style>" << html::kStyle
+    << "</style></head><body><h1>scaling study</h1>\n";
+  for (const auto& w : s.warnings) o << "<p class=warn>warning: " << html::esc(w) << "</p>\n";
   if (s.points.empty()) {
     o << "<p>no usable run</p></body></html>\n";
     return;
   }
+  const ScalingPoint& last = s.points.back();
+  o << "<p class=summary>" << last.ranks << " ranks keep " << fmt("%.0f %%", last.efficiency * 100)
+    << " of ideal scaling against " << s.base_ranks << (s.base_ranks == 1 ? " rank" : " ranks");
+  if (s.points.size() > 1) {
+    size_t best = 0;
+    for (size_t t = 1; t < kLossTerms; ++t)
+      if (last.lost[t] > last.lost[best]) best = t;
+    if (last.lost[best] > 0)
+      o << "; the largest loss is " << loss_key(LossTerm(best)) << " (" << fmt("%.0f %%", last.lost[best] * 100)
+        << " of ideal)";
+  }
+  o << ".</p>\n";
+  if (!last.straggler.empty()) o << "<p>" << html::esc(last.straggler) << "</p>\n";
+  o << "<h3>efficiency kept and lost</h3>\n";
+  split_bars(o, s);
+  o << "<h3>efficiency against ranks</h3>\n";
   efficiency_plot(o, s);
-  lost_bars(o, s);
   o << "<table><tr><th>ranks</th><th>step ms</th><th>throughput /s</th><th>efficiency</th>";
   for (size_t t = 0; t < kLossTerms; ++t) o << "<th>lost: " << loss_key(LossTerm(t)) << "</th>";
   o << "</tr>\n";
@@ -154,8 +196,8 @@ void write_scaling_html(std::ostream& o, const ScalingStudy& s) {
     for (size_t t = 0; t < kLossTerms; ++t) o << "<td>" << fmt("%.3f", p.lost[t]) << "</td>";
     o << "</tr>\n";
   }
-  o << "</table><p>efficiency(N) = throughput(N) / (N &times; throughput(1)); "
-       "docs/scaling.md</p></body></html>\n";
+  o << "</table><p>efficiency(N) = throughput(N) / (N &times; throughput(1)); the lost terms sum to "
+       "1 &minus; efficiency (docs/scaling.md)</p></body></html>\n";
 }
 
 }  // namespace stallscope::analyzer

@@ -33,8 +33,9 @@ inline constexpr int kSchemaVersion = 1;
 // 1.8: the `data.handoff` part (a ready batch passed between processes),
 // the `sharing_strategy` remedy;
 // 1.9: `headspace` (stallscope run --headspace: a replayed run, or the
-// ceiling another one measured), a remedy's `set` (its --set items).
-inline constexpr int kSchemaMinor = 9;
+// ceiling another one measured), a remedy's `set` (its --set items);
+// 1.10: `step_buckets` (the HTML steps chart's bars and scale), `timelines`.
+inline constexpr int kSchemaMinor = 10;
 
 // Which events defined the steps (most certain first).
 // kHandoffs: the hand-offs of objects to the trainer thread (channel
