@@ -97,6 +97,9 @@ struct ProcessProgress {
   uint64_t windows_closed = 0;
   bool capture = false;
   bool ended = false;  // the final flush happened, or the process is gone
+  // Durations summed over its records on disk (ms; -1: a recorder that does
+  // not publish them): steps, data waits, kernels, copies, collectives.
+  double step_ms = -1, wait_ms = -1, kernel_ms = -1, copy_ms = -1, comm_ms = -1;
 };
 // Reads RUN/progress/*; unreadable or half-written files are skipped.
 std::vector<ProcessProgress> read_progress(const std::string& run_dir);

@@ -3,8 +3,13 @@
 // runs, fed only by the progress files the recorder already writes
 // (RUN/progress/*, a few dozen bytes each), never by the traces:
 //
-//   stallscope: 412 steps (capture on) · step p50 21.3 ms · 19.2 steps/s
+//   stallscope: 412 steps (capture on) · step p50 21.3 ms · 19.2 steps/s · largest so far: data wait 48 %
 //
+// "largest so far" is the largest of the data waits, kernels, copies and
+// collectives summed over the records on disk, or the rest of the step
+// ("compute (CPU)" without device records, else "host"), against the summed
+// step time: a hint while it runs, not the report's attribution. The line is
+// cut to the terminal's width.
 // Off when stderr is not a terminal or with --quiet. The step time is
 // estimated from the step counts' growth between reads (the median of the
 // last 32 intervals' time per step), so it needs no trace reading.

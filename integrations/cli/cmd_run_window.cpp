@@ -54,6 +54,16 @@ bool parse_progress(const std::string& text, ProcessProgress& p) {
       p.capture = v == "on", ++fields;
     else if (k == "ended")
       p.ended = v == "1", ++fields;
+    else if (k == "step_ms")
+      p.step_ms = std::strtod(v.c_str(), nullptr);
+    else if (k == "wait_ms")
+      p.wait_ms = std::strtod(v.c_str(), nullptr);
+    else if (k == "kernel_ms")
+      p.kernel_ms = std::strtod(v.c_str(), nullptr);
+    else if (k == "copy_ms")
+      p.copy_ms = std::strtod(v.c_str(), nullptr);
+    else if (k == "comm_ms")
+      p.comm_ms = std::strtod(v.c_str(), nullptr);
   }
   return fields == 4;
 }

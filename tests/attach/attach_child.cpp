@@ -10,6 +10,8 @@
 //                                       then write DONE_FILE and exit 0
 //   attach_child ranges N MS DONE_FILE  the same, each step a range named
 //                                       "train_step <i>" instead of step marks
+//   attach_child waits N MS DONE_FILE   N steps, each a recorded data wait
+//                                       of MS ms (asleep) and MS/4 ms of CPU
 //   attach_child family MS PID_FILE     forks a worker and a setsid()
 //                                       grandchild (double fork), all three
 //                                       ignoring SIGTERM; writes "main worker
@@ -73,6 +75,27 @@ int steps(int n, int ms, const char* done) {
   for (int i = 0; i < n; ++i) {
     if (begin) begin(static_cast<uint64_t>(i));
     burn_ms(ms);
+    if (end) end(static_cast<uint64_t>(i));
+  }
+  write_file(done, "done\n");
+  return 0;
+}
+
+// Steps that mostly wait for data: each records a data wait of `ms` (a
+// sleep) and then burns a quarter of that.
+int waits(int n, int ms, const char* done) {
+  using NowFn = uint64_t (*)();
+  using WaitFn = void (*)(uint64_t, uint64_t, uint64_t);
+  auto begin = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "stallscope_step_begin"));
+  auto end = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "stallscope_step_end"));
+  auto now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "stallscope_clock_now"));
+  auto wait = reinterpret_cast<WaitFn>(dlsym(RTLD_DEFAULT, "stallscope_data_wait_record"));
+  for (int i = 0; i < n; ++i) {
+    if (begin) begin(static_cast<uint64_t>(i));
+    const uint64_t t0 = now ? now() : 0;
+    ::usleep(static_cast<useconds_t>(ms) * 1000);
+    if (now && wait) wait(t0, now(), static_cast<uint64_t>(i));
+    burn_ms(ms / 4);
     if (end) end(static_cast<uint64_t>(i));
   }
   write_file(done, "done\n");
@@ -147,10 +170,11 @@ int main(int argc, char** argv) {
   }
   if (mode == "wait-signal" && argc == 3) return wait_signal(argv[2]);
   if (mode == "steps" && argc == 5) return steps(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
+  if (mode == "waits" && argc == 5) return waits(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
   if (mode == "ranges" && argc == 5) return ranges(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
   if (mode == "family" && argc == 4) return family(std::atoi(argv[2]), argv[3]);
   std::fprintf(stderr,
                "usage: attach_child exit N | raise SIG | wait-signal FILE | "
-               "steps|ranges N MS DONE_FILE | family MS PID_FILE\n");
+               "steps|ranges|waits N MS DONE_FILE | family MS PID_FILE\n");
   return 2;
 }

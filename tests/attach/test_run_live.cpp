@@ -23,11 +23,12 @@ namespace {
 
 const std::string kRun = STALLSCOPE_BIN;
 
-std::vector<std::string> live_argv(const std::string& out, const std::vector<std::string>& extra) {
+std::vector<std::string> live_argv(const std::string& out, const std::vector<std::string>& extra,
+                                   const char* mode = "steps") {
   // 80 steps of 20 ms: about 2 s, several redraws at 4 a second.
   std::vector<std::string> a = {kRun, "run", "--out", out, "--start-step", "5", "--steps", "30"};
   a.insert(a.end(), extra.begin(), extra.end());
-  for (const char* s : {"--", ATTACH_CHILD, "steps", "80", "20"}) a.push_back(s);
+  for (const char* s : {"--", ATTACH_CHILD, mode, "80", "20"}) a.push_back(s);
   a.push_back(out + ".done");
   return a;
 }
@@ -85,6 +86,8 @@ BOOST_AUTO_TEST_CASE(live_line_on_a_terminal_with_steps_and_p50_then_the_report)
   BOOST_TEST(out.find(" steps (capture ") != std::string::npos, out);
   BOOST_TEST(out.find(" · step p50 ") != std::string::npos, out);
   BOOST_TEST(out.find(" ms · ") != std::string::npos, out);
+  // Steps of CPU work only: the rest of the step, on CPU, is the largest.
+  BOOST_TEST(out.find(" · largest so far: compute (CPU) ") != std::string::npos, out);
   // Rewritten in place (carriage returns and erase-to-end, never a newline
   // after it) and erased before the report.
   const size_t last = out.rfind("\rstallscope: ");
@@ -95,6 +98,20 @@ BOOST_AUTO_TEST_CASE(live_line_on_a_terminal_with_steps_and_p50_then_the_report)
   BOOST_TEST_REQUIRE(report != std::string::npos, out);
   BOOST_TEST(report > last);
   BOOST_TEST(out.find("\r\033[K", last) < report);
+}
+
+// Steps that wait 20 ms for data and compute 5: the line names the wait,
+// at about 80 % of the step (anything from 55 % holds on a busy machine).
+BOOST_AUTO_TEST_CASE(live_line_names_the_data_wait_as_the_largest_part) {
+  TempDir t;
+  int rc = -1;
+  const std::string out = run_on_pty(live_argv(t.path() + "/r", {}, "waits"), 60, &rc);
+  BOOST_TEST_REQUIRE(rc == 0, out);
+  const size_t at = out.rfind(" · largest so far: data wait ");
+  BOOST_TEST_REQUIRE(at != std::string::npos, out);
+  const int share = std::atoi(out.c_str() + at + std::string(" · largest so far: data wait ").size());
+  BOOST_TEST(share >= 55, out);
+  BOOST_TEST(share <= 100, out);
 }
 
 BOOST_AUTO_TEST_CASE(no_live_line_when_stderr_is_piped) {

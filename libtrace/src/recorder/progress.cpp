@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "recorder/recorder.hpp"
+#include "stallscope/clock.hpp"
 #include "stallscope/format.hpp"
 
 namespace stallscope::detail {
@@ -39,7 +40,44 @@ bool number_tail(std::string_view s) {
   return eat_digits(s) > 0 && s.empty();
 }
 
-void scan_records(ProgressState& p, Recorder& r, const uint8_t* data, size_t bytes) {
+// Where a record's duration is summed for the live line; nullptr: nowhere.
+double* total_of(ProgressState& p, uint8_t kind) {
+  switch (static_cast<format::Kind>(kind)) {
+    case format::Kind::kStep: return &p.step_ns;
+    case format::Kind::kDataWait: return &p.wait_ns;
+    case format::Kind::kKernel: return &p.kernel_ns;
+    case format::Kind::kH2D:
+    case format::Kind::kD2H:
+    case format::Kind::kD2D:
+    case format::Kind::kMemset: return &p.copy_ns;
+    case format::Kind::kCollective: return &p.comm_ns;
+    default: return nullptr;
+  }
+}
+
+// Adds a record's duration: a complete record's own, or a begin's to its
+// end on the same track (asynchronous pairs, matched by id, are left out).
+void add_duration(ProgressState& p, uint32_t track, const format::CoreRecord& c) {
+  double* total = total_of(p, c.kind);
+  if (total == nullptr || (c.flags & format::kAsync) != 0) return;
+  const double scale = (c.flags & format::kTimesNs) != 0 ? 1.0 : p.ns_per_tick;
+  const uint64_t key = uint64_t{track} << 8 | c.kind;
+  switch (c.flags & format::kPhaseMask) {
+    case format::kComplete: *total += double(c.value) * scale; break;
+    case format::kBegin:
+      if (p.open_begin.size() < 4096) p.open_begin[key] = c.ts;
+      break;
+    case format::kEnd:
+      if (auto it = p.open_begin.find(key); it != p.open_begin.end()) {
+        if (c.ts > it->second) *total += double(c.ts - it->second) * scale;
+        p.open_begin.erase(it);
+      }
+      break;
+    default: break;
+  }
+}
+
+void scan_records(ProgressState& p, Recorder& r, uint32_t track, const uint8_t* data, size_t bytes) {
   size_t off = 0;
   while (off + sizeof(format::CoreRecord) <= bytes) {
     if (data[off] >= format::kExtBase) {
@@ -52,6 +90,7 @@ void scan_records(ProgressState& p, Recorder& r, const uint8_t* data, size_t byt
     format::CoreRecord c;
     std::memcpy(&c, data + off, sizeof c);
     off += sizeof c;
+    add_duration(p, track, c);
     const uint8_t phase = c.flags & format::kPhaseMask;
     const bool opens = phase == format::kBegin || phase == format::kComplete;
     if (c.kind == static_cast<uint8_t>(format::Kind::kStep) && opens) {
@@ -100,13 +139,14 @@ void progress_open(Recorder& r, const std::string& base) {
 
 void progress_scan(Recorder& r, const uint8_t* payload, size_t bytes) {
   if (!r.progress.on && !r.sample_in_flusher) return;
+  if (r.progress.ns_per_tick == 0) r.progress.ns_per_tick = stallscope::ns_per_tick();
   size_t off = 0;
   while (off + sizeof(format::TrackBlock) <= bytes) {
     format::TrackBlock blk;
     std::memcpy(&blk, payload + off, sizeof blk);
     off += sizeof blk;
     if (blk.bytes > bytes - off) return;
-    scan_records(r.progress, r, payload + off, blk.bytes);
+    scan_records(r.progress, r, blk.track_id, payload + off, blk.bytes);
     off += blk.bytes;
   }
 }
@@ -114,10 +154,13 @@ void progress_scan(Recorder& r, const uint8_t* payload, size_t bytes) {
 void progress_publish(Recorder& r, bool ended) {
   ProgressState& p = r.progress;
   if (!p.on) return;
-  char text[160];
-  std::snprintf(text, sizeof text, "pid=%d steps=%llu capture=%s windows_closed=%llu ended=%d\n",
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "pid=%d steps=%llu capture=%s windows_closed=%llu ended=%d step_ms=%.1f wait_ms=%.1f "
+                "kernel_ms=%.1f copy_ms=%.1f comm_ms=%.1f\n",
                 r.pid, static_cast<unsigned long long>(p.steps), p.capture ? "on" : "off",
-                static_cast<unsigned long long>(p.windows_closed), ended ? 1 : 0);
+                static_cast<unsigned long long>(p.windows_closed), ended ? 1 : 0, p.step_ns / 1e6,
+                p.wait_ns / 1e6, p.kernel_ns / 1e6, p.copy_ns / 1e6, p.comm_ns / 1e6);
   if (p.last_written == text) return;
   // A fresh, unpredictable name (mkostemp: O_EXCL), renamed over the last:
   // nothing planted in the directory is followed or written into.
