@@ -255,10 +255,12 @@ void remedy_rows(std::ostream& o, const json& d) {
       << signed_ms(pred) << " ms, measured " << signed_ms(act) << " ms: " << html::esc(verdict) << "</title><text x=0 y="
       << y + 12 << " class=lane>" << html::esc(name) << "</text><text x=0 y=" << y + 30 << ">gain</text>"
       << "<rect class=predicted x=" << kDiffLabelW << " y=" << y + 17 << " width="
-      << html::num("%.1f", std::max(std::abs(pred) / top * plot, 0.5)) << " height=20 /><rect class="
-      << (act < 0 ? "worse" : "measured") << " x=" << kDiffLabelW << " y=" << y + 21
-      << " width=" << html::num("%.1f", std::max(std::abs(act) / top * plot, 0.5)) << " height=12 /><text x="
-      << html::num("%.0f", kDiffLabelW + plot + 8) << " y=" << y + 31 << " class=ax>" << signed_ms(pred)
+      << html::num("%.1f", std::max(std::abs(pred) / top * plot, 0.5)) << " height=20 />";
+    // A remedy not applied between the runs is not credited with the change.
+    if (verdict != "not applied")
+      o << "<rect class=" << (act < 0 ? "worse" : "measured") << " x=" << kDiffLabelW << " y=" << y + 21
+        << " width=" << html::num("%.1f", std::max(std::abs(act) / top * plot, 0.5)) << " height=12 />";
+    o << "<text x=" << html::num("%.0f", kDiffLabelW + plot + 8) << " y=" << y + 31 << " class=ax>" << signed_ms(pred)
       << " predicted, " << signed_ms(act) << " ms measured: " << html::esc(verdict) << "</text></g>\n";
   }
   o << "</svg><p class=note>Dashed: the gain the report before predicted; solid: the gain measured (red: slower).</p>\n";

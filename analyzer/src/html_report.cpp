@@ -59,7 +59,7 @@ void top_remedy(std::ostream& o, const RankReport& r) {
     o << ": <code>" << esc(m.pytorch_knob) << "</code>";
   o << ". Step " << num("%.2f", m.step_ms) << " ms &rarr; " << (m.bound ? "at best " : "")
     << num("%.2f", m.predicted_step_ms) << " ms (" << pct(m.gain_ms(), m.step_ms) << " faster).";
-  if (!m.try_command.empty()) o << " Try it: <code>" << esc(m.try_command) << "</code>";
+  if (m.pytorch_knob.empty() && !m.try_command.empty()) o << " Try it: <code>" << esc(m.try_command) << "</code>";
   o << "</p>\n";
 }
 
@@ -185,7 +185,8 @@ void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
     if (v <= 0 || v * 1e6 > double(scale)) continue;
     const double y = top + ch - v * 1e6 * yscale;
     o << "<line x1=" << kAxisW << " x2=" << kW << " y1=" << num("%.1f", y) << " y2=" << num("%.1f", y)
-      << " class='pline " << name << "' /><text x=" << kW - 2 << " y=" << num("%.1f", y - 3)
+      << " class='pline " << name << "' /><text x=" << kW - 2 << " y="
+      << num("%.1f", name == std::string_view("p90") ? y - 3 : y + 11)  // p50 beneath its line: never on p90's
       << " class=ax text-anchor=end>" << name << num(" %.2f ms", v) << "</text>";
   }
   // The x axis: a few step indices.

@@ -4,7 +4,7 @@
 // with a straggler, and the scaling page of 1, 2 and 4 synthetic ranks.
 // For each page: the browser logs no console message and loads nothing but
 // the page itself; its DOM holds the verdict and the charts; a screenshot is
-// not blank. The report's steps chart is scaled to its steady steps (the
+// not blank (STALLSCOPE_KEEP_PAGES=DIR keeps the pages). The report's steps chart is scaled to its steady steps (the
 // warm-up step, far longer, is clipped). Exits 77 (skipped) without chromium.
 #define BOOST_TEST_NO_MAIN
 #define BOOST_TEST_ALTERNATIVE_INIT_API
@@ -53,7 +53,15 @@ struct Shown {
   std::string dom, log, png;
 };
 
+// STALLSCOPE_KEEP_PAGES=DIR keeps a copy of every page checked (the
+// screenshots of docs/report-guide.md are taken from them).
 Shown show(const TempDir& dir, const std::string& page) {
+  if (const char* keep = std::getenv("STALLSCOPE_KEEP_PAGES"); keep != nullptr && *keep != '\0') {
+    std::error_code ec;
+    std::filesystem::create_directories(keep, ec);
+    std::filesystem::copy_file(page, std::filesystem::path(keep) / std::filesystem::path(page).filename(),
+                               std::filesystem::copy_options::overwrite_existing, ec);
+  }
   const std::string common = std::string(browser()) +
                              " --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run "
                              "--enable-logging=stderr --v=1 --window-size=1000,1400 ";

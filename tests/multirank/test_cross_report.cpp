@@ -1,7 +1,6 @@
 // The cross-rank section in the three reports: JSON valid against
 // docs/report-schema.json (1.1) and holding the straggler, the terminal text
 // naming it with its cause, the HTML page with both heatmaps.
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -159,7 +158,6 @@ BOOST_AUTO_TEST_CASE(a_256_by_1000_page_is_bucketed_and_small) {
   std::ostringstream out;
   an::write_html(out, rep);
   const std::string h = out.str();
-  if (const char* keep = std::getenv("STALLSCOPE_KEEP_PAGE")) std::ofstream(keep) << h;
   const size_t a = h.find("<section><h2>across 256 ranks");
   BOOST_TEST_REQUIRE(a != std::string::npos);
   const size_t b = h.find("</section>", a);

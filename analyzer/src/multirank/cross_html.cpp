@@ -42,8 +42,8 @@ std::string fmt(const char* f, double v) {
 std::string heat(double ratio) {
   const double v = std::clamp(ratio - 1.0, 0.0, 1.0);
   char b[16];
-  std::snprintf(b, sizeof b, "#%02x%02x%02x", 255 - int(v * 72), 255 - int(v * 230),
-                255 - int(v * 230));
+  // Light grey (a bucket at the run's median step or faster) to dark red (twice it).
+  std::snprintf(b, sizeof b, "#%02x%02x%02x", 236 - int(v * 53), 239 - int(v * 211), 241 - int(v * 213));
   return b;
 }
 
@@ -203,7 +203,7 @@ void write_cross_html(std::ostream& o, const Report& r, const char* const* part_
       << "; its cause: " << esc(s.cause) << "</p>\n";
   if (!c.common_cause.empty()) o << "<p>" << esc(c.common_cause) << "</p>\n";
   o << "<h3>step time per " << (c.ranks <= kMaxRows ? "rank" : "node")
-    << " and step bucket: the bucket's median (white: the run's median step or less, dark "
+    << " and step bucket: the bucket's median (light grey: the run's median step or less, dark "
        "red: twice it); a dark strip on top: its max is over 1.5× the median</h3>\n";
   heatmap(o, r, false, part_colors);
   o << "<h3>largest part per " << (c.ranks <= kMaxRows ? "rank" : "node")

@@ -17,6 +17,8 @@ namespace {
 constexpr const char* kTermColors[kLossTerms] = {"#ab47bc", "#6a1b9a", "#e65100",
                                                  "#c62828", "#2e7d32", "#1565c0"};
 
+constexpr const char* kKeptColor = "#26a69a";
+
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -95,7 +97,7 @@ void split_bars(std::ostream& o, const ScalingStudy& s) {
     for (size_t t = 0; t < kLossTerms; ++t)
       if (p.lost[t] > 0) o << "&#10;lost to " << loss_key(LossTerm(t)) << " " << fmt("%.3f", p.lost[t]);
     o << gained << "</title><rect x=" << fmt("%.1f", x) << " y=" << fmt("%.1f", y(eff)) << " width=" << fmt("%.1f", bw)
-      << " height=" << fmt("%.1f", y(0) - y(eff)) << " fill='#1565c0'/>";
+      << " height=" << fmt("%.1f", y(0) - y(eff)) << " fill='" << kKeptColor << "'/>";
     double at = eff;
     for (size_t t = 0; t < kLossTerms; ++t) {
       const double l = std::min(std::max(p.lost[t], 0.0), top - at);
@@ -104,12 +106,13 @@ void split_bars(std::ostream& o, const ScalingStudy& s) {
         << " height=" << fmt("%.1f", y(at) - y(at + l)) << " fill='" << kTermColors[t] << "'/>";
       at += l;
     }
-    o << "<text x=" << fmt("%.1f", x + bw / 2) << " y=" << fmt("%.1f", y(eff) - 4)
-      << " text-anchor=middle fill='#fff'>" << fmt("%.2f", p.efficiency) << "</text><text x="
+    const bool inside = y(0) - y(eff) > 18;  // the value inside the bar, else above it
+    o << "<text x=" << fmt("%.1f", x + bw / 2) << " y=" << fmt("%.1f", inside ? y(eff) + 14 : y(eff) - 4)
+      << " text-anchor=middle" << (inside ? " class=inbar" : "") << ">" << fmt("%.2f", p.efficiency) << "</text><text x="
       << fmt("%.1f", x + bw / 2) << " y=" << h - pad + 16 << " text-anchor=middle>" << p.ranks
       << (p.ranks == 1 ? " rank" : " ranks") << "</text></g>\n";
   }
-  o << "</svg><div class=legend><span><i style='background:#1565c0'></i>efficiency kept</span>";
+  o << "</svg><div class=legend><span><i style='background:" << kKeptColor << "'></i>efficiency kept</span>";
   for (size_t t = 0; t < kLossTerms; ++t)
     o << "<span><i style='background:" << kTermColors[t] << "'></i>lost: " << loss_key(LossTerm(t)) << "</span>";
   o << "</div>\n";
