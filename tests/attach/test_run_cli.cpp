@@ -322,6 +322,20 @@ BOOST_AUTO_TEST_CASE(diff_reads_a_tune_directory) {
              text);
   BOOST_TEST(text.find("mean steady step") != std::string::npos, text);
   BOOST_TEST(text.find("the setting failed: exit status 135") != std::string::npos, text);
+  // --html: the trials' table, then a section per trial (the failed one with its failure).
+  const std::string page = t.path() + "/tune.html";
+  BOOST_TEST(run({kRun, "diff", out, "--html", page}, log, 60) == 0, slurp(log));
+  const std::string html = slurp(page);
+  const size_t table = html.find("<tr><th>trial</th><th>setting</th><th>step p50 ms</th>");
+  BOOST_TEST(table != std::string::npos, html);
+  const size_t row = html.find("<tr><td>1</td><td>more workers: --set dataloader.num_workers=2</td>");
+  BOOST_TEST(row != std::string::npos, html);
+  BOOST_TEST(row > table);
+  BOOST_TEST(html.find("<h2>trial 1 (more workers: --set dataloader.num_workers=2) against trial 0: better</h2>") !=
+                 std::string::npos,
+             html);
+  BOOST_TEST(html.find("<svg class=diffparts") != std::string::npos, html);
+  BOOST_TEST(html.find("<p>the setting failed: exit status 135</p>") != std::string::npos, html);
   const std::string log2 = t.path() + "/log2";
   BOOST_TEST(run({kRun, "diff", out, "--trial", "2"}, log2, 60) == 0, slurp(log2));
   BOOST_TEST(slurp(log2).find("trial 1 (") == std::string::npos, slurp(log2));
