@@ -4,6 +4,7 @@
 // bounded by the events of the window, not of the trace.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -96,6 +97,18 @@ class LaneChannel {
   // Appends the intervals overlapping [s, e), clipped: one ascending run
   // per track, not normalized.
   void collect(int64_t s, int64_t e, Ivs& out) const;
+  // As collect(), per track: fn(track, a, b) for each interval overlapping
+  // [s, e), clipped, in each track's end order.
+  template <class F>
+  void for_each(int64_t s, int64_t e, F&& fn) const {
+    for (size_t t = 0; t < lanes_.size(); ++t) {
+      const Lane& l = lanes_[t];
+      auto it = std::upper_bound(l.ivs.begin() + static_cast<long>(l.cursor), l.ivs.end(), s,
+                                 [](int64_t x, const Iv& v) { return x < v.b; });
+      for (; it != l.ivs.end() && it->b - l.max_len < e; ++it)
+        if (it->a < e) fn(static_cast<uint32_t>(t), std::max(it->a, s), std::min(it->b, e));
+    }
+  }
   // Forgets intervals ending at or before t (no later step overlaps them).
   void drop_before(int64_t t);
   size_t size() const noexcept;

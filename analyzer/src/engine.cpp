@@ -143,9 +143,14 @@ void RankEngine::route_device(const Ev& e) {
   }
   device_seen_ = true;
   switch (e.kind) {
-    case Kind::kKernel: compute_.add(e.start, e.end); ++stats_.kernels; break;
+    case Kind::kKernel:
+      compute_.add(e.start, e.end);
+      streams_[0].add(e.track, e.start, e.end);
+      ++stats_.kernels;
+      break;
     case Kind::kCollective:
       comm_.add(e.start, e.end);
+      streams_[1].add(e.track, e.start, e.end);
       // An NCCL kernel from CUPTI knows no communicator: its call tells.
       if (e.coll().comm == 0 && e.coll().seq == 0 && !e.emulated &&
           trace_.tracks[e.track].type == TrackType::kGpuStream)
@@ -155,13 +160,21 @@ void RankEngine::route_device(const Ev& e) {
       break;
     case Kind::kH2D: {
       h2d_.add(e.start, e.end);
+      streams_[2].add(e.track, e.start, e.end);
       const int pinned = e.copy().src == format::MemKind::kPinned ? 1 : 0;
       stats_.h2d_bytes[pinned] += e.copy().bytes;
       stats_.h2d_ns[pinned] += e.dur();
       break;
     }
-    case Kind::kD2H: other_.add(e.start, e.end); d2h_.add(e.start, e.end); break;
-    default: other_.add(e.start, e.end); break;
+    case Kind::kD2H:
+      other_.add(e.start, e.end);
+      d2h_.add(e.start, e.end);
+      streams_[3].add(e.track, e.start, e.end);
+      break;
+    default:
+      other_.add(e.start, e.end);
+      streams_[3].add(e.track, e.start, e.end);
+      break;
   }
 }
 
@@ -386,6 +399,7 @@ void RankEngine::advance(int64_t safe_ns) {
   for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->trim();
   reads_.drop_before(finalized_until_);
   pre_.drop_before(finalized_until_);
+  for (LaneChannel& c : streams_) c.drop_before(finalized_until_);
   if (TrainerChans* tc = trainer_chans()) {
     for (Channel* c : {&tc->waits, &tc->api, &tc->sync}) c->trim();
     tc->acts.trim();
@@ -410,6 +424,7 @@ void RankEngine::trim(int64_t before) {
   for (Channel* c : {&compute_, &comm_, &h2d_, &other_, &d2h_}) c->drop_before(before);
   reads_.drop_before(before);
   pre_.drop_before(before);
+  for (LaneChannel& c : streams_) c.drop_before(before);
   for (auto& [key, ch] : samples_) ch.drop_before(before);
   for (auto& [t, c] : chans_) {
     c.acts.drop_before(before);

@@ -8,6 +8,7 @@
 //   RankReport r = eng.finish();
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -93,12 +94,17 @@ class RankEngine {
   TrainerChans* trainer_chans();
   void add_warnings(RankReport& r) const;
   void snapshot(const StepInputs& in, const StepResult& r);
+  // A timeline lane's label for a track: "stream 7 (GPU 0)", "pid 12 tid 40 (worker)".
+  std::string track_label(uint32_t track) const;
 
   const RankTrace& trace_;
   AnalyzeOptions opt_;
   std::regex re_;
   StepFinder finder_;
   Channel compute_, comm_, h2d_, other_, d2h_;
+  // The same device intervals by track (stream) and kind — kernels,
+  // collectives, H2D, other — for the timelines' lanes only.
+  std::array<LaneChannel, 4> streams_;
   LaneChannel reads_, pre_;  // the producers' threads
   // Producers' activity over a span of the step being finalized, taken
   // from reads_ and pre_ only when asked for (inferred split, timeline).

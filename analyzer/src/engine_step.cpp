@@ -3,6 +3,10 @@
 // late batch's lineage (or, without lineage, from the producers' activity).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "engine.hpp"
 
@@ -134,7 +138,10 @@ void RankEngine::finalize(const StepCand& c) {
 }
 
 // Keeps the lanes of the longest step and of a recent typical one (wall
-// within 10 % of the running mean), for the HTML timeline.
+// within 10 % of the running mean), for the HTML timeline: one lane per
+// device stream and kind, the trainer's data waits and API calls, and one
+// lane per producer thread (or worker process) and kind. At most kMaxLanes
+// lanes per kind group; the rest of a group is merged into one lane.
 void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
   const double wall = double(r.wall());
   wall_sum_ += wall;
@@ -142,19 +149,122 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
   const bool longest = steps_.size() > 2 && wall > double(longest_.wall_ns);
   const bool typical = steps_.size() > 2 && std::abs(wall - mean) <= 0.1 * mean && steps_.size() % 50 == 3;
   if (!longest && !typical) return;
-  take_producers(r.start_ns, r.end_ns);
+  constexpr size_t kMaxLanes = 12;   // per group (device, producers)
+  constexpr size_t kMaxSpans = 2000;  // per lane
+  const int64_t s0 = r.start_ns, s1 = r.end_ns;
   Timeline t{longest ? "longest" : "typical", r.index, r.wall(), {}};
-  const std::pair<const char*, const Ivs*> lanes[] = {
-      {"compute", &in.compute}, {"comm", &in.comm},  {"h2d", &in.h2d},
-      {"other", &in.other},     {"data wait", &in.data_waits}, {"api", &in.api_calls},
-      {"reads", &prod_reads_},  {"preprocess", &prod_pre_}};
-  for (const auto& [name, ivs] : lanes) {
-    Lane lane{name, {}};
-    for (size_t i = 0; i < ivs->size() && i < 2000; ++i)
-      lane.spans.push_back({(*ivs)[i].a - r.start_ns, (*ivs)[i].b - r.start_ns});
-    t.lanes.push_back(std::move(lane));
+  // (track, kind) -> lane, in first-seen order within each group.
+  struct Build {
+    std::vector<std::pair<uint64_t, Lane>> lanes;
+    Lane& at(uint32_t track, size_t kind, const std::string& name, const char* key) {
+      const uint64_t k = uint64_t{track} << 8 | kind;
+      for (auto& [x, l] : lanes)
+        if (x == k) return l;
+      lanes.push_back({k, Lane{name, key, {}}});
+      return lanes.back().second;
+    }
+  };
+  const auto normalize_spans = [&](Lane& l) {
+    std::sort(l.spans.begin(), l.spans.end());
+    size_t n = 0;
+    for (const auto& v : l.spans) {
+      if (n > 0 && v.first <= l.spans[n - 1].second)
+        l.spans[n - 1].second = std::max(l.spans[n - 1].second, v.second);
+      else
+        l.spans[n++] = v;
+    }
+    l.spans.resize(std::min(n, kMaxSpans));
+  };
+  const auto finish = [&](Build& b, const char* rest_name) {
+    // Beyond kMaxLanes, the least busy lanes are merged per kind.
+    for (auto& [k, l] : b.lanes) normalize_spans(l);
+    if (b.lanes.size() > kMaxLanes) {
+      const auto busy = [](const Lane& l) {
+        int64_t n = 0;
+        for (const auto& [x, y] : l.spans) n += y - x;
+        return n;
+      };
+      std::stable_sort(b.lanes.begin(), b.lanes.end(),
+                       [&](const auto& x, const auto& y) { return busy(x.second) > busy(y.second); });
+      std::vector<Lane> rest;
+      for (size_t i = kMaxLanes; i < b.lanes.size(); ++i) {
+        Lane& l = b.lanes[i].second;
+        auto it = std::find_if(rest.begin(), rest.end(), [&](const Lane& x) { return x.kind == l.kind; });
+        if (it == rest.end()) {
+          rest.push_back(Lane{std::string(rest_name) + ": " + l.kind, l.kind, {}});
+          it = rest.end() - 1;
+        }
+        it->spans.insert(it->spans.end(), l.spans.begin(), l.spans.end());
+      }
+      b.lanes.resize(kMaxLanes);
+      for (Lane& l : rest) {
+        normalize_spans(l);
+        b.lanes.push_back({~uint64_t{0}, std::move(l)});
+      }
+    }
+    for (auto& [k, l] : b.lanes) t.lanes.push_back(std::move(l));
+  };
+  const auto rel = [&](int64_t a, int64_t b) { return std::pair<int64_t, int64_t>{a - s0, b - s0}; };
+  static constexpr const char* kDevKind[4] = {"compute", "comm", "h2d", "other"};
+  static constexpr const char* kDevWords[4] = {"kernels", "collectives", "H2D copies", "other copies"};
+  const Ivs* merged_dev[4] = {&in.compute, &in.comm, &in.h2d, &in.other};
+  Build dev;
+  for (size_t k = 0; k < 4; ++k) {
+    bool any = false;
+    streams_[k].for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) {
+      dev.at(track, k, track_label(track) + ": " + kDevWords[k], kDevKind[k]).spans.push_back(rel(a, b));
+      any = true;
+    });
+    if (!any && !merged_dev[k]->empty()) {  // device work on no known stream
+      Lane& l = dev.at(~0u, k, std::string("device: ") + kDevWords[k], kDevKind[k]);
+      for (const Iv& v : *merged_dev[k]) l.spans.push_back(rel(v.a, v.b));
+    }
   }
+  finish(dev, "other streams");
+  for (const auto& [ivs, name, kind] : {std::tuple{&in.data_waits, "trainer: data wait", "data wait"},
+                                        std::tuple{&in.api_calls, "trainer: CUDA API", "api"}}) {
+    if (ivs->empty()) continue;
+    Lane l{name, kind, {}};
+    for (size_t i = 0; i < ivs->size() && i < kMaxSpans; ++i) l.spans.push_back(rel((*ivs)[i].a, (*ivs)[i].b));
+    t.lanes.push_back(std::move(l));
+  }
+  Build prod;
+  const auto producer = [&](uint32_t track, bool read, int64_t a, int64_t b) {
+    prod.at(track, read ? 0 : 1, track_label(track) + (read ? ": reads" : ": preprocess"), read ? "reads" : "preprocess")
+        .spans.push_back(rel(a, b));
+  };
+  reads_.for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, true, a, b); });
+  pre_.for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, false, a, b); });
+  lineage_.collect_busy_tracks(s0, s1, producer);
+  loaders_.for_each_fetch(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, false, a, b); });
+  finish(prod, "other producers");
   (longest ? longest_ : typical_) = std::move(t);
+}
+
+std::string RankEngine::track_label(uint32_t track) const {
+  char b[96];
+  if (track >= trace_.tracks.size()) {
+    std::snprintf(b, sizeof b, "track %u", track);
+    return b;
+  }
+  const TrackDesc& td = trace_.tracks[track];
+  const uint32_t pid = td.proc < trace_.procs.size() ? trace_.procs[td.proc].pid : 0;
+  switch (td.type) {
+    case TrackType::kGpuStream: std::snprintf(b, sizeof b, "GPU %u stream %u", td.device, td.tid); return b;
+    case TrackType::kEmulated: return "emulated device";
+    case TrackType::kProcess: std::snprintf(b, sizeof b, "process %u", pid); return b;
+    default: break;
+  }
+  if (finder_.decided() && track == finder_.trainer_track()) return "trainer";
+  // The thread's name first; the pid only where the trace holds more than
+  // one process (DataLoader workers), and only the pid for a main thread.
+  if (trace_.procs.size() <= 1)
+    std::snprintf(b, sizeof b, "tid %u", td.tid);
+  else if (td.tid == pid)
+    std::snprintf(b, sizeof b, "pid %u", pid);
+  else
+    std::snprintf(b, sizeof b, "pid %u tid %u", pid, td.tid);
+  return td.name.empty() ? std::string(b) : td.name + " " + b;
 }
 
 DataSplit RankEngine::split_stall(const Ivs& stall, int64_t s, int64_t e) {

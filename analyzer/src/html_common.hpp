@@ -2,6 +2,7 @@
 // part colours, escaping, number formatting and the axis ticks.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -48,6 +49,15 @@ inline double tick_step(double top, int ticks) {
   return 10 * mag;
 }
 
+// A tick's label with as many decimals as its step needs ("%.0f" for 5,
+// "%.2f" for 0.05).
+inline std::string tick_label(double v, double step) {
+  const int decimals = step >= 1 ? 0 : std::min(6, int(std::ceil(-std::log10(step) - 1e-9)));
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
 // The pages' common style sheet: body, headings, tables, legends, cards, the
 // SVG classes the charts use, and print rules.
 inline constexpr const char* kStyle =
@@ -64,6 +74,7 @@ inline constexpr const char* kStyle =
     ".card p{margin:3px 0}.gain{font-size:15px}.ev{color:#37474f}"
     "svg{display:block;margin:4px 0;overflow:visible}svg text{font:11px sans-serif;fill:#37474f}"
     "svg .lane{font-size:12px;fill:#212121}svg .inbar{fill:#fff;font-size:11px}"
+    ".halo{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}"
     ".grid{stroke:#eceff1}.warm{opacity:.4}.max{stroke:#263238}.clip{fill:#c62828}"
     ".pline{stroke:#263238;stroke-dasharray:4 3}.p90{stroke:#78909c}.demand{stroke:#263238;stroke-dasharray:3 2}"
     ".ok{fill:#81c784}.short{fill:#e57373}.budget{fill:#eceff1}.before{opacity:.45}"

@@ -136,7 +136,7 @@ void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
     const double y = top + ch - t * 1e6 * yscale;
     o << "<line x1=" << kAxisW - 4 << " x2=" << kW << " y1=" << num("%.1f", y) << " y2=" << num("%.1f", y)
       << " class=grid /><text x=" << kAxisW - 6 << " y=" << num("%.1f", y + 4) << " class=ax text-anchor=end>"
-      << num(step_ms < 1 ? "%.1f" : "%.0f", t) << "</text>";
+      << tick_label(t, step_ms) << "</text>";
   }
   o << "<text x=0 y=" << top - 2 << " class=ax>ms</text>\n";
   size_t clipped = 0;
@@ -187,7 +187,7 @@ void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
     o << "<line x1=" << kAxisW << " x2=" << kW << " y1=" << num("%.1f", y) << " y2=" << num("%.1f", y)
       << " class='pline " << name << "' /><text x=" << kW - 2 << " y="
       << num("%.1f", name == std::string_view("p90") ? y - 3 : y + 11)  // p50 beneath its line: never on p90's
-      << " class=ax text-anchor=end>" << name << num(" %.2f ms", v) << "</text>";
+      << " class='ax halo' text-anchor=end>" << name << num(" %.2f ms", v) << "</text>";
   }
   // The x axis: a few step indices.
   const size_t marks = std::min<size_t>(buckets.size(), 8);
@@ -206,7 +206,8 @@ void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
 
 // --- timelines ----------------------------------------------------------------
 
-const char* lane_color(const std::string& name) {
+const char* lane_color(const std::string& kind) {
+  const std::string& name = kind;
   if (name == "compute") return kColors[idx(Part::kCompute)];
   if (name == "comm") return kColors[idx(Part::kCommTransfer)];
   if (name == "h2d") return kColors[idx(Part::kCopyH2D)];
@@ -218,21 +219,22 @@ const char* lane_color(const std::string& name) {
   return "#455a64";
 }
 
-const char* lane_words(const std::string& name) {
-  if (name == "compute") return "device: kernels";
-  if (name == "comm") return "device: collectives";
-  if (name == "h2d") return "device: H2D copies";
-  if (name == "other") return "device: other copies";
-  if (name == "data wait") return "trainer: data wait";
-  if (name == "api") return "trainer: CUDA API";
-  if (name == "sync") return "trainer: sync";
-  if (name == "reads") return "loader: reads";
-  if (name == "preprocess") return "loader: preprocess";
-  return nullptr;
+// A lane label that fits the label column: the end (what the lane holds)
+// is kept, the middle gives way. The whole name is in the lane's title.
+std::string short_label(const std::string& name, size_t max_chars) {
+  if (name.size() <= max_chars) return name;
+  const size_t colon = name.rfind(": ");
+  const std::string tail = colon == std::string::npos ? std::string() : name.substr(colon);
+  const auto head = [&](size_t n) {  // never cuts a UTF-8 sequence
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    return name.substr(0, n);
+  };
+  if (tail.size() + 4 >= max_chars) return head(max_chars - 1) + "\u2026";
+  return head(max_chars - tail.size() - 1) + "\u2026" + tail;
 }
 
 void timeline(std::ostream& o, const RankReport& r, const Timeline& t) {
-  const int lane_h = 18, label_w = 130, axis_h = 18;
+  const int lane_h = 18, label_w = 260, axis_h = 18;
   const double plot_w = kW - label_w;
   const double scale = plot_w / double(std::max<int64_t>(t.wall_ns, 1));
   std::vector<const Lane*> shown;  // lanes with something in them
@@ -246,18 +248,17 @@ void timeline(std::ostream& o, const RankReport& r, const Timeline& t) {
   for (int i = 0; i < lanes; ++i) {
     const Lane& l = *shown[size_t(i)];
     const int y = i * lane_h;
-    const char* words = lane_words(l.name);
     int64_t busy = 0;
     for (const auto& [a, b] : l.spans) busy += b - a;
     o << "<g><title>" << esc(l.name) << ": " << l.spans.size() << " spans, " << ms(busy) << " ms busy</title><text x=0 y="
-      << y + 13 << " class=lane>" << esc(words ? words : l.name) << "</text>";
+      << y + 13 << " class=lane>" << esc(short_label(l.name, 40)) << "</text>";
     // Spans closer than a pixel are drawn as one: the page stays small
     // whatever the step held.
     double run_a = -1, run_b = -1;
     const auto flush = [&] {
       if (run_a < 0) return;
       o << "<rect x=" << num("%.1f", label_w + run_a) << " y=" << y + 2 << " width="
-        << num("%.1f", std::max(run_b - run_a, 0.5)) << " height=" << lane_h - 4 << " fill='" << lane_color(l.name)
+        << num("%.1f", std::max(run_b - run_a, 0.5)) << " height=" << lane_h - 4 << " fill='" << lane_color(l.kind)
         << "'/>";
     };
     for (const auto& [a, b] : l.spans) {
@@ -302,7 +303,7 @@ void timeline(std::ostream& o, const RankReport& r, const Timeline& t) {
     const double x = label_w + v * 1e6 * scale;
     o << "<line x1=" << num("%.1f", x) << " x2=" << num("%.1f", x) << " y1=0 y2=" << ay << " class=grid />"
       << "<text x=" << num("%.1f", x) << " y=" << ay + 12 << " class=ax text-anchor=middle>"
-      << num(tick < 1 ? "%.1f" : "%.0f", v) << "</text>";
+      << tick_label(v, tick) << "</text>";
   }
   o << "<text x=0 y=" << ay + 12 << " class=ax>ms into the step</text></svg>\n";
 }

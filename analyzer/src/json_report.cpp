@@ -200,7 +200,7 @@ json timelines_json(const RankReport& r) {
     for (const Lane& l : t.lanes) {
       json spans = json::array();
       for (const auto& [x, y] : l.spans) spans.push_back({x, y});
-      lanes.push_back({{"name", l.name}, {"spans_ns", std::move(spans)}});
+      lanes.push_back({{"name", l.name}, {"kind", l.kind}, {"spans_ns", std::move(spans)}});
     }
     a.push_back({{"why", t.why}, {"index", t.index}, {"wall_ns", t.wall_ns}, {"lanes", std::move(lanes)}});
   }

@@ -263,7 +263,13 @@ void Lineage::walk(const Batch& b, int64_t stop, std::vector<ChainSeg>& out) con
 }
 
 void Lineage::collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const {
-  for (const Lane& l : lanes_) {
+  collect_busy_tracks(a, b, [&](uint32_t, bool read, int64_t x, int64_t y) { (read ? reads : pre).push_back({x, y}); });
+}
+
+void Lineage::collect_busy_tracks(int64_t a, int64_t b,
+                                  const std::function<void(uint32_t, bool, int64_t, int64_t)>& fn) const {
+  for (size_t track = 0; track < lanes_.size(); ++track) {
+    const Lane& l = lanes_[track];
     const auto& ids = l.ids;
     size_t lo = 0, hi = ids.size();  // the first item ending after a
     while (lo < hi) {
@@ -275,7 +281,7 @@ void Lineage::collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const {
       const Item& it = at(ids[i]);
       if (it.end - l.max_len >= b) break;
       const int64_t begin = it.start - it.queued;
-      if (begin < b) (it.read ? reads : pre).push_back({std::max(begin, a), std::min(it.end, b)});
+      if (begin < b) fn(static_cast<uint32_t>(track), it.read, std::max(begin, a), std::min(it.end, b));
     }
   }
 }

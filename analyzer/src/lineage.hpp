@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +93,9 @@ class Lineage {
   // reads (from submission, queue wait included) and preprocessing. The
   // output is one ascending run per thread, not normalized.
   void collect_busy(int64_t a, int64_t b, Ivs& reads, Ivs& pre) const;
+  // As collect_busy, per producer track: fn(track, read, a, b).
+  void collect_busy_tracks(int64_t a, int64_t b,
+                           const std::function<void(uint32_t, bool, int64_t, int64_t)>& fn) const;
   // Forgets items and batches that ended before `t`.
   void evict_before(int64_t t);
   size_t items() const noexcept { return items_.size(); }

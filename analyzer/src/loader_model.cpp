@@ -107,6 +107,13 @@ int64_t LoaderModel::reads_in(const Lane& l, int64_t a, int64_t b, uint32_t* lon
   return sum;
 }
 
+void LoaderModel::for_each_fetch(int64_t a, int64_t b,
+                                 const std::function<void(uint32_t, int64_t, int64_t)>& fn) const {
+  for (const auto& [track, l] : lanes_)
+    for (size_t i = l.span_from(a); i < l.spans.size(); ++i)
+      if (const Span& s = l.spans[i]; s.a < b && s.b > a) fn(track, std::max(s.a, a), std::min(s.b, b));
+}
+
 void LoaderModel::on_read(const Ev& e) {
   if (e.phase != format::kComplete || !any_) return;
   // Only threads that load samples matter; a read arrives before the span

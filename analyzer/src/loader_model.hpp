@@ -76,6 +76,10 @@ class LoaderModel {
              LoaderCut& out);
   // A finalized step: the waits inside it fed the optimizer.
   void on_step(int64_t start, int64_t end);
+  // Each thread's sample and collate spans that overlap [a, b), clipped:
+  // what every DataLoader worker (or the trainer, num_workers=0) was
+  // busy producing, for the step timelines.
+  void for_each_fetch(int64_t a, int64_t b, const std::function<void(uint32_t, int64_t, int64_t)>& fn) const;
   // Counts the waits that ended before `before` and forgets records that
   // no later wait can need.
   void retire(int64_t before);

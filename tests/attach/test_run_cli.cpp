@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <boost/test/unit_test.hpp>
@@ -529,6 +530,21 @@ BOOST_AUTO_TEST_CASE(the_sample_trainer_applies_loader_settings_and_marks_them) 
   for (const auto& st : rep["ranks"][0]["stages"])
     with_3 += st.contains("workers") && st["workers"].get<double>() == 3.0;
   BOOST_TEST(with_3 == 1, rep["ranks"][0]["stages"].dump());
+  // The step timelines: a labelled lane per loader thread and activity.
+  const auto& timelines = rep["ranks"][0]["timelines"];
+  BOOST_TEST_REQUIRE(timelines.size() >= 1u, rep["ranks"][0].dump());
+  for (const auto& tl : timelines) {
+    std::set<std::string> names;
+    int loader_lanes = 0;
+    for (const auto& l : tl["lanes"]) {
+      const std::string name = l["name"].get<std::string>(), kind = l["kind"].get<std::string>();
+      BOOST_TEST(names.insert(name).second, "lane named once: " << name);
+      if ((kind == "reads" || kind == "preprocess") && name.rfind("ss-loader", 0) == 0 &&
+          name.find(" tid ") != std::string::npos)
+        ++loader_lanes;
+    }
+    BOOST_TEST(loader_lanes >= 1, tl.dump());
+  }
   const std::string chrome = t.path() + "/trace.json";
   BOOST_TEST_REQUIRE(run({kRun, "export", run_dir, "--chrome", chrome}, log, 60) == 0, slurp(log));
   BOOST_TEST(slurp(chrome).find("set applied loader.workers=3 at - (was 1)") != std::string::npos);

@@ -14,6 +14,7 @@ machines):
   that constructs one;
 - iterable: the DataLoader is recorded as an iterable dataset;
 - spawn: the workers (spawn context) are recorded, the hooks pickled;
+- the worker's fetches have a lane of their own in the step timelines;
 - trainval: two DataLoaders, the train one fed the optimizer, remedies
   name the train loader's line only; the validation loader's waits are
   not in the train steps;
@@ -211,6 +212,12 @@ class Smoke:
                        f"{cfg.get('mp_context')})")
             self.check(len(fed[0].get("workers", [])) == 1 and fed[0]["workers"][0].get("batches", 0) > 0,
                        f"rank {r}: its worker recorded ({fed[0].get('workers')})")
+            # The step timelines: a lane of its own for the worker process.
+            pid = (fed[0].get("workers") or [{}])[0].get("pid")
+            lanes = [(l.get("name", ""), l.get("kind")) for t in rank.get("timelines", [])
+                     for l in t.get("lanes", []) if l.get("spans_ns")]
+            self.check(any(k == "preprocess" and f"pid {pid}:" in n for n, k in lanes),
+                       f"rank {r}: the timelines have a lane for worker pid {pid} ({lanes})")
         all_lines = set(lines.values())
         for x in rank.get("remedies", []):
             knob = x.get("pytorch_knob", "") + " " + x.get("try", "")

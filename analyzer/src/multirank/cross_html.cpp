@@ -81,7 +81,7 @@ std::vector<Row> heat_rows(const Report& r) {
   std::vector<Row> rows;
   if (r.ranks.size() <= kMaxRows) {
     for (const auto& h : by_host)
-      for (size_t i : h) rows.push_back({{i}, "r" + std::to_string(r.ranks[i].rank)});
+      for (size_t i : h) rows.push_back({{i}, std::string(1, 'r').append(std::to_string(r.ranks[i].rank))});
     return rows;
   }
   const size_t per = (hosts.size() + kMaxRows - 1) / kMaxRows;
@@ -90,7 +90,8 @@ std::vector<Row> heat_rows(const Report& r) {
     const size_t last = std::min(hosts.size(), h + per) - 1;
     for (size_t k = h; k <= last; ++k)
       row.ranks.insert(row.ranks.end(), by_host[k].begin(), by_host[k].end());
-    row.label = hosts[h].substr(0, 10) + (last > h ? "+" + std::to_string(last - h) : "");
+    row.label = hosts[h].substr(0, 10);
+    if (last > h) row.label.append(1, '+').append(std::to_string(last - h));
     rows.push_back(std::move(row));
   }
   return rows;

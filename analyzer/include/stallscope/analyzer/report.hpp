@@ -407,9 +407,14 @@ struct Drops {
 
 // What the device, the trainer thread and the loader did during one step
 // (for the HTML timeline). Intervals are ns relative to the step start.
+// One lane per device stream and kind, per trainer activity, and per
+// producer thread or worker process and kind.
 struct Lane {
-  std::string name;  // "compute", "comm", "h2d", "other", "data wait", "api", "sync", "reads", "preprocess"
-  std::vector<std::pair<int64_t, int64_t>> spans;
+  std::string name;  // "stream 7 (GPU 0): kernels", "trainer: data wait", "pid 12 tid 40 (worker): reads"
+  // What it shows: "compute", "comm", "h2d", "other", "data wait", "api",
+  // "reads", "preprocess".
+  std::string kind;
+  std::vector<std::pair<int64_t, int64_t>> spans;  // sorted, disjoint
 };
 struct Timeline {
   std::string why;  // "typical", "longest"
