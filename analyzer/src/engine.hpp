@@ -94,7 +94,9 @@ class RankEngine {
   TrainerChans* trainer_chans();
   void add_warnings(RankReport& r) const;
   void snapshot(const StepInputs& in, const StepResult& r);
-  // A timeline lane's label for a track: "stream 7 (GPU 0)", "pid 12 tid 40 (worker)".
+  // A timeline lane's label for a track: "GPU 0 stream 7", "trainer",
+  // "ss-loader-io tid 40", "DataLoader worker 0 pid 12" (the pid where the
+  // trace holds several processes).
   std::string track_label(uint32_t track) const;
 
   const RankTrace& trace_;

@@ -410,7 +410,7 @@ struct Drops {
 // One lane per device stream and kind, per trainer activity, and per
 // producer thread or worker process and kind.
 struct Lane {
-  std::string name;  // "stream 7 (GPU 0): kernels", "trainer: data wait", "pid 12 tid 40 (worker): reads"
+  std::string name;  // "GPU 0 stream 7: kernels", "trainer: data wait", "ss-loader-io tid 40: reads"
   // What it shows: "compute", "comm", "h2d", "other", "data wait", "api",
   // "reads", "preprocess".
   std::string kind;
