@@ -1,6 +1,7 @@
 // The pieces of loader_vs_fio's method that can be checked without a disk
 // (tests/loader/test_loader_vs_fio_logic.cpp): the /proc/diskstats parser,
-// the ABBA order and a row's validity against its fio reference.
+// the ABBA order, a row's validity against its fio reference and what
+// fio's buffers must be to match the loader's.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,39 @@ inline bool row_valid(double fio_mb_s, double ref_mb_s, bool have_ref) {
 // more bytes than the device moved meanwhile.
 inline bool served_from_cache(double delivered_bytes, const Disk& d) {
   return delivered_bytes > 1.05 * double(d.sectors) * 512;
+}
+
+// What fio's buffers must be for a like-for-like row. The loader's
+// buffers are 2 MiB-aligned and madvise(MADV_HUGEPAGE)d: with THP in
+// "always" or "madvise" mode they are huge pages, and O_DIRECT reads into
+// them go to the device as one segment per page, not one per 4 KiB (on a
+// virtio disk, several times the throughput). fio's malloc'd buffers get
+// 4 KiB pages; --iomem=shmhuge puts them in hugetlb pages, which must be
+// reserved (vm.nr_hugepages).
+struct FioBuffers {
+  bool loader_huge = false;  // THP would back the loader's buffers
+  bool fio_huge = false;     // enough free hugetlb pages: --iomem=shmhuge
+  bool like_for_like() const noexcept { return loader_huge == fio_huge; }
+};
+
+// From /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise]
+// never"), /proc/meminfo and the bytes fio's largest job needs.
+inline FioBuffers fio_buffers(const std::string& thp_enabled, const std::string& meminfo,
+                              uint64_t need_bytes) {
+  FioBuffers b;
+  b.loader_huge = thp_enabled.find("[always]") != std::string::npos ||
+                  thp_enabled.find("[madvise]") != std::string::npos;
+  uint64_t free_pages = 0, page_kb = 0;
+  std::istringstream in(meminfo);
+  std::string key;
+  uint64_t v = 0;
+  while (in >> key >> v) {
+    if (key == "HugePages_Free:") free_pages = v;
+    if (key == "Hugepagesize:") page_kb = v;
+    in.ignore(256, '\n');
+  }
+  b.fio_huge = b.loader_huge && free_pages * page_kb * 1024 >= need_bytes;
+  return b;
 }
 
 }  // namespace stallscope::bench

@@ -58,3 +58,28 @@ BOOST_AUTO_TEST_CASE(cache_flag_when_delivered_exceeds_device_bytes) {
   BOOST_TEST(!sb::served_from_cache(1 << 20, d));
   BOOST_TEST(sb::served_from_cache(2 << 20, d));
 }
+
+// fio's buffers match the loader's: hugetlb pages where THP backs the
+// loader's and enough are free, else a row that is not like for like.
+BOOST_AUTO_TEST_CASE(fio_buffers_match_the_loaders_pages) {
+  const std::string mem_free = "MemTotal: 24683648 kB\nHugePages_Total: 64\nHugePages_Free: 64\n"
+                               "Hugepagesize: 2048 kB\n";
+  const std::string mem_none = "MemTotal: 24683648 kB\nHugePages_Total: 0\nHugePages_Free: 0\n"
+                               "Hugepagesize: 2048 kB\n";
+  auto b = sb::fio_buffers("always [madvise] never\n", mem_free, 64ull << 20);
+  BOOST_TEST(b.loader_huge);
+  BOOST_TEST(b.fio_huge);
+  BOOST_TEST(b.like_for_like());
+  b = sb::fio_buffers("always [madvise] never\n", mem_free, 129ull << 20);  // 64 pages = 128 MiB
+  BOOST_TEST(!b.fio_huge);
+  BOOST_TEST(!b.like_for_like());
+  b = sb::fio_buffers("[always] madvise never\n", mem_none, 1);
+  BOOST_TEST(b.loader_huge);
+  BOOST_TEST(!b.like_for_like());
+  b = sb::fio_buffers("always madvise [never]\n", mem_free, 1);  // 4 KiB pages on both sides
+  BOOST_TEST(!b.loader_huge);
+  BOOST_TEST(!b.fio_huge);
+  BOOST_TEST(b.like_for_like());
+  b = sb::fio_buffers("", "", 1);  // no THP in this kernel
+  BOOST_TEST(b.like_for_like());
+}
