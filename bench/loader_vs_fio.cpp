@@ -51,9 +51,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -338,8 +340,13 @@ void result(const std::string& name, double v, const char* op, double target, bo
 }
 
 std::string make_file(uint64_t mib) {
-  char tmpl[] = "/tmp/stallscope-fio-XXXXXX";
-  const std::string file = std::string(::mkdtemp(tmpl)) + "/data.bin";
+  char tmpl[] = "/tmp/stallscope-fio-XXXXXX";  // mkdtemp(3) fills in the Xs
+  const char* dir = ::mkdtemp(tmpl);
+  if (dir == nullptr) {
+    std::fprintf(stderr, "loader_vs_fio: cannot make a directory under /tmp: %s\n", std::strerror(errno));
+    std::exit(1);
+  }
+  const std::string file = std::string(dir) + "/data.bin";
   std::vector<uint64_t> blk((1 << 20) / 8);
   uint64_t x = 88172645463325252ull;
   std::ofstream out(file, std::ios::binary);
