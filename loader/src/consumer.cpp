@@ -7,13 +7,15 @@ namespace stallscope::loader {
 
 void Loader::release() noexcept {
   Impl& L = *impl_;
-  std::lock_guard lock(L.mu);
-  if (!L.holding) return;
-  L.holding = false;
-  Slot& s = L.slots[(L.next - 1) % L.slots.size()];
-  s.batch.ready = false;
-  ++L.released;
-  L.io_cv.notify_all();
+  {
+    std::lock_guard lock(L.mu);
+    if (!L.holding) return;
+    L.holding = false;
+    Slot& s = L.slots[(L.next - 1) % L.slots.size()];
+    s.batch.ready = false;
+    ++L.released;
+  }
+  L.io_cv.notify_all();  // outside the lock: the I/O thread does not wake onto a held lock
 }
 
 int Loader::next_batch(Batch* out) noexcept {

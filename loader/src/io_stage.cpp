@@ -51,9 +51,15 @@ void plan_batch(Loader::Impl& L, uint64_t index, detail::ReadEngine& engine) {
   for (auto& r : b.reads) engine.add(&r);
 }
 
-// Copies the engine's counters where stats() reads them.
-void publish(Loader::Impl& L, const detail::ReadEngine& engine) {
-  std::lock_guard lock(L.mu);
+// Copies the engine's counters where stats() reads them. `wait` false:
+// skipped when another thread holds the lock (the next round publishes),
+// so the I/O thread never sleeps on it between two reads.
+void publish(Loader::Impl& L, const detail::ReadEngine& engine, bool wait = true) {
+  std::unique_lock lock(L.mu, std::defer_lock);
+  if (wait)
+    lock.lock();
+  else if (!lock.try_lock())
+    return;
   L.io_stats = engine.stats();
   L.fixed_reads = L.reader->fixed_reads();
   L.direct_fallbacks = L.files->direct_fallbacks();
@@ -117,7 +123,7 @@ void Loader::Impl::run_io() noexcept {
       ready_cv.notify_all();
       break;
     }
-    publish(*this, engine);
+    publish(*this, engine, false);
     if (engine.in_flight() != last_in_flight && enabled()) {
       last_in_flight = engine.in_flight();
       record_counter(names.reads_in_flight, last_in_flight);

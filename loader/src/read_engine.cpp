@@ -31,6 +31,7 @@ ReadEngine::ReadEngine(StorageReader& reader, FileTable& files, uint64_t read_si
   for (uint32_t i = qd; i > 0; --i) free_.push_back(i - 1);
   batch_.reserve(qd);
   comps_.resize(qd);
+  reaped_.reserve(qd);  // one sample at most ends per completion
 }
 
 void ReadEngine::add(SampleRead* s) noexcept {
@@ -82,7 +83,10 @@ void ReadEngine::fail_sample(SampleRead* s, int err, std::string text) noexcept 
 void ReadEngine::chunk_finished(SampleRead* s) noexcept {
   if (--s->chunks_left > 0) return;
   files_.release(s->file);
-  done_(s);
+  if (reaping_ && reaped_.size() < reaped_.capacity())
+    reaped_.push_back(s);  // reported once the freed slots are refilled
+  else
+    done_(s);
 }
 
 void ReadEngine::cancel_pending() noexcept {
@@ -110,8 +114,17 @@ int ReadEngine::poll(int timeout_ms) noexcept {
   if (in_flight_ == 0) return 0;
   const int n = reader_.reap(comps_, 1, timeout_ms);
   if (n < 0) return n;
+  reaping_ = true;
   for (int i = 0; i < n; ++i) on_completion(comps_[i]);
-  return 0;
+  reaping_ = false;
+  // The freed slots go back to the device before anyone hears of the
+  // samples that ended: the callback (a batch handed on, a lock, a wake-up)
+  // runs while the next reads are in flight, not between two of them.
+  fill_slots();
+  const int rc = submit_ready();
+  for (SampleRead* s : reaped_) done_(s);
+  reaped_.clear();
+  return rc < 0 ? rc : 0;
 }
 
 void ReadEngine::fill_slots() noexcept {

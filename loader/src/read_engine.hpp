@@ -53,7 +53,9 @@ class ReadEngine {
   // Queues a sample (never blocks). Errors surface through `done`.
   void add(SampleRead* s) noexcept;
   // Submits what fits and handles what completed, waiting up to timeout_ms
-  // when something is in flight. 0, or -errno when the backend failed.
+  // when something is in flight; the slots those completions freed are
+  // refilled and submitted before `done` runs for the samples they ended.
+  // 0, or -errno when the backend failed.
   int poll(int timeout_ms) noexcept;
   // Drops queued (unsubmitted) requests: their samples end with -ECANCELED.
   void cancel_pending() noexcept;
@@ -111,6 +113,8 @@ class ReadEngine {
   std::vector<ReadRequest> batch_;
   std::vector<Completion> comps_;
   std::vector<SampleRead*> failed_;
+  std::vector<SampleRead*> reaped_;  // samples ended by this poll's completions
+  bool reaping_ = false;
   uint32_t in_flight_ = 0;
   EngineStats stats_;
 };
