@@ -158,7 +158,7 @@ Disk delta(const Disk& a, const Disk& b) {
 // Runs the loader on `reg` for ramp + chunk seconds (the epoch lists the
 // region's samples enough times over not to end first).
 Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg, double ramp,
-               double chunk, bool transform, const DiskReader& dr) {
+               double chunk, bool transform, uint32_t batch, const DiskReader& dr) {
   sl::Dataset ds;
   const uint32_t f = ds.add_file(file, size);
   const double max_rate = r.direct ? 4e9 : 16e9;  // bytes/s, generous
@@ -173,7 +173,7 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
   c.backend = sl::Backend::kUring;
   c.queue_depth = r.qd;
   c.read_size = r.bs;
-  c.batch_size = std::max<uint32_t>(r.qd, 8);
+  c.batch_size = batch ? batch : std::max<uint32_t>(r.qd, 8);
   c.shuffle = r.random;
   c.direct = r.direct ? sl::Toggle::kOn : sl::Toggle::kOff;
   sl::Pipeline p;
@@ -370,7 +370,7 @@ void add(Disk* a, const Disk& b) { a->reads += b.reads, a->sectors += b.sectors,
 
 RowResult run_row(const std::string& file, uint64_t size, const Row& r, int rounds, double ramp,
                   double chunk, double ref_s, const Region* reg, const DiskReader& dr,
-                  bool transform = false) {
+                  bool transform = false, uint32_t batch = 0) {
   RowResult x;
   if (r.direct) sl::drop_cache(file);
   x.ref = ref_s > 0 ? run_fio(file, r, reg[3], 1.0, ref_s, dr).mb_s : 0;
@@ -383,7 +383,7 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
       const Region g = reg[k++ % 3];
       if (r.direct) sl::drop_cache(file);
       if (loader)
-        a = run_loader(file, size, r, g, ramp, chunk, transform, dr);
+        a = run_loader(file, size, r, g, ramp, chunk, transform, batch, dr);
       else
         b = run_fio(file, r, g, ramp, chunk, dr);
     }
@@ -474,6 +474,13 @@ int main(int argc, char** argv) {
         "%-24s with a no-op transform (oneTBB pool on, 2 workers): %.0f MB/s, %.3f CPU "
         "s/GB, %.2f x fio's\n",
         r.name, x.loader, x.cpu_l, x.cpu_ratio);
+    // The row's batches are 8 x 128 KiB: each costs two thread hand-offs
+    // (I/O thread -> preprocessing thread -> consumer). 64 samples a batch
+    // (8 MiB, still small for a trainer) shows what they cost per GB.
+    const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, false, 64);
+    std::printf("%-24s with BATCH_SIZE 64 (8 MiB batches): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
+                "%.2f x fio's\n",
+                r.name, y.loader, y.ratio, y.cpu_l, y.cpu_ratio);
   }
   for (const auto& [name, x] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;

@@ -97,23 +97,30 @@ void Loader::Impl::run_io() noexcept {
   uint32_t last_in_flight = UINT32_MAX;
   bool ended = false;  // by stop or a backend failure, not by the last read
   for (;;) {
-    {
-      std::unique_lock lock(mu);
+    // With reads in flight the thread does not sleep on the lock: when
+    // another thread holds it, stop and planning are looked at next round.
+    std::unique_lock planning(mu, std::defer_lock);
+    if (engine.in_flight() == 0)
+      planning.lock();
+    else
+      (void)planning.try_lock();
+    if (planning.owns_lock()) {
       if (!stop && engine.idle() && planned < n_batches && planned >= released + slots.size())
-        io_cv.wait_for(lock, std::chrono::milliseconds(kPollMs));
+        io_cv.wait_for(planning, std::chrono::milliseconds(kPollMs));
       if ((ended = stop)) break;
       if (planned == n_batches && engine.idle()) break;  // the epoch is read
       while (planned < n_batches && planned < released + slots.size()) {
-        lock.unlock();
+        planning.unlock();
         try {
           plan_batch(*this, planned, engine);
         } catch (...) {
-          lock.lock();
+          planning.lock();
           break;
         }
         ++planned;
-        lock.lock();
+        planning.lock();
       }
+      planning.unlock();
     }
     if (const int rc = engine.poll(kPollMs); rc < 0) {
       std::lock_guard lock(mu);
