@@ -40,7 +40,7 @@
 // (fio's own figures, ramp excluded) / its io_bytes. fio's io_uring
 // options are its defaults (fixedbufs, registerfiles, sqthread_poll, hipri
 // off); the loader's registered-buffer reads are printed beside.
-//   loader_vs_fio [file_mib=2048] [rounds=4] [chunk_s=2] [ref_s=8]
+//   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8]
 //   (fio in PATH; file under /tmp, removed)
 #include <fcntl.h>
 #include <spawn.h>
@@ -287,7 +287,7 @@ Run run_fio(const std::string& file, const Row& r, Region reg, double ramp, doub
   const double cpu = (job["usr_cpu"].get<double>() + job["sys_cpu"].get<double>()) / 100 * runtime_s;
   f.cpu_gb = io > 0 ? cpu / (io / 1e9) : 0;
   // Ramp bytes are not in io_bytes: the delivered total is estimated at
-  // the steady rate over ramp + runtime (a lower bound while ramping up).
+  // the steady rate over ramp + runtime (too high when the ramp ran slower).
   f.delivered = io + bw * ramp;
   f.disk = delta(d0, d1);
   return f;
@@ -410,9 +410,9 @@ const char* cached(double delivered, const Disk& d) {
 
 int main(int argc, char** argv) {
   const uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2048;
-  int rounds = argc > 2 ? std::max(2, std::atoi(argv[2])) : 4;
+  int rounds = argc > 2 ? std::max(2, std::atoi(argv[2])) : 8;
   rounds += rounds % 2;  // ABBA needs an even number
-  const double chunk = argc > 3 ? std::max(0.5, std::atof(argv[3])) : 2.0;
+  const double chunk = argc > 3 ? std::max(0.5, std::atof(argv[3])) : 1.0;
   const double ref_s = argc > 4 ? std::max(8.0, std::atof(argv[4])) : 8.0;
   const double ramp = 0.5;
   const std::string file = make_file(mib);
