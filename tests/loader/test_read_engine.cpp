@@ -29,6 +29,21 @@ struct Files {
   }
 };
 
+// One buffer per file of Files, each sample queued on `engine`.
+struct Buffers {
+  std::vector<std::vector<std::byte>> bytes;
+  Buffers(std::vector<sl::detail::SampleRead>& reads, sl::detail::ReadEngine& engine)
+      : bytes(reads.size(), std::vector<std::byte>(24576)) {
+    for (size_t i = 0; i < reads.size(); ++i) {
+      reads[i].file = static_cast<uint32_t>(i);
+      reads[i].length = 20000;
+      reads[i].buf = bytes[i].data();
+      reads[i].buf_bytes = bytes[i].size();
+      engine.add(&reads[i]);
+    }
+  }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(read_engine)
@@ -61,15 +76,8 @@ BOOST_AUTO_TEST_CASE(stray_and_duplicate_completions_are_never_applied) {
   sl::detail::FileTable files(s.ds, sl::real_sys(), sl::Toggle::kOff);
   int done = 0;
   sl::detail::ReadEngine engine(reader, files, 8192, [&](sl::detail::SampleRead*) { ++done; });
-  std::vector<std::vector<std::byte>> bufs(12, std::vector<std::byte>(24576));
   std::vector<sl::detail::SampleRead> reads(12);
-  for (size_t i = 0; i < 12; ++i) {
-    reads[i].file = static_cast<uint32_t>(i);
-    reads[i].length = 20000;
-    reads[i].buf = bufs[i].data();
-    reads[i].buf_bytes = bufs[i].size();
-    engine.add(&reads[i]);
-  }
+  Buffers bufs(reads, engine);
   for (int i = 0; i < 1000 && !engine.idle(); ++i) BOOST_REQUIRE(engine.poll(10) == 0);
   BOOST_TEST(done == 12);
   BOOST_TEST(engine.stats().reads == 12u * 3);  // 3 chunks of 8192 per sample
@@ -165,14 +173,7 @@ BOOST_AUTO_TEST_CASE(freed_slots_are_resubmitted_before_samples_are_reported) {
     order.push_back(static_cast<size_t>(r - reads.data()));
     submitted_at_done.push_back(reader.submitted);
   });
-  std::vector<std::vector<std::byte>> bufs(12, std::vector<std::byte>(24576));
-  for (size_t i = 0; i < 12; ++i) {
-    reads[i].file = static_cast<uint32_t>(i);
-    reads[i].length = 20000;
-    reads[i].buf = bufs[i].data();
-    reads[i].buf_bytes = bufs[i].size();
-    engine.add(&reads[i]);
-  }
+  Buffers bufs(reads, engine);
   for (int i = 0; i < 100 && !engine.idle(); ++i) BOOST_REQUIRE(engine.poll(10) == 0);
   BOOST_REQUIRE(submitted_at_done.size() == 12u);
   for (size_t i = 0; i < 12; ++i) {
