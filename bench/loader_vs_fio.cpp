@@ -40,6 +40,10 @@
 // (fio's own figures, ramp excluded) / its io_bytes. fio's io_uring
 // options are its defaults (fixedbufs, registerfiles, sqthread_poll, hipri
 // off); the loader's registered-buffer reads are printed beside.
+// The loader is measured as shipped, recording its trace; after the rows
+// the random QD 8 row runs again (2 rounds each) with a no-op transform,
+// at BATCH_SIZE 64 and untraced (capture off), and the warm row at
+// PREFETCH 1, for what each costs.
 //   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8]
 //   (fio in PATH; file under /tmp, removed)
 #include <fcntl.h>
@@ -68,6 +72,7 @@
 #include "stallscope/loader/loader.hpp"
 #include "stallscope/loader/storage.hpp"
 #include "stallscope/loader/tier.hpp"
+#include "stallscope/trace.h"
 
 #include "loader_vs_fio_logic.hpp"
 
@@ -155,10 +160,18 @@ Disk delta(const Disk& a, const Disk& b) {
   return {b.reads - a.reads, b.sectors - a.sectors, b.queue_ms - a.queue_ms};
 }
 
+// How the loader side runs, beyond the row's shape.
+struct LoaderOpts {
+  bool transform = false;  // a no-op transform: the oneTBB pool on
+  uint32_t batch = 0;      // BATCH_SIZE; 0: max(QD, 8)
+  uint32_t prefetch = 0;   // PREFETCH; 0: the loader's default
+  bool traced = true;      // false: capture off, the loader records nothing
+};
+
 // Runs the loader on `reg` for ramp + chunk seconds (the epoch lists the
 // region's samples enough times over not to end first).
 Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg, double ramp,
-               double chunk, bool transform, uint32_t batch, const DiskReader& dr) {
+               double chunk, const LoaderOpts& o, const DiskReader& dr) {
   sl::Dataset ds;
   const uint32_t f = ds.add_file(file, size);
   const double max_rate = r.direct ? 4e9 : 16e9;  // bytes/s, generous
@@ -173,12 +186,19 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
   c.backend = sl::Backend::kUring;
   c.queue_depth = r.qd;
   c.read_size = r.bs;
-  c.batch_size = batch ? batch : std::max<uint32_t>(r.qd, 8);
+  c.batch_size = o.batch ? o.batch : std::max<uint32_t>(r.qd, 8);
+  if (o.prefetch) c.prefetch_batches = o.prefetch;
   c.shuffle = r.random;
   c.direct = r.direct ? sl::Toggle::kOn : sl::Toggle::kOff;
   sl::Pipeline p;
   p.collate = [](std::span<const sl::Sample>, std::span<std::byte>) -> int64_t { return 0; };
-  if (transform) p.transform = [](sl::Sample&) { return 0; };
+  if (o.transform) p.transform = [](sl::Sample&) { return 0; };
+  // Untraced: the loader records nothing (fio records nothing either).
+  struct Capture {
+    int was = stallscope_capture_enabled();
+    explicit Capture(bool on) { stallscope_capture_set(on ? was : 0); }
+    ~Capture() { stallscope_capture_set(was); }
+  } capture(o.traced);
   std::unique_ptr<sl::Loader> l;
   std::string err;
   if (sl::Loader::create(ds, c, p, &l, &err) != 0) {
@@ -370,7 +390,7 @@ void add(Disk* a, const Disk& b) { a->reads += b.reads, a->sectors += b.sectors,
 
 RowResult run_row(const std::string& file, uint64_t size, const Row& r, int rounds, double ramp,
                   double chunk, double ref_s, const Region* reg, const DiskReader& dr,
-                  bool transform = false, uint32_t batch = 0) {
+                  const LoaderOpts& o = {}) {
   RowResult x;
   if (r.direct) sl::drop_cache(file);
   x.ref = ref_s > 0 ? run_fio(file, r, reg[3], 1.0, ref_s, dr).mb_s : 0;
@@ -383,7 +403,7 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
       const Region g = reg[k++ % 3];
       if (r.direct) sl::drop_cache(file);
       if (loader)
-        a = run_loader(file, size, r, g, ramp, chunk, transform, batch, dr);
+        a = run_loader(file, size, r, g, ramp, chunk, o, dr);
       else
         b = run_fio(file, r, g, ramp, chunk, dr);
     }
@@ -469,18 +489,34 @@ int main(int argc, char** argv) {
   }
   {
     const Row& r = rows[3];
-    const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, true);
+    const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.transform = true});
     std::printf(
         "%-24s with a no-op transform (oneTBB pool on, 2 workers): %.0f MB/s, %.3f CPU "
         "s/GB, %.2f x fio's\n",
         r.name, x.loader, x.cpu_l, x.cpu_ratio);
-    // The row's batches are 8 x 128 KiB: each costs two thread hand-offs
-    // (I/O thread -> preprocessing thread -> consumer). 64 samples a batch
-    // (8 MiB, still small for a trainer) shows what they cost per GB.
-    const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, false, 64);
+    // The row's batches are 8 x 128 KiB: each costs a thread hand-off (the
+    // I/O thread wakes the consumer). 64 samples a batch (8 MiB, still
+    // small for a trainer) shows what it costs per GB.
+    const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.batch = 64});
     std::printf("%-24s with BATCH_SIZE 64 (8 MiB batches): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
                 "%.2f x fio's\n",
                 r.name, y.loader, y.ratio, y.cpu_l, y.cpu_ratio);
+    // The rows above measure the loader as shipped, recording its trace.
+    const RowResult z = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.traced = false});
+    std::printf("%-24s untraced (capture off): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
+                "%.2f x fio's\n",
+                r.name, z.loader, z.ratio, z.cpu_l, z.cpu_ratio);
+  }
+  {
+    // The warm row copies from the page cache at memory speed: the loader
+    // fills PREFETCH + 1 slots of 8 MiB in turn (40 MiB by default), fio
+    // refills the same 8 MiB. One slot ahead shows what that costs.
+    const Row& r = rows[5];
+    run_cmd({"sh", "-c", "cat '" + file + "' > /dev/null"});
+    const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.prefetch = 1});
+    std::printf("%-24s with PREFETCH 1 (2 slots, 16 MiB): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
+                "%.2f x fio's\n",
+                r.name, x.loader, x.ratio, x.cpu_l, x.cpu_ratio);
   }
   for (const auto& [name, x] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;

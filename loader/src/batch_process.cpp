@@ -3,10 +3,13 @@
 // per group of samples (one preprocess span per group), then in batch order
 // the collate into staging memory (one span), the H2D copy and batch_ready.
 // Without a transform there is nothing to run in parallel: the same input
-// and output stages run in order on the preprocessing thread, no pool.
+// and output stages run in order, no pool — on the I/O thread while they
+// cost less than handing a batch to another thread, else on the
+// preprocessing thread.
 #include <errno.h>
 #include <pthread.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "loader_impl.hpp"
@@ -65,6 +68,7 @@ bool gather_samples(Loader::Impl& L, BatchState& b) {
 // worker runs for the loader renames it — before it records anything, so
 // its trace track is named right — for traces and per-thread CPU figures.
 void name_worker(Loader::Impl& L) noexcept {
+  if (!L.pool) return;  // no workers: the stages run on the I/O or prep thread
   thread_local bool named = false;
   if (named) return;
   named = true;
@@ -193,12 +197,60 @@ void Loader::Impl::wake_prep() noexcept {
   prep_cv.notify_one();
 }
 
-// Without a transform: each batch's stages in order on this thread. A pool
-// would add nothing but its workers' idle spinning, which between the
-// batches of a storage-bound epoch costs more CPU than the batches' work.
+// Without a transform: one batch's input and output stages, timed.
+void Loader::Impl::serial_batch(void* batch) noexcept {
+  const auto t0 = std::chrono::steady_clock::now();
+  prep_finish(batch);
+  serial_cost.add(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
+                      .count());
+}
+
+// Without a transform, on the prep thread: each batch's stages in order,
+// once the I/O thread handed them off (or from the start of the epoch when
+// they were too slow for it). A pool would add nothing but its workers'
+// idle spinning, which between the batches of a storage-bound epoch costs
+// more CPU than the batches' work.
 void Loader::Impl::run_serial() noexcept {
+  {
+    std::unique_lock lock(prep_mu);
+    prep_cv.wait(lock, [&] { return prep_handoff || prep_io_done || cancel.load(); });
+    if (!prep_handoff) return;  // the I/O thread ran them all, or the epoch was stopped
+  }
   size_t items = 0;
-  while (void* b = prep_next(&items)) prep_finish(b);
+  while (void* b = prep_next(&items)) serial_batch(b);
+}
+
+// Without a transform, on the I/O thread after a batch's last read (its
+// freed slots already resubmitted): the stages of every batch read so far,
+// in order. Once they prove slower than a hand-off the rest of the epoch's
+// go to the prep thread.
+void Loader::Impl::run_stages_inline() noexcept {
+  while (io_runs_stages && prep_next_index < n_batches) {
+    const uint64_t k = prep_next_index;
+    if (slots[k % slots.size()].batch.read_seq.load(std::memory_order_acquire) != k + 1) return;
+    size_t items = 0;
+    void* b = prep_next(&items);  // read: returns at once
+    if (b == nullptr) return;     // cancelled
+    serial_batch(b);
+    if (serial_cost.too_slow_for_io()) {
+      io_runs_stages = false;
+      {
+        std::lock_guard lock(prep_mu);
+        prep_handoff = true;
+      }
+      prep_cv.notify_one();
+    }
+  }
+}
+
+// The I/O thread ends: a prep thread still waiting for a hand-off ends too.
+void Loader::Impl::end_inline() noexcept {
+  if (pool) return;
+  {
+    std::lock_guard lock(prep_mu);
+    prep_io_done = true;
+  }
+  prep_cv.notify_one();
 }
 
 void Loader::Impl::run_prep() noexcept {

@@ -1,6 +1,7 @@
 // The I/O thread: plans batches while slots are free, feeds their samples
 // to the read engine and hands each fully read batch to the preprocessing
-// thread. It ends when the epoch's last batch is read; on stop it stops
+// thread (without a transform, runs its serial stages itself while they
+// are cheap: batch_process.cpp). It ends when the epoch's last batch is read; on stop it stops
 // planning, drops queued requests and drains the requests in flight before
 // any buffer can be freed.
 #include <errno.h>
@@ -91,7 +92,10 @@ void Loader::Impl::run_io() noexcept {
     if (--b->reads_left > 0) return;
     publish(*this, *reads);  // stats() covers every batch that was handed on
     b->read_seq.store(b->index + 1, std::memory_order_release);
-    wake_prep();
+    if (io_runs_stages)
+      run_stages_inline();
+    else
+      wake_prep();
   });
   reads = &engine;
   uint32_t last_in_flight = UINT32_MAX;
@@ -141,6 +145,7 @@ void Loader::Impl::run_io() noexcept {
     drain(engine);
   }
   publish(*this, engine);
+  end_inline();
   std::lock_guard lock(mu);
   io_cpu.end();
 }

@@ -194,6 +194,11 @@ int Loader::start_epoch(uint64_t epoch) noexcept {
   L.ready_count = 0;
   L.error.clear();
   L.prep_next_index = 0;
+  // Without a pool the I/O thread runs the serial stages unless the last
+  // epoch showed them slower than a hand-off.
+  L.io_runs_stages = !L.pool && !L.serial_cost.too_slow_for_io();
+  L.prep_handoff = !L.pool && !L.io_runs_stages;
+  L.prep_io_done = false;
   for (Slot& s : L.slots) {
     s.batch.ready = false;
     s.batch.read_seq.store(0);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -84,6 +85,27 @@ struct ThreadCpu {
   }
 };
 
+// Without a pool, how long a batch's serial stages (the input stage's
+// error policy, collate, queueing the H2D copy, batch_ready) take: a
+// decaying minimum, so one preempted batch does not move them off the I/O
+// thread. Written by whichever thread runs the stages — one at a time —
+// and read at the start of an epoch, after both threads were joined.
+struct SerialCost {
+  // Stages cheaper than a hand-off run on the I/O thread: waking the
+  // preprocessing thread costs the I/O thread a futex call and the batch a
+  // wake-up (24 µs on average from wake-up to running, measured with
+  // `perf sched` on 2 busy cores), more than such stages themselves.
+  static constexpr double kInlineMaxNs = 20000;
+  static constexpr uint32_t kMinSamples = 8;  // measured before moving them off
+  double ns = 0;
+  uint64_t samples = 0;
+  void add(double v) noexcept {
+    ns = samples++ == 0 ? v : std::min(v, 1.25 * ns);
+  }
+  // True once enough batches were measured and they cost more than a hand-off.
+  bool too_slow_for_io() const noexcept { return samples >= kMinSamples && ns > kInlineMaxNs; }
+};
+
 struct Loader::Impl {
   Dataset ds;
   Config cfg;
@@ -107,6 +129,14 @@ struct Loader::Impl {
   std::mutex prep_mu;     // without a pool: the prep thread waits for reads
   std::condition_variable prep_cv;
   uint64_t prep_next_index = 0;  // the input stage only
+  // Without a pool the serial stages run on the I/O thread (io_runs_stages)
+  // until they prove slower than a hand-off; then the I/O thread sets
+  // prep_handoff and the prep thread runs them from prep_next_index on.
+  // prep_io_done: the I/O thread ended without handing them off.
+  bool io_runs_stages = false;  // I/O thread only during an epoch
+  bool prep_handoff = false;    // under prep_mu
+  bool prep_io_done = false;    // under prep_mu
+  SerialCost serial_cost;
   std::mutex mu;
   std::condition_variable ready_cv;  // consumer waits for batches
   std::condition_variable io_cv;     // I/O thread waits for free slots
@@ -138,6 +168,9 @@ struct Loader::Impl {
   void run_io() noexcept;    // io_stage.cpp
   void run_prep() noexcept;  // batch_process.cpp
   void run_serial() noexcept;
+  void run_stages_inline() noexcept;
+  void end_inline() noexcept;
+  void serial_batch(void* batch) noexcept;
   void wait_reads(const BatchState& b, uint64_t index) noexcept;
   void wake_prep() noexcept;
   void* prep_next(size_t* items) noexcept;

@@ -3,7 +3,13 @@
 // local disk and tmpfs: empty and 1-byte files, sizes off 4096, files
 // larger than the read size, many small files, shard records crossing
 // chunk boundaries (RELIABILITY.md 24, the byte-exact list).
+#include <pthread.h>
 #include <sys/resource.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
 
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -190,6 +196,55 @@ BOOST_AUTO_TEST_CASE(transform_and_collate_see_the_samples_in_order) {
   }
   BOOST_TEST(lengths == (std::vector<uint64_t>{10, 20, 30, 40, 50, 60, 70}),
              boost::test_tools::per_element());
+}
+
+// Without a transform the serial stages run on the I/O thread while they
+// cost less than a hand-off; eight batches that each cost more move the
+// rest of the epoch, and the next epochs, to the preprocessing thread.
+BOOST_AUTO_TEST_CASE(serial_stages_run_on_the_io_thread_until_they_prove_slow) {
+  FileSet files(std::vector<size_t>(48, 1000));
+  sl::Dataset ds;
+  std::string err;
+  BOOST_REQUIRE(sl::Dataset::from_directory(files.root(), &ds, &err) == 0);
+  sl::Config cfg = test_config();
+  cfg.direct = sl::Toggle::kOff;
+  for (const auto pause : {std::chrono::microseconds(0), std::chrono::microseconds(2000)}) {
+    BOOST_TEST_CONTEXT("collate pause " << pause.count() << " us") {
+      auto threads = std::make_shared<std::vector<std::string>>();  // per batch, in order
+      sl::Pipeline p;
+      p.collate = [threads, pause](std::span<const sl::Sample> samples,
+                                   std::span<std::byte> dst) -> int64_t {
+        char name[16] = {};
+        pthread_getname_np(pthread_self(), name, sizeof name);
+        threads->emplace_back(name);
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        uint64_t at = 0;
+        for (const auto& s : samples) {
+          if (s.bytes.size() > dst.size() - at) return -ENOSPC;
+          std::memcpy(dst.data() + at, s.bytes.data(), s.bytes.size());
+          at += s.bytes.size();
+        }
+        return static_cast<int64_t>(at);
+      };
+      auto l = make(ds, cfg, p);
+      const EpochResult e0 = run_epoch(*l, 0);
+      check_exact(e0, files.hashes);
+      BOOST_TEST(e0.collated_bytes == 48u * 1000);
+      BOOST_REQUIRE_EQUAL(threads->size(), 12u);
+      const std::vector<std::string> first = *threads;
+      threads->clear();
+      const EpochResult e1 = run_epoch(*l, 1);
+      check_exact(e1, files.hashes);
+      BOOST_REQUIRE_EQUAL(threads->size(), 12u);
+      std::vector<std::string> want0(12, "ss-loader-io"), want1 = want0;
+      if (pause.count() > 0) {  // measured on 8 batches, then handed off for good
+        std::fill(want0.begin() + 8, want0.end(), "ss-loader-prep");
+        std::fill(want1.begin(), want1.end(), "ss-loader-prep");
+      }
+      BOOST_TEST(first == want0, boost::test_tools::per_element());
+      BOOST_TEST(*threads == want1, boost::test_tools::per_element());
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(ranks_split_an_epoch_without_overlap) {
