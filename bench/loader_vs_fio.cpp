@@ -43,7 +43,8 @@
 // The loader is measured as shipped, recording its trace; after the rows
 // the random QD 8 row runs again (2 rounds each) with a no-op transform,
 // at BATCH_SIZE 64 and untraced (capture off), and the warm row at
-// PREFETCH 1, for what each costs.
+// PREFETCH 1 and against fio at QD 40 (the loader's buffer footprint),
+// for what each costs.
 //   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8]
 //   (fio in PATH; file under /tmp, removed)
 #include <fcntl.h>
@@ -390,7 +391,9 @@ void add(Disk* a, const Disk& b) { a->reads += b.reads, a->sectors += b.sectors,
 
 RowResult run_row(const std::string& file, uint64_t size, const Row& r, int rounds, double ramp,
                   double chunk, double ref_s, const Region* reg, const DiskReader& dr,
-                  const LoaderOpts& o = {}) {
+                  const LoaderOpts& o = {}, uint32_t fio_qd = 0) {
+  Row fr = r;  // fio's side: the row, or another queue depth
+  if (fio_qd) fr.qd = fio_qd;
   RowResult x;
   if (r.direct) sl::drop_cache(file);
   x.ref = ref_s > 0 ? run_fio(file, r, reg[3], 1.0, ref_s, dr).mb_s : 0;
@@ -405,7 +408,7 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
       if (loader)
         a = run_loader(file, size, r, g, ramp, chunk, o, dr);
       else
-        b = run_fio(file, r, g, ramp, chunk, dr);
+        b = run_fio(file, fr, g, ramp, chunk, dr);
     }
     ld.push_back(a.mb_s), fi.push_back(b.mb_s), cl.push_back(a.cpu_gb), cf.push_back(b.cpu_gb);
     ratio.push_back(b.mb_s > 0 ? a.mb_s / b.mb_s : 0);
@@ -510,13 +513,18 @@ int main(int argc, char** argv) {
   {
     // The warm row copies from the page cache at memory speed: the loader
     // fills PREFETCH + 1 slots of 8 MiB in turn (40 MiB by default), fio
-    // refills the same 8 MiB. One slot ahead shows what that costs.
+    // refills the same 8 MiB. One slot ahead, and fio with as many buffers
+    // as the loader (QD 40), show what the footprint costs.
     const Row& r = rows[5];
     run_cmd({"sh", "-c", "cat '" + file + "' > /dev/null"});
     const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.prefetch = 1});
     std::printf("%-24s with PREFETCH 1 (2 slots, 16 MiB): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
                 "%.2f x fio's\n",
                 r.name, x.loader, x.ratio, x.cpu_l, x.cpu_ratio);
+    const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {}, 40);
+    std::printf("%-24s against fio at QD 40 (40 MiB of buffers, as the loader's): %.0f MB/s, "
+                "%.2f x fio's %.0f; %.3f CPU s/GB, %.2f x fio's\n",
+                r.name, y.loader, y.ratio, y.fio, y.cpu_l, y.cpu_ratio);
   }
   for (const auto& [name, x] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;

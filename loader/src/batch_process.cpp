@@ -163,6 +163,12 @@ void Loader::Impl::prep_work(const detail::Group& g) noexcept {
 
 // Pipeline output, in batch order: collate, H2D, batch_ready.
 void Loader::Impl::prep_finish(void* batch) noexcept {
+  finish_stages(batch);
+  mark_ready(static_cast<BatchState*>(batch));
+}
+
+// The output stage up to handing the batch to the consumer.
+void Loader::Impl::finish_stages(void* batch) noexcept {
   name_worker(*this);
   BatchState* b = static_cast<BatchState*>(batch);
   Slot& slot = slots[b->index % slots.size()];
@@ -175,7 +181,6 @@ void Loader::Impl::prep_finish(void* batch) noexcept {
     }
     if (enabled()) record_batch_ready(ticks_now(), b->id, b->trace_ids);
   }
-  mark_ready(b);
 }
 
 // Returns once batch `index` is fully read or the epoch is cancelled. In
@@ -197,12 +202,15 @@ void Loader::Impl::wake_prep() noexcept {
   prep_cv.notify_one();
 }
 
-// Without a transform: one batch's input and output stages, timed.
+// Without a transform: one batch's output stage, timed up to the wake-up
+// of the consumer, which may run at once on this core in this thread's
+// place (that wait is the consumer's work, not the stages').
 void Loader::Impl::serial_batch(void* batch) noexcept {
   const auto t0 = std::chrono::steady_clock::now();
-  prep_finish(batch);
+  finish_stages(batch);
   serial_cost.add(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
                       .count());
+  mark_ready(static_cast<BatchState*>(batch));
 }
 
 // Without a transform, on the prep thread: each batch's stages in order,

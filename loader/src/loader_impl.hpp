@@ -176,6 +176,7 @@ struct Loader::Impl {
   void* prep_next(size_t* items) noexcept;
   void prep_work(const detail::Group& g) noexcept;
   void prep_finish(void* batch) noexcept;
+  void finish_stages(void* batch) noexcept;
   void stop_epoch() noexcept;
   void mark_ready(BatchState* b) noexcept;
   uint64_t batch_id(uint64_t index) const noexcept { return (epoch << 32) + index + 1; }
