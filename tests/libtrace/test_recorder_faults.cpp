@@ -267,6 +267,19 @@ BOOST_AUTO_TEST_CASE(threads_beyond_the_memory_budget_drop_and_count_every_event
 
 // RELIABILITY.md 37: STALLSCOPE_BUFFER_MB=65536 with 1 GiB thread buffers
 // took a small program to 8.4 GB and 30 s, every buffer touched up front.
+// Under ASan the probe's resident memory also holds the allocator's
+// quarantine of freed blocks (256 MiB by default): 285 MiB was seen on a
+// busy machine, so the bound there is twice the plain build's.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STALLSCOPE_FAULTS_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(STALLSCOPE_FAULTS_ASAN)
+constexpr long kLazyRssLimitKb = 512 * 1024;
+#else
+constexpr long kLazyRssLimitKb = 256 * 1024;
+#endif
 BOOST_AUTO_TEST_CASE(extreme_buffer_settings_touch_memory_lazily_and_are_capped) {
   TempDir d;
   auto r = run_probe({"threads", "8", "20000"},
@@ -274,7 +287,7 @@ BOOST_AUTO_TEST_CASE(extreme_buffer_settings_touch_memory_lazily_and_are_capped)
                       {"STALLSCOPE_THREAD_BUFFER_KB", "1048576"}, {"STALLSCOPE_SAMPLE_MS", "0"}});
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
   BOOST_TEST(r.err.find("is more than an eighth of this machine's") != std::string::npos, r.err);
-  BOOST_TEST(r.max_rss_kb < 256 * 1024, r.max_rss_kb << " KiB");  // 8 threads, 20,000 spans each
+  BOOST_TEST(r.max_rss_kb < kLazyRssLimitKb, r.max_rss_kb << " KiB");  // 8 threads, 20,000 spans each
   Loaded l = load(trace_files(d.path()).at(0));
   uint64_t dropped = 0;
   for (const auto& t : l.end.tracks) dropped += t.dropped_buffer;
