@@ -208,8 +208,8 @@ void Loader::Impl::wake_prep() noexcept {
 void Loader::Impl::serial_batch(void* batch) noexcept {
   const auto t0 = std::chrono::steady_clock::now();
   finish_stages(batch);
-  serial_cost.add(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
-                      .count());
+  serial_cost.add(
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
   mark_ready(static_cast<BatchState*>(batch));
 }
 

@@ -1,9 +1,9 @@
 // The I/O thread: plans batches while slots are free, feeds their samples
 // to the read engine and hands each fully read batch to the preprocessing
 // thread (without a transform, runs its serial stages itself while they
-// are cheap: batch_process.cpp). It ends when the epoch's last batch is read; on stop it stops
-// planning, drops queued requests and drains the requests in flight before
-// any buffer can be freed.
+// are cheap: batch_process.cpp). It ends when the epoch's last batch is
+// read; on stop it stops planning, drops queued requests and drains the
+// requests in flight before any buffer can be freed.
 #include <errno.h>
 
 #include <chrono>

@@ -85,9 +85,9 @@ struct ThreadCpu {
   }
 };
 
-// Without a pool, how long a batch's serial stages (the input stage's
-// error policy, collate, queueing the H2D copy, batch_ready) take: a
-// decaying minimum, so one preempted batch does not move them off the I/O
+// Without a pool, how long a batch's output stage (collate, queueing the
+// H2D copy, batch_ready: up to the consumer's wake-up) takes: a decaying
+// minimum, so one preempted batch does not move the stages off the I/O
 // thread. Written by whichever thread runs the stages — one at a time —
 // and read at the start of an epoch, after both threads were joined.
 struct SerialCost {
@@ -99,9 +99,7 @@ struct SerialCost {
   static constexpr uint32_t kMinSamples = 8;  // measured before moving them off
   double ns = 0;
   uint64_t samples = 0;
-  void add(double v) noexcept {
-    ns = samples++ == 0 ? v : std::min(v, 1.25 * ns);
-  }
+  void add(double v) noexcept { ns = samples++ == 0 ? v : std::min(v, 1.25 * ns); }
   // True once enough batches were measured and they cost more than a hand-off.
   bool too_slow_for_io() const noexcept { return samples >= kMinSamples && ns > kInlineMaxNs; }
 };
