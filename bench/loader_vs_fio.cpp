@@ -161,10 +161,13 @@ Disk delta(const Disk& a, const Disk& b) {
   return {b.reads - a.reads, b.sectors - a.sectors, b.queue_ms - a.queue_ms};
 }
 
+// The loader's BATCH_SIZE for a row: a batch keeps the queue full.
+uint32_t default_batch(const Row& r) { return std::max<uint32_t>(r.qd, 8); }
+
 // How the loader side runs, beyond the row's shape.
 struct LoaderOpts {
   bool transform = false;  // a no-op transform: the oneTBB pool on
-  uint32_t batch = 0;      // BATCH_SIZE; 0: max(QD, 8)
+  uint32_t batch = 0;      // BATCH_SIZE; 0: default_batch()
   uint32_t prefetch = 0;   // PREFETCH; 0: the loader's default
   bool traced = true;      // false: capture off, the loader records nothing
 };
@@ -187,7 +190,7 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
   c.backend = sl::Backend::kUring;
   c.queue_depth = r.qd;
   c.read_size = r.bs;
-  c.batch_size = o.batch ? o.batch : std::max<uint32_t>(r.qd, 8);
+  c.batch_size = o.batch ? o.batch : default_batch(r);
   if (o.prefetch) c.prefetch_batches = o.prefetch;
   c.shuffle = r.random;
   c.direct = r.direct ? sl::Toggle::kOn : sl::Toggle::kOff;
@@ -512,19 +515,24 @@ int main(int argc, char** argv) {
   }
   {
     // The warm row copies from the page cache at memory speed: the loader
-    // fills PREFETCH + 1 slots of 8 MiB in turn (40 MiB by default), fio
-    // refills the same 8 MiB. One slot ahead, and fio with as many buffers
-    // as the loader (QD 40), show what the footprint costs.
+    // fills PREFETCH + 1 slots of one batch each in turn (5 x 8 MiB by
+    // default), fio refills its QD buffers (8 MiB). One slot ahead, and fio
+    // with as many buffers as the loader, show what the footprint costs.
     const Row& r = rows[5];
+    const uint32_t batch = default_batch(r);
+    const uint32_t same_qd = (sl::Config{}.prefetch_batches + 1) * batch;
+    const uint64_t footprint_mib = uint64_t(same_qd) * r.bs >> 20;
     run_cmd({"sh", "-c", "cat '" + file + "' > /dev/null"});
     const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.prefetch = 1});
-    std::printf("%-24s with PREFETCH 1 (2 slots, 16 MiB): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
-                "%.2f x fio's\n",
-                r.name, x.loader, x.ratio, x.cpu_l, x.cpu_ratio);
-    const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {}, 40);
-    std::printf("%-24s against fio at QD 40 (40 MiB of buffers, as the loader's): %.0f MB/s, "
+    std::printf("%-24s with PREFETCH 1 (2 slots, %llu MiB): %.0f MB/s, %.2f x fio's; %.3f CPU "
+                "s/GB, %.2f x fio's\n",
+                r.name, static_cast<unsigned long long>(2ull * batch * r.bs >> 20), x.loader,
+                x.ratio, x.cpu_l, x.cpu_ratio);
+    const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {}, same_qd);
+    std::printf("%-24s against fio at QD %u (%llu MiB of buffers, as the loader's): %.0f MB/s, "
                 "%.2f x fio's %.0f; %.3f CPU s/GB, %.2f x fio's\n",
-                r.name, y.loader, y.ratio, y.fio, y.cpu_l, y.cpu_ratio);
+                r.name, same_qd, static_cast<unsigned long long>(footprint_mib), y.loader, y.ratio, y.fio,
+                y.cpu_l, y.cpu_ratio);
   }
   for (const auto& [name, x] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;
