@@ -494,10 +494,10 @@ int main(int argc, char** argv) {
     results.emplace_back(r.name, x);
   }
   {
-    // Sequential QD 1: one read in flight, so every microsecond between a
-    // completion and the next submission shows. Untraced separates the
-    // trace's share; one sample a batch, one slot ahead (2 MiB of buffers,
-    // fio's 1 MiB) separates the buffer footprint's and the batch's.
+    // Sequential QD 1: one read in flight, so a slower request at the
+    // device shows in full. Untraced separates the trace's share; one
+    // sample a batch, one slot ahead (2 buffers of one read, against fio's
+    // one) separates the buffer footprint's.
     const Row& r = rows[0];
     const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.traced = false});
     std::printf("%-24s untraced (capture off): %.0f MB/s, %.2f x fio's; %.3f CPU s/GB, "
@@ -505,11 +505,12 @@ int main(int argc, char** argv) {
                 r.name, x.loader, x.ratio, x.cpu_l, x.cpu_ratio);
     const RowResult y =
         run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.batch = 1, .prefetch = 1});
-    std::printf("%-24s with BATCH_SIZE 1, PREFETCH 1 (2 MiB of buffers): %.0f MB/s, %.2f x fio's; "
-                "%.3f CPU s/GB, %.2f x fio's\n",
-                r.name, y.loader, y.ratio, y.cpu_l, y.cpu_ratio);
-    // Random QD 32: batches of 32 x 128 KiB, 5 slots (20 MiB) against fio's
-    // 4 MiB; one slot ahead halves the loader's footprint.
+    std::printf("%-24s with BATCH_SIZE 1, PREFETCH 1 (%llu MiB of buffers): %.0f MB/s, %.2f x "
+                "fio's; %.3f CPU s/GB, %.2f x fio's\n",
+                r.name, static_cast<unsigned long long>(2ull * r.bs >> 20), y.loader, y.ratio,
+                y.cpu_l, y.cpu_ratio);
+    // Random QD 32: PREFETCH + 1 slots of 32 x 128 KiB (5 x 4 MiB by
+    // default) against fio's 4 MiB; one slot ahead shrinks the footprint.
     const Row& q32 = rows[4];
     const RowResult z = run_row(file, size, q32, 2, ramp, chunk, 0, reg, dr, {.prefetch = 1});
     std::printf("%-24s with PREFETCH 1 (2 slots, %llu MiB): %.0f MB/s, %.2f x fio's; %.3f CPU "
@@ -556,8 +557,8 @@ int main(int argc, char** argv) {
     const RowResult y = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {}, same_qd);
     std::printf("%-24s against fio at QD %u (%llu MiB of buffers, as the loader's): %.0f MB/s, "
                 "%.2f x fio's %.0f; %.3f CPU s/GB, %.2f x fio's\n",
-                r.name, same_qd, static_cast<unsigned long long>(footprint_mib), y.loader, y.ratio, y.fio,
-                y.cpu_l, y.cpu_ratio);
+                r.name, same_qd, static_cast<unsigned long long>(footprint_mib), y.loader,
+                y.ratio, y.fio, y.cpu_l, y.cpu_ratio);
   }
   for (const auto& [name, x] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;
