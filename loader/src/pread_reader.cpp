@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "fork_generation.hpp"
 #include "stallscope/loader/storage.hpp"
 
 namespace stallscope::loader {
@@ -24,7 +25,7 @@ class PreadReader final : public StorageReader {
 
   int start() noexcept {
     try {
-      pid_ = ::getpid();
+      gen_ = detail::fork_generation();
       stopping_ = false;
       for (uint32_t i = 0; i < threads_n_; ++i) threads_.emplace_back([this] { serve(); });
     } catch (...) {
@@ -107,7 +108,7 @@ class PreadReader final : public StorageReader {
 
   // A forked child has none of the parent's threads: start its own.
   int own_threads() noexcept {
-    if (pid_ == ::getpid()) return 0;
+    if (gen_ == detail::fork_generation()) return 0;
     // The parent's lock and waiter state means nothing here: its threads are
     // not in this process, and a notify would wait for them forever.
     new (&mu_) std::mutex();
@@ -135,7 +136,7 @@ class PreadReader final : public StorageReader {
   Sys& sys_;
   uint32_t qd_;
   uint32_t threads_n_;
-  pid_t pid_ = 0;
+  uint64_t gen_ = 0;  // fork_generation() when set up: another is a forked child
   mutable std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<ReadRequest> queued_;

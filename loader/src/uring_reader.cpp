@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "fork_generation.hpp"
 #include "log.hpp"
 #include "stallscope/loader/storage.hpp"
 
@@ -20,7 +21,7 @@ class UringReader final : public StorageReader {
  public:
   UringReader(const ReaderOptions& o, Sys& sys) : sys_(sys), qd_(o.queue_depth) {}
   ~UringReader() override {
-    if (ready_ && pid_ == ::getpid()) sys_.uring_exit(&ring_);
+    if (ready_ && gen_ == detail::fork_generation()) sys_.uring_exit(&ring_);
   }
 
   int init() noexcept {
@@ -30,7 +31,7 @@ class UringReader final : public StorageReader {
     const int rc = STALLSCOPE_URING_CHECK(sys_.uring_init(qd_, &ring_, &p));
     if (rc < 0) return rc;
     ready_ = true;
-    pid_ = ::getpid();
+    gen_ = detail::fork_generation();
     in_flight_ = 0;
     unsubmitted_ = 0;
     return 0;
@@ -90,7 +91,7 @@ class UringReader final : public StorageReader {
  private:
   // A forked child gets a ring of its own; the parent's requests are not its own.
   int own_ring() noexcept {
-    if (pid_ == ::getpid()) return 0;
+    if (gen_ == detail::fork_generation()) return 0;
     sys_.uring_exit(&ring_);  // unmaps the child's view only
     ready_ = false;
     const std::vector<BufferRange> keep = fixed_;
@@ -157,7 +158,7 @@ class UringReader final : public StorageReader {
   uint32_t in_flight_ = 0;
   uint32_t unsubmitted_ = 0;
   uint64_t fixed_reads_ = 0;
-  pid_t pid_ = 0;
+  uint64_t gen_ = 0;  // fork_generation() when set up: another is a forked child
   bool ready_ = false;
   std::vector<BufferRange> fixed_;
 };
