@@ -34,10 +34,20 @@
 //                reserved (vm.nr_hugepages), else the O_DIRECT rows are
 //                INVALID: on a virtio disk a 1 MiB O_DIRECT read from
 //                4 KiB pages is several times slower than from one page.
+//   footprint    after each row, a control: the row's reads from the
+//                loader's own io_uring reader in a bare loop (no batches,
+//                no consumer, no trace), time-based as above, at fio's
+//                buffer footprint (QD x request size) and at the loader's
+//                (PREFETCH + 1 slots of a batch), ABBA over rounds / 2.
+//                Its ratio is what the footprint alone costs on this
+//                machine; the row's ratio over it ("net") is the loader's
+//                own. Both are printed, each with a RESULT line.
 // CPU per GB: steady window only — the loader process's getrusage
 // (RUSAGE_SELF: every thread, io-wq included) between the ramp's last
 // batch and the deadline / steady bytes; fio's job thread usr_cpu+sys_cpu
-// (fio's own figures, ramp excluded) / its io_bytes. fio's io_uring
+// (fio's own figures, ramp excluded) / its io_bytes. The loader's is also
+// split by thread (/proc/self/task/*/schedstat): its I/O thread, the
+// consumer, the recorder's threads. fio's io_uring
 // options are its defaults (fixedbufs, registerfiles, sqthread_poll, hipri
 // off); the loader's registered-buffer reads are printed beside.
 // The loader is measured as shipped, recording its trace; after the rows
@@ -45,7 +55,9 @@
 // at BATCH_SIZE 64 and untraced (capture off), and the warm row at
 // PREFETCH 1 and against fio at QD 40 (the loader's buffer footprint),
 // for what each costs.
-//   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8]
+//   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8] [rows=all]
+//   (rows: a comma-separated list of row names, e.g. for a profile of one;
+//   the extra lines run with their row)
 //   (fio in PATH; file under /tmp, removed)
 #include <fcntl.h>
 #include <spawn.h>
@@ -132,6 +144,7 @@ struct Run {
   double mb_s = 0, cpu_gb = 0, delivered = 0;
   Disk disk;
   uint64_t fixed = 0;
+  double io_gb = 0, consumer_gb = 0, recorder_gb = 0;  // the loader's cpu_gb by thread
 };
 
 double seconds(const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; }
@@ -143,6 +156,33 @@ double cpu_s(int who) {
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+// CPU seconds of this process's threads by role, from
+// /proc/self/task/*/schedstat (run time, ns) and comm: the loader's I/O
+// thread ("ss-loader-io"), the main thread (the bench's consumer) and the
+// recorder's threads ("stallscope-*": the CPU sampler, the flusher).
+struct ThreadCpu {
+  double io = 0, consumer = 0, recorder = 0;
+};
+ThreadCpu thread_cpu() {
+  ThreadCpu c;
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(e.path() / "comm"), sched(e.path() / "schedstat");
+    std::string name;
+    double ns = 0;
+    if (!std::getline(comm, name) || !(sched >> ns)) continue;  // the thread has ended
+    const double t = ns * 1e-9;
+    if (e.path().filename() == self)
+      c.consumer += t;
+    else if (name.rfind("ss-loader-io", 0) == 0)
+      c.io += t;
+    else if (name.rfind("stallscope-", 0) == 0)
+      c.recorder += t;
+  }
+  return c;
+}
+
 // /proc/loadavg's first three fields ("?" if unreadable): printed before
 // and after a run so that a figure says what load it was measured under.
 std::string loadavg() {
@@ -215,6 +255,7 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
   l->start_epoch(0);
   sl::Batch b;
   double tr = 0, cr = 0, tl = 0, cl = 0;
+  ThreadCpu th0;
   uint64_t steady = 0, all = 0;
   while (l->next_batch(&b) == 0) {
     const double t = now_s();
@@ -226,18 +267,24 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
       continue;
     }
     if (steady == 0 && tr == 0) tr = t0;
-    if (cr == 0) cr = cpu_s(RUSAGE_SELF);
+    if (cr == 0) th0 = thread_cpu(), cr = cpu_s(RUSAGE_SELF);
     steady += n;
     tl = t;
     if (t >= t0 + ramp + chunk) break;
   }
   cl = cpu_s(RUSAGE_SELF);
+  const ThreadCpu th1 = thread_cpu();
   l->stop();
   const Disk d1 = dr.read();
   const sl::LoaderStats s = l->stats();
   Run out;
   if (tl > tr && steady > 0) out.mb_s = double(steady) / 1e6 / (tl - tr);
   out.cpu_gb = steady ? (cl - cr) / (double(steady) / 1e9) : 0;
+  if (steady) {
+    const double gb = double(steady) / 1e9;
+    out.io_gb = (th1.io - th0.io) / gb, out.consumer_gb = (th1.consumer - th0.consumer) / gb,
+    out.recorder_gb = (th1.recorder - th0.recorder) / gb;
+  }
   out.delivered = double(all);
   out.disk = delta(d0, d1);
   out.fixed = s.fixed_reads - s0.fixed_reads;
@@ -317,6 +364,101 @@ Run run_fio(const std::string& file, const Row& r, Region reg, double ramp, doub
   return f;
 }
 
+// The footprint control: the row's reads from the loader's own io_uring
+// reader in a bare loop (no batches, no consumer thread, no trace) into
+// `bytes` of buffers used round robin, time-based and measured as the
+// loader side (bytes completed after the ramp / the time from the ramp's
+// last completion to the last one; CPU of the process meanwhile). Run at
+// fio's footprint and at the loader's, it measures what the footprint
+// alone costs on this machine.
+Run run_bare(const std::string& file, const Row& r, Region reg, uint64_t bytes, double ramp,
+             double chunk, const DiskReader& dr) {
+  std::string why;
+  auto rd = sl::make_reader(sl::Backend::kUring, {r.qd, 8}, sl::real_sys(), &why);
+  if (!rd) {
+    std::fprintf(stderr, "footprint control: no io_uring reader: %s\n", why.c_str());
+    return {};
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | (r.direct ? O_DIRECT : 0));
+  if (fd < 0) {
+    std::fprintf(stderr, "footprint control: %s: %s\n", file.c_str(), std::strerror(errno));
+    return {};
+  }
+  const uint64_t slots = std::max<uint64_t>(r.qd, bytes / r.bs);
+  bool locked = false;
+  auto* buf = static_cast<char*>(sl::alloc_locked(slots * r.bs, false, &locked));
+  if (buf == nullptr) {
+    ::close(fd);
+    std::fprintf(stderr, "footprint control: cannot map %llu bytes\n",
+                 static_cast<unsigned long long>(slots * r.bs));
+    return {};
+  }
+  std::memset(buf, 0, slots * r.bs);  // faulted in before the clock starts
+  const uint64_t blocks = reg.len / r.bs;
+  uint64_t x = 88172645463325252ull, next = 0, steady = 0, all = 0;
+  uint32_t in_flight = 0;
+  std::vector<sl::ReadRequest> q;
+  q.reserve(r.qd);
+  std::vector<sl::Completion> comp(r.qd);
+  bool stop = false, failed = false;
+  const Disk d0 = dr.read();
+  const double t0 = now_s();
+  double tr = t0, tl = 0, cr = 0, cl = 0;
+  while (!stop || in_flight > 0) {
+    q.clear();
+    while (!stop && in_flight + q.size() < r.qd) {
+      uint64_t blk = next % blocks;
+      if (r.random) x ^= x << 13, x ^= x >> 7, x ^= x << 17, blk = x % blocks;
+      q.push_back({fd, reg.off + blk * r.bs, uint32_t(r.bs), buf + (next % slots) * r.bs, next});
+      ++next;
+    }
+    if (!q.empty()) {
+      const int n = rd->submit(q);
+      if (n < 0) {
+        failed = true;
+        if (in_flight == 0) break;
+        stop = true;
+      } else {
+        in_flight += uint32_t(n);
+      }
+    }
+    const int n = rd->reap(comp, 1, 1000);
+    if (n < 0) {
+      failed = true;
+      break;
+    }
+    const double t = now_s();
+    for (int i = 0; i < n; ++i) {
+      --in_flight;
+      if (comp[size_t(i)].res != int32_t(r.bs)) failed = stop = true;
+      if (stop) continue;
+      all += r.bs;
+      if (t < t0 + ramp) {
+        tr = t;
+        continue;
+      }
+      if (cr == 0) cr = cpu_s(RUSAGE_SELF);
+      steady += r.bs;
+      tl = t;
+    }
+    if (!stop && t >= t0 + ramp + chunk) stop = true, cl = cpu_s(RUSAGE_SELF);
+  }
+  const Disk d1 = dr.read();
+  rd.reset();
+  sl::free_locked(buf, slots * r.bs, false);
+  ::close(fd);
+  Run out;
+  if (failed) {
+    std::fprintf(stderr, "footprint control: a read failed or came back short\n");
+    return out;
+  }
+  if (tl > tr && steady > 0) out.mb_s = double(steady) / 1e6 / (tl - tr);
+  out.cpu_gb = steady && cl > cr ? (cl - cr) / (double(steady) / 1e9) : 0;
+  out.delivered = double(all);
+  out.disk = delta(d0, d1);
+  return out;
+}
+
 // Per-request latency (submit to reap, us) p99 and CPU s/GB of one reader.
 std::pair<double, double> reader_p99(sl::Backend b, const std::string& file, uint64_t size,
                                      const Row& r) {
@@ -385,6 +527,7 @@ struct RowResult {
   double ref = 0, loader = 0, fio = 0, ratio = 0, lo = 0, hi = 0, cpu_l = 0, cpu_f = 0,
          cpu_ratio = 0;
   double del_l = 0, del_f = 0;
+  double io_l = 0, consumer_l = 0, recorder_l = 0;  // cpu_l by thread (medians)
   Disk disk_l, disk_f;
   uint64_t fixed = 0;
   bool valid = false;
@@ -400,7 +543,7 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
   RowResult x;
   if (r.direct) sl::drop_cache(file);
   x.ref = ref_s > 0 ? run_fio(file, r, reg[3], 1.0, ref_s, dr).mb_s : 0;
-  std::vector<double> ld, fi, ratio, cl, cf;
+  std::vector<double> ld, fi, ratio, cl, cf, io, consumer, recorder;
   int k = 0;  // compared runs so far: region k % 3
   for (int i = 0; i < rounds; ++i) {
     Run a, b;
@@ -414,6 +557,7 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
         b = run_fio(file, fr, g, ramp, chunk, dr);
     }
     ld.push_back(a.mb_s), fi.push_back(b.mb_s), cl.push_back(a.cpu_gb), cf.push_back(b.cpu_gb);
+    io.push_back(a.io_gb), consumer.push_back(a.consumer_gb), recorder.push_back(a.recorder_gb);
     ratio.push_back(b.mb_s > 0 ? a.mb_s / b.mb_s : 0);
     x.del_l += a.delivered, x.del_f += b.delivered;
     add(&x.disk_l, a.disk), add(&x.disk_f, b.disk);
@@ -423,9 +567,42 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
   const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
   x.lo = *lo, x.hi = *hi;
   x.cpu_l = median(cl), x.cpu_f = median(cf);
+  x.io_l = median(io), x.consumer_l = median(consumer), x.recorder_l = median(recorder);
   x.cpu_ratio = x.cpu_f > 0 ? x.cpu_l / x.cpu_f : 0;
   x.valid = stallscope::bench::row_valid(x.fio, x.ref, ref_s > 0);
   return x;
+}
+
+// The footprint control of a row: the bare loop at fio's footprint (QD
+// buffers of the request size) and at the loader's (PREFETCH + 1 slots of
+// one batch), ABBA over `rounds`, on the rotating regions.
+struct Control {
+  uint64_t small = 0, large = 0;  // bytes of buffers
+  double mb_small = 0, mb_large = 0, cpu_small = 0, cpu_large = 0;
+  double ratio = 0, cpu_ratio = 0;  // medians of the per-round large / small
+};
+
+Control footprint_control(const std::string& file, const Row& r, int rounds, double ramp,
+                          double chunk, const Region* reg, const DiskReader& dr) {
+  Control c;
+  c.small = uint64_t(r.qd) * r.bs;
+  c.large = uint64_t(sl::Config{}.prefetch_batches + 1) * default_batch(r) * r.bs;
+  std::vector<double> ms, ml, cs, cl, ratio, cpu;
+  int k = 0;
+  for (int i = 0; i < rounds; ++i) {
+    Run a, b;
+    for (int side = 0; side < 2; ++side) {
+      const bool small = (side == 0) == loader_first(i);
+      if (r.direct) sl::drop_cache(file);
+      (small ? a : b) = run_bare(file, r, reg[k++ % 3], small ? c.small : c.large, ramp, chunk, dr);
+    }
+    ms.push_back(a.mb_s), ml.push_back(b.mb_s), cs.push_back(a.cpu_gb), cl.push_back(b.cpu_gb);
+    ratio.push_back(a.mb_s > 0 ? b.mb_s / a.mb_s : 0);
+    cpu.push_back(a.cpu_gb > 0 ? b.cpu_gb / a.cpu_gb : 0);
+  }
+  c.mb_small = median(ms), c.mb_large = median(ml), c.cpu_small = median(cs),
+  c.cpu_large = median(cl), c.ratio = median(ratio), c.cpu_ratio = median(cpu);
+  return c;
 }
 
 const char* cached(double delivered, const Disk& d) {
@@ -441,6 +618,10 @@ int main(int argc, char** argv) {
   const double chunk = argc > 3 ? std::max(0.5, std::atof(argv[3])) : 1.0;
   const double ref_s = argc > 4 ? std::max(8.0, std::atof(argv[4])) : 8.0;
   const double ramp = 0.5;
+  const std::string only = argc > 5 ? std::string(",") + argv[5] + "," : "";
+  auto selected = [&](const char* name) {
+    return only.empty() || only.find(std::string(",") + name + ",") != std::string::npos;
+  };
   const std::string file = make_file(mib);
   const uint64_t size = mib << 20;
   const uint64_t q = (size / 4) & ~uint64_t((1 << 20) - 1);
@@ -474,8 +655,15 @@ int main(int argc, char** argv) {
   std::printf("%-24s %6s %6s %6s %-19s| CPU s/GB %6s %6s %5s | disk loader: %-27s | fio: %-27s\n",
               "row", "ref", "loader", "fio", "MB/s ratio", "loader", "fio", "ratio",
               "GB deliv/dev reads qms", "GB deliv/dev reads qms");
-  std::vector<std::pair<const char*, RowResult>> results;
+  struct Result {
+    const char* name;
+    RowResult x;
+    Control c;
+  };
+  std::vector<Result> results;
+  const int control_rounds = std::max(2, rounds / 2 + rounds / 2 % 2);  // even
   for (const Row& r : rows) {
+    if (!selected(r.name)) continue;
     if (!r.direct)  // warms the page cache over the whole file
       run_cmd({"sh", "-c", "cat '" + file + "' > /dev/null"});
     const RowResult x = run_row(file, size, r, rounds, ramp, chunk, ref_s, reg, dr);
@@ -490,10 +678,21 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(x.disk_f.queue_ms), cached(x.del_f, x.disk_f));
     if (x.fixed) std::printf("%-24s loader: %llu reads into registered buffers\n", r.name,
                              static_cast<unsigned long long>(x.fixed));
+    std::printf("%-24s loader CPU s/GB by thread: I/O %.4f, consumer %.4f, recorder %.4f, "
+                "rest %.4f (io-wq, ended threads); fio %.4f\n",
+                r.name, x.io_l, x.consumer_l, x.recorder_l,
+                std::max(0.0, x.cpu_l - x.io_l - x.consumer_l - x.recorder_l), x.cpu_f);
     std::fflush(stdout);
-    results.emplace_back(r.name, x);
+    const Control c = footprint_control(file, r, control_rounds, ramp, chunk, reg, dr);
+    std::printf("%-24s footprint control (bare io_uring loop): %llu MiB %.0f MB/s %.3f s/GB, "
+                "%llu MiB (the loader's) %.0f MB/s %.3f s/GB: %.2f x MB/s, %.2f x CPU\n",
+                r.name, static_cast<unsigned long long>(c.small >> 20), c.mb_small, c.cpu_small,
+                static_cast<unsigned long long>(c.large >> 20), c.mb_large, c.cpu_large, c.ratio,
+                c.cpu_ratio);
+    std::fflush(stdout);
+    results.push_back({r.name, x, c});
   }
-  {
+  if (selected(rows[0].name)) {
     // Sequential QD 1: one read in flight, so a slower request at the
     // device shows in full. Untraced separates the trace's share; one
     // sample a batch, one slot ahead (2 buffers of one read, against fio's
@@ -509,6 +708,8 @@ int main(int argc, char** argv) {
                 "fio's; %.3f CPU s/GB, %.2f x fio's\n",
                 r.name, static_cast<unsigned long long>(2ull * r.bs >> 20), y.loader, y.ratio,
                 y.cpu_l, y.cpu_ratio);
+  }
+  if (selected(rows[4].name)) {
     // Random QD 32: PREFETCH + 1 slots of 32 x 128 KiB (5 x 4 MiB by
     // default) against fio's 4 MiB; one slot ahead shrinks the footprint.
     const Row& q32 = rows[4];
@@ -519,7 +720,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(2ull * default_batch(q32) * q32.bs >> 20),
                 z.loader, z.ratio, z.cpu_l, z.cpu_ratio);
   }
-  {
+  if (selected(rows[3].name)) {
     const Row& r = rows[3];
     const RowResult x = run_row(file, size, r, 2, ramp, chunk, 0, reg, dr, {.transform = true});
     std::printf(
@@ -539,7 +740,7 @@ int main(int argc, char** argv) {
                 "%.2f x fio's\n",
                 r.name, z.loader, z.ratio, z.cpu_l, z.cpu_ratio);
   }
-  {
+  if (selected(rows[5].name)) {
     // The warm row copies from the page cache at memory speed: the loader
     // fills PREFETCH + 1 slots of one batch each in turn (5 x 8 MiB by
     // default), fio refills its QD buffers (8 MiB). One slot ahead, and fio
@@ -560,7 +761,17 @@ int main(int argc, char** argv) {
                 r.name, same_qd, static_cast<unsigned long long>(footprint_mib), y.loader,
                 y.ratio, y.fio, y.cpu_l, y.cpu_ratio);
   }
-  for (const auto& [name, x] : results) {
+  // Net of the footprint: the row's ratio over what the footprint alone
+  // costs the bare loop (its MB/s and CPU at the loader's footprint / at
+  // fio's): what is left is the loader's own.
+  for (const auto& [name, x, c] : results) {
+    const double net = c.ratio > 0 ? x.ratio / c.ratio : 0;
+    const double cpu_net = c.cpu_ratio > 0 ? x.cpu_ratio / c.cpu_ratio : 0;
+    std::printf("# %s: ratio %.2f, CPU %.2f; the footprint alone %.2f, CPU %.2f; net of it %.2f, "
+                "CPU %.2f\n",
+                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net);
+  }
+  for (const auto& [name, x, c] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;
     const bool valid = x.valid && (g_buffers.like_for_like() || !direct);
     if (!x.valid)
@@ -571,7 +782,17 @@ int main(int argc, char** argv) {
     result(std::string("loader_vs_fio_") + name, x.ratio, ">=", 0.95, valid);
     result(std::string("loader_vs_fio_cpu_") + name, x.cpu_ratio, "<=", 1.0, valid);
   }
+  for (const auto& [name, x, c] : results) {
+    const bool valid = x.valid && c.ratio > 0 && c.cpu_ratio > 0 &&
+                       (g_buffers.like_for_like() ||
+                        std::string(name).find("_direct_") == std::string::npos);
+    result(std::string("loader_vs_fio_net_") + name, c.ratio > 0 ? x.ratio / c.ratio : 0, ">=",
+           0.95, valid);
+    result(std::string("loader_vs_fio_cpu_net_") + name,
+           c.cpu_ratio > 0 ? x.cpu_ratio / c.cpu_ratio : 0, "<=", 1.0, valid);
+  }
   for (const Row& r : {rows[1], rows[4]}) {
+    if (!selected(r.name)) continue;
     std::vector<double> u_p99, u_cpu, p_p99, p_cpu;  // alternating rounds, medians
     for (int i = 0; i < std::max(1, rounds / 2); ++i) {
       sl::drop_cache(file);
