@@ -38,7 +38,7 @@
 //                loader's own io_uring reader in a bare loop (no batches,
 //                no consumer, no trace), time-based as above, at fio's
 //                buffer footprint (QD x request size) and at the loader's
-//                (PREFETCH + 1 slots of a batch), ABBA over rounds / 2.
+//                (PREFETCH + 1 slots of a batch), ABBA over `rounds`.
 //                Its ratio is what the footprint alone costs on this
 //                machine; the row's ratio over it ("net") is the loader's
 //                own. Both are printed, each with a RESULT line.
@@ -661,7 +661,6 @@ int main(int argc, char** argv) {
     Control c;
   };
   std::vector<Result> results;
-  const int control_rounds = std::max(2, rounds / 2 + rounds / 2 % 2);  // even
   for (const Row& r : rows) {
     if (!selected(r.name)) continue;
     if (!r.direct)  // warms the page cache over the whole file
@@ -683,7 +682,7 @@ int main(int argc, char** argv) {
                 r.name, x.io_l, x.consumer_l, x.recorder_l,
                 std::max(0.0, x.cpu_l - x.io_l - x.consumer_l - x.recorder_l), x.cpu_f);
     std::fflush(stdout);
-    const Control c = footprint_control(file, r, control_rounds, ramp, chunk, reg, dr);
+    const Control c = footprint_control(file, r, rounds, ramp, chunk, reg, dr);
     std::printf("%-24s footprint control (bare io_uring loop): %llu MiB %.0f MB/s %.3f s/GB, "
                 "%llu MiB (the loader's) %.0f MB/s %.3f s/GB: %.2f x MB/s, %.2f x CPU\n",
                 r.name, static_cast<unsigned long long>(c.small >> 20), c.mb_small, c.cpu_small,
@@ -767,9 +766,10 @@ int main(int argc, char** argv) {
   for (const auto& [name, x, c] : results) {
     const double net = c.ratio > 0 ? x.ratio / c.ratio : 0;
     const double cpu_net = c.cpu_ratio > 0 ? x.cpu_ratio / c.cpu_ratio : 0;
+    const double untraced_cpu = x.cpu_f > 0 ? (x.cpu_l - x.recorder_l) / x.cpu_f : 0;
     std::printf("# %s: ratio %.2f, CPU %.2f; the footprint alone %.2f, CPU %.2f; net of it %.2f, "
-                "CPU %.2f\n",
-                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net);
+                "CPU %.2f; CPU without the recorder's threads %.2f\n",
+                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net, untraced_cpu);
   }
   for (const auto& [name, x, c] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;
