@@ -618,10 +618,29 @@ int main(int argc, char** argv) {
   const double chunk = argc > 3 ? std::max(0.5, std::atof(argv[3])) : 1.0;
   const double ref_s = argc > 4 ? std::max(8.0, std::atof(argv[4])) : 8.0;
   const double ramp = 0.5;
-  const std::string only = argc > 5 ? std::string(",") + argv[5] + "," : "";
+  const std::string rows_arg = argc > 5 ? argv[5] : "all";
+  const std::string only = rows_arg == "all" || rows_arg.empty() ? "" : "," + rows_arg + ",";
   auto selected = [&](const char* name) {
     return only.empty() || only.find(std::string(",") + name + ",") != std::string::npos;
   };
+  const Row rows[] = {{"seq1M_direct_qd1", 1 << 20, 1, false, true},
+                      {"seq1M_direct_qd8", 1 << 20, 8, false, true},
+                      {"seq1M_direct_qd32", 1 << 20, 32, false, true},
+                      {"rand128K_direct_qd8", 128 << 10, 8, true, true},
+                      {"rand128K_direct_qd32", 128 << 10, 32, true, true},
+                      {"seq1M_buffered_warm_qd8", 1 << 20, 8, false, false}};
+  if (!only.empty()) {  // every name asked for must be a row
+    std::string known, name;
+    for (const Row& r : rows) known += std::string(known.empty() ? "" : ", ") + r.name;
+    std::istringstream names(rows_arg);
+    while (std::getline(names, name, ','))
+      if (std::none_of(std::begin(rows), std::end(rows),
+                       [&](const Row& r) { return name == r.name; })) {
+        std::fprintf(stderr, "loader_vs_fio: no row named '%s' (rows: %s)\n", name.c_str(),
+                     known.c_str());
+        return 2;
+      }
+  }
   const std::string file = make_file(mib);
   const uint64_t size = mib << 20;
   const uint64_t q = (size / 4) & ~uint64_t((1 << 20) - 1);
@@ -629,12 +648,6 @@ int main(int argc, char** argv) {
   const DiskReader dr = disk_of(file);
   std::printf("loadavg at start: %s (%ld CPUs online)\n", loadavg().c_str(),
               ::sysconf(_SC_NPROCESSORS_ONLN));
-  const Row rows[] = {{"seq1M_direct_qd1", 1 << 20, 1, false, true},
-                      {"seq1M_direct_qd8", 1 << 20, 8, false, true},
-                      {"seq1M_direct_qd32", 1 << 20, 32, false, true},
-                      {"rand128K_direct_qd8", 128 << 10, 8, true, true},
-                      {"rand128K_direct_qd32", 128 << 10, 32, true, true},
-                      {"seq1M_buffered_warm_qd8", 1 << 20, 8, false, false}};
   std::printf(
       "%llu MiB file, 4 regions of %llu MiB; %d rounds ABBA, %.1f s ramp + %.1f s per side; "
       "reference fio %.0f s + 1 s ramp on region 3; device %u:%u%s\n",
@@ -766,10 +779,10 @@ int main(int argc, char** argv) {
   for (const auto& [name, x, c] : results) {
     const double net = c.ratio > 0 ? x.ratio / c.ratio : 0;
     const double cpu_net = c.cpu_ratio > 0 ? x.cpu_ratio / c.cpu_ratio : 0;
-    const double untraced_cpu = x.cpu_f > 0 ? (x.cpu_l - x.recorder_l) / x.cpu_f : 0;
+    const double no_recorder_cpu = x.cpu_f > 0 ? (x.cpu_l - x.recorder_l) / x.cpu_f : 0;
     std::printf("# %s: ratio %.2f, CPU %.2f; the footprint alone %.2f, CPU %.2f; net of it %.2f, "
                 "CPU %.2f; CPU without the recorder's threads %.2f\n",
-                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net, untraced_cpu);
+                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net, no_recorder_cpu);
   }
   for (const auto& [name, x, c] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;
