@@ -60,6 +60,7 @@
 //   the extra lines run with their row)
 //   (fio in PATH; file under /tmp, removed)
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -505,6 +506,18 @@ void result(const std::string& name, double v, const char* op, double target, bo
               !valid ? "INVALID" : pass ? "PASS" : "MISS");
 }
 
+// The bench's directory and files, for a SIGINT/SIGTERM handler to remove
+// (unlink and rmdir are async-signal-safe): a stopped run leaves no 2 GiB
+// file behind.
+char g_dir[64], g_data[96], g_json[112];
+extern "C" void remove_and_exit(int sig) {
+  ::unlink(g_json);
+  ::unlink(g_data);
+  ::rmdir(g_dir);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 std::string make_file(uint64_t mib) {
   char tmpl[] = "/tmp/stallscope-fio-XXXXXX";  // mkdtemp(3) fills in the Xs
   const char* dir = ::mkdtemp(tmpl);
@@ -513,6 +526,11 @@ std::string make_file(uint64_t mib) {
     std::exit(1);
   }
   const std::string file = std::string(dir) + "/data.bin";
+  std::snprintf(g_dir, sizeof g_dir, "%s", dir);
+  std::snprintf(g_data, sizeof g_data, "%s", file.c_str());
+  std::snprintf(g_json, sizeof g_json, "%s.json", file.c_str());
+  ::signal(SIGINT, remove_and_exit);
+  ::signal(SIGTERM, remove_and_exit);
   std::vector<uint64_t> blk((1 << 20) / 8);
   uint64_t x = 88172645463325252ull;
   std::ofstream out(file, std::ios::binary);
