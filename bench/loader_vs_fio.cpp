@@ -38,10 +38,13 @@
 //                loader's own io_uring reader in a bare loop (no batches,
 //                no consumer, no trace), time-based as above, at fio's
 //                buffer footprint (QD x request size) and at the loader's
-//                (PREFETCH + 1 slots of a batch), ABBA over `rounds`.
-//                Its ratio is what the footprint alone costs on this
-//                machine; the row's ratio over it ("net") is the loader's
-//                own. Both are printed, each with a RESULT line.
+//                (PREFETCH + 1 slots of a batch), with fio beside, over
+//                `rounds` (fio, fio's footprint, the loader's, then the
+//                reverse). Its ratio is what the footprint alone costs on
+//                this machine; the row's ratio over it ("net") is the
+//                loader's own, each with a RESULT line; the loop at fio's
+//                footprint against fio compares the reader with fio's
+//                engine on the same buffers.
 // CPU per GB: steady window only — the loader process's getrusage
 // (RUSAGE_SELF: every thread, io-wq included) between the ramp's last
 // batch and the deadline / steady bytes; fio's job thread usr_cpu+sys_cpu
@@ -593,11 +596,14 @@ RowResult run_row(const std::string& file, uint64_t size, const Row& r, int roun
 
 // The footprint control of a row: the bare loop at fio's footprint (QD
 // buffers of the request size) and at the loader's (PREFETCH + 1 slots of
-// one batch), ABBA over `rounds`, on the rotating regions.
+// one batch), and fio, over `rounds` on the rotating regions, in the order
+// fio, fio's footprint, the loader's, then the reverse (each side first
+// and last equally often).
 struct Control {
   uint64_t small = 0, large = 0;  // bytes of buffers
-  double mb_small = 0, mb_large = 0, cpu_small = 0, cpu_large = 0;
-  double ratio = 0, cpu_ratio = 0;  // medians of the per-round large / small
+  double mb_small = 0, mb_large = 0, cpu_small = 0, cpu_large = 0, mb_fio = 0, cpu_fio = 0;
+  double ratio = 0, cpu_ratio = 0;    // medians of the per-round large / small
+  double reader = 0, cpu_reader = 0;  // medians of the per-round small / fio
 };
 
 Control footprint_control(const std::string& file, const Row& r, int rounds, double ramp,
@@ -605,21 +611,29 @@ Control footprint_control(const std::string& file, const Row& r, int rounds, dou
   Control c;
   c.small = uint64_t(r.qd) * r.bs;
   c.large = uint64_t(sl::Config{}.prefetch_batches + 1) * default_batch(r) * r.bs;
-  std::vector<double> ms, ml, cs, cl, ratio, cpu;
+  std::vector<double> ms, ml, mf, cs, cl, cf, ratio, cpu, reader, cpu_reader;
   int k = 0;
   for (int i = 0; i < rounds; ++i) {
-    Run a, b;
-    for (int side = 0; side < 2; ++side) {
-      const bool small = (side == 0) == loader_first(i);
+    Run run[3];  // fio, fio's footprint, the loader's
+    for (int n = 0; n < 3; ++n) {
+      const int side = loader_first(i) ? n : 2 - n;
       if (r.direct) sl::drop_cache(file);
-      (small ? a : b) = run_bare(file, r, reg[k++ % 3], small ? c.small : c.large, ramp, chunk, dr);
+      const Region g = reg[k++ % 3];
+      run[side] = side == 0 ? run_fio(file, r, g, ramp, chunk, dr)
+                            : run_bare(file, r, g, side == 1 ? c.small : c.large, ramp, chunk, dr);
     }
-    ms.push_back(a.mb_s), ml.push_back(b.mb_s), cs.push_back(a.cpu_gb), cl.push_back(b.cpu_gb);
+    const Run &f = run[0], &a = run[1], &b = run[2];
+    ms.push_back(a.mb_s), ml.push_back(b.mb_s), mf.push_back(f.mb_s);
+    cs.push_back(a.cpu_gb), cl.push_back(b.cpu_gb), cf.push_back(f.cpu_gb);
     ratio.push_back(a.mb_s > 0 ? b.mb_s / a.mb_s : 0);
     cpu.push_back(a.cpu_gb > 0 ? b.cpu_gb / a.cpu_gb : 0);
+    reader.push_back(f.mb_s > 0 ? a.mb_s / f.mb_s : 0);
+    cpu_reader.push_back(f.cpu_gb > 0 ? a.cpu_gb / f.cpu_gb : 0);
   }
-  c.mb_small = median(ms), c.mb_large = median(ml), c.cpu_small = median(cs),
-  c.cpu_large = median(cl), c.ratio = median(ratio), c.cpu_ratio = median(cpu);
+  c.mb_small = median(ms), c.mb_large = median(ml), c.mb_fio = median(mf);
+  c.cpu_small = median(cs), c.cpu_large = median(cl), c.cpu_fio = median(cf);
+  c.ratio = median(ratio), c.cpu_ratio = median(cpu);
+  c.reader = median(reader), c.cpu_reader = median(cpu_reader);
   return c;
 }
 
@@ -715,10 +729,12 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     const Control c = footprint_control(file, r, rounds, ramp, chunk, reg, dr);
     std::printf("%-24s footprint control (bare io_uring loop): %llu MiB %.0f MB/s %.3f s/GB, "
-                "%llu MiB (the loader's) %.0f MB/s %.3f s/GB: %.2f x MB/s, %.2f x CPU\n",
+                "%llu MiB (the loader's) %.0f MB/s %.3f s/GB: %.2f x MB/s, %.2f x CPU; fio "
+                "beside %.0f MB/s %.3f s/GB: the loop at fio's footprint %.2f x fio's MB/s, %.2f "
+                "x CPU\n",
                 r.name, static_cast<unsigned long long>(c.small >> 20), c.mb_small, c.cpu_small,
                 static_cast<unsigned long long>(c.large >> 20), c.mb_large, c.cpu_large, c.ratio,
-                c.cpu_ratio);
+                c.cpu_ratio, c.mb_fio, c.cpu_fio, c.reader, c.cpu_reader);
     std::fflush(stdout);
     results.push_back({r.name, x, c});
   }
@@ -799,8 +815,10 @@ int main(int argc, char** argv) {
     const double cpu_net = c.cpu_ratio > 0 ? x.cpu_ratio / c.cpu_ratio : 0;
     const double no_recorder_cpu = x.cpu_f > 0 ? (x.cpu_l - x.recorder_l) / x.cpu_f : 0;
     std::printf("# %s: ratio %.2f, CPU %.2f; the footprint alone %.2f, CPU %.2f; net of it %.2f, "
-                "CPU %.2f; CPU without the recorder's threads %.2f\n",
-                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net, no_recorder_cpu);
+                "CPU %.2f; CPU without the recorder's threads %.2f; the bare loop at fio's "
+                "footprint %.2f x fio's MB/s, %.2f x CPU\n",
+                name, x.ratio, x.cpu_ratio, c.ratio, c.cpu_ratio, net, cpu_net, no_recorder_cpu,
+                c.reader, c.cpu_reader);
   }
   for (const auto& [name, x, c] : results) {
     const bool direct = std::string(name).find("_direct_") != std::string::npos;
