@@ -522,8 +522,8 @@ extern "C" void remove_and_exit(int sig) {
 }
 
 std::string make_file(uint64_t mib) {
-  char tmpl[] = "/tmp/stallscope-fio-XXXXXX";  // mkdtemp(3) fills in the Xs
-  const char* dir = ::mkdtemp(tmpl);
+  std::string tmpl = "/tmp/stallscope-fio-" + std::string(6, 'X');  // mkdtemp(3)'s template
+  const char* dir = ::mkdtemp(tmpl.data());
   if (dir == nullptr) {
     std::fprintf(stderr, "loader_vs_fio: cannot make a directory under /tmp: %s\n", std::strerror(errno));
     std::exit(1);
