@@ -71,7 +71,8 @@ Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
 Remedy reject(std::string id, std::string title, std::string reason);
 // printf into a std::string (evidence and model texts).
 std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-// Runs every rule; the best predicted gain first (a healthy verdict leads).
+// Runs every rule, in the report's order (order_remedies: a healthy verdict
+// leads, then the best predicted gain, a bound's weighed down).
 // The rules' rejections go to `rejected` (catalog order; none for an id
 // proposed) when given.
 std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max,
@@ -84,7 +85,15 @@ std::string cpu_whose(const CpuBudget& cpu);
 // whose-CPU words in its remedies' evidence and rejections' reasons split
 // into the other ranks' part and other programs'.
 void attribute_node_cpu(Report& rep);
-// The report's order: "healthy" first, then the largest predicted gain.
+// A bound's weight in the report's order: a bound is the gain at best (an
+// input was not measured, e.g. pack_shards' sharded read rate), so one
+// within about a tenth of a prediction from measured inputs comes after it
+// (the measured one is the likelier gain, and usually a setting to type).
+inline constexpr double kBoundOrderWeight = 0.9;
+// The gain a remedy is ordered by: gain_ms(), a positive bound's × kBoundOrderWeight.
+double order_gain_ms(const Remedy& m);
+// The report's order: "healthy" first, then the largest order_gain_ms()
+// (stable: equal keys keep the catalog's order).
 void order_remedies(std::vector<Remedy>& v);
 // collectives_below_link's bound: the exposed transfer shrinks as the bus
 // bandwidth rises to what NCCL attains of the link (ms, B/s).

@@ -149,10 +149,15 @@ void attribute_node_cpu(Report& rep) {
   }
 }
 
+double order_gain_ms(const Remedy& m) {
+  const double g = m.gain_ms();
+  return m.bound && g > 0 ? kBoundOrderWeight * g : g;
+}
+
 void order_remedies(std::vector<Remedy>& v) {
   std::stable_sort(v.begin(), v.end(), [](const Remedy& a, const Remedy& b) {
     if ((a.id == "healthy") != (b.id == "healthy")) return a.id == "healthy";
-    return a.gain_ms() > b.gain_ms();
+    return order_gain_ms(a) > order_gain_ms(b);
   });
 }
 

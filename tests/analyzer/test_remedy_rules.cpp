@@ -7,11 +7,13 @@
 // so an absent id means the rule did not fire.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 
 #include "analyzer/remedy_runs.hpp"
 #include "analyzer/report_lookup.hpp"
+#include "remedy.hpp"  // order_remedies
 
 using namespace stallscope::testing;
 namespace an = stallscope::analyzer;
@@ -534,6 +536,56 @@ BOOST_AUTO_TEST_CASE(tune_dataloader_fires_on_an_unsplit_stall_of_a_recorded_ran
   BOOST_TEST(m.bound);
   BOOST_TEST(input(m, "data_stall_ms") == 30.0, tt::tolerance(kTol));
   BOOST_TEST(m.predicted_step_ms == 100.0 - 30.0, tt::tolerance(kTol));
+}
+
+// ---- the report's order: healthy first, then the gain; a bound's weighed down
+
+namespace {
+an::Remedy gain(const std::string& id, double predicted, bool bound) {
+  an::Remedy m;
+  m.id = id;
+  m.step_ms = 100.0;
+  m.predicted_step_ms = predicted;
+  m.bound = bound;
+  return m;
+}
+std::string ids(const std::vector<an::Remedy>& v) {
+  std::string s;
+  for (const auto& m : v) s += (s.empty() ? "" : " ") + m.id;
+  return s;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_measured_prediction_leads_a_bound_within_a_tenth_of_its_gain) {
+  // A slow mount's small files: packing them (a bound, step - storage) and
+  // more workers (measured) both reach about the compute floor; the bound's
+  // 0.2 % more gain does not put it first.
+  std::vector<an::Remedy> v = {gain("pack_shards", 20.20, true), gain("more_workers", 20.37, false)};
+  an::order_remedies(v);
+  BOOST_TEST(ids(v) == "more_workers pack_shards");
+  // A bound well ahead (gain 60 against 40) stays first.
+  v = {gain("more_workers", 60.0, false), gain("pack_shards", 40.0, true)};
+  an::order_remedies(v);
+  BOOST_TEST(ids(v) == "pack_shards more_workers");
+  // Either side of the weight: 0.9 x 50 = 45 against 44 and 46.
+  v = {gain("a", 56.0, false), gain("b", 50.0, true)};
+  an::order_remedies(v);
+  BOOST_TEST(ids(v) == "b a");
+  v = {gain("a", 54.0, false), gain("b", 50.0, true)};
+  an::order_remedies(v);
+  BOOST_TEST(ids(v) == "a b");
+  // Two bounds, or two measured: the gain alone; equal keys keep their order;
+  // healthy leads whatever the others' gains.
+  v = {gain("x", 70.0, true), gain("y", 60.0, true), gain("z", 60.0, true),
+       gain("healthy", 100.0, false)};
+  an::order_remedies(v);
+  BOOST_TEST(ids(v) == "healthy y z x");
+  // A bound that predicts a slower step is not weighed towards zero.
+  v = {gain("worse_bound", 110.0, true), gain("worse", 105.0, false)};
+  an::order_remedies(v);
+  BOOST_TEST(ids(v) == "worse worse_bound");
+  BOOST_TEST(an::order_gain_ms(gain("b", 50.0, true)) == 45.0, tt::tolerance(kTol));
+  BOOST_TEST(an::order_gain_ms(gain("b", 110.0, true)) == -10.0, tt::tolerance(kTol));
 }
 
 // The CPU budget is a resource (RankReport::cpu), not an input stage.
