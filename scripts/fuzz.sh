@@ -69,14 +69,20 @@ for f in "$findings"/*; do
   echo "fuzz.sh: earlier finding $f is fixed; kept in the corpus"
   mv "$f" "$corpus/fixed-$(basename "$f")"
 done
+# libFuzzer's progress lines and dictionary go to a log: its start, its end
+# and its final statistics are printed, and the whole tail on a finding.
+log=$build/fuzz.log
+echo "fuzz.sh: fuzzing for $seconds s (libFuzzer's output: $log)"
 set +e
 "$build/tests/fuzz/fuzz_reader" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
-  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" "$corpus"
+  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" "$corpus" >"$log" 2>&1
 rc=$?
 set -e
 if [ "$rc" -ne 0 ]; then
+  tail -n 60 "$log" >&2
   echo "fuzz.sh: FINDING (exit $rc); inputs kept in $findings/:" >&2
   ls -l "$findings" >&2
   exit "$rc"
 fi
+grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^Done [0-9]+ runs|^stat::' "$log" || true
 echo "fuzz.sh: no findings in $seconds s"

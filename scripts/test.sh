@@ -80,6 +80,7 @@ fi
 
 # ------------------------------------------------------------- phase runner --
 names=() statuses=() durations=() notes=()
+failure_logs=()   # ctest logs whose failures are shown after the summary
 deadline=0
 
 now() { date +%s; }
@@ -200,9 +201,32 @@ ctest_with_rerun() {
   if [ "$rc" -eq 0 ]; then
     note_from_phase="$first_note; passed on rerun: ${failed% }"
   else
-    note_from_phase="$first_note; failed again on rerun"
+    note_from_phase="$first_note; failed again on rerun: ${failed% }"
+    failure_logs+=("$log")
   fi
   return "$rc"
+}
+
+# failure_excerpts LOG: the last lines of each test that failed in LOG's
+# last ctest run (ctest --output-on-failure prints a test's output after
+# its result line), so the end of test.sh's output names what broke and
+# how, however long the phases after it printed.
+failure_excerpts() {
+  local log=$1 name
+  for name in $(awk '/The following tests FAILED:/ { n = 0; on = 1; next }
+      on && /^[[:space:]]*[0-9]+ - / { names[n++] = $3; next }
+      { on = 0 }
+      END { for (i = 0; i < n; i++) print names[i] }' "$log"); do
+    printf -- '---- %s (the last 40 lines of its output; all of it in %s)\n' "$name" "$log"
+    awk -v name="$name" '
+      $0 ~ ("Test +#[0-9]+: " name " ") { on = 1; n = 0; delete buf }
+      on && ($0 ~ /^ +Start +[0-9]+: / || $0 ~ /^[0-9]+% tests passed/) { on = 0; last = n; for (i = 0; i < n; i++) keep[i] = buf[i] }
+      on { buf[n++] = $0 }
+      END {
+        if (on) { last = n; for (i = 0; i < n; i++) keep[i] = buf[i] }
+        for (i = (last > 40 ? last - 40 : 0); i < last; i++) print keep[i]
+      }' "$log"
+  done
 }
 
 phase_release_tests() {
@@ -236,6 +260,7 @@ phase_asan_tests() {
     --no-tests=error 2>&1 | tee "$asan_dir/test.sh-ctest.log"
   local rc=${PIPESTATUS[0]}
   ctest_note "$asan_dir/test.sh-ctest.log"
+  [ "$rc" -eq 0 ] || failure_logs+=("$asan_dir/test.sh-ctest.log")
   return "$rc"
 }
 
@@ -351,6 +376,10 @@ if [ "${#bad[@]}" -eq 0 ]; then
   [ "$quick" -eq 1 ] && extra=" (--quick: no sanitizer build, no fuzzing)"
   echo "test.sh: PASS in $total s$extra"
   exit 0
+fi
+if [ "${#failure_logs[@]}" -gt 0 ]; then
+  printf '\n==== failed tests ====\n'
+  for log in "${failure_logs[@]}"; do failure_excerpts "$log"; done
 fi
 echo "test.sh: FAIL in $total s: ${bad[*]}"
 exit 1
