@@ -13,6 +13,7 @@ void Loader::release() noexcept {
     L.holding = false;
     Slot& s = L.slots[(L.next - 1) % L.slots.size()];
     s.batch.ready = false;
+    L.free_arenas.push_back(s.arena);  // capacity for every arena: no allocation
     ++L.released;
   }
   L.io_cv.notify_all();  // outside the lock: the I/O thread does not wake onto a held lock

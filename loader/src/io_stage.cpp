@@ -19,9 +19,11 @@ namespace {
 constexpr int kPollMs = 20;
 constexpr auto kDrainLimit = std::chrono::seconds(10);
 
-// Lays out the batch's samples in its slot's arena and queues their reads.
-void plan_batch(Loader::Impl& L, uint64_t index, detail::ReadEngine& engine) {
+// Lays out the batch's samples in the arena it was given and queues their reads.
+void plan_batch(Loader::Impl& L, uint64_t index, uint32_t arena, detail::ReadEngine& engine) {
   Slot& slot = L.slots[index % L.slots.size()];
+  slot.arena = arena;
+  std::byte* const base = L.arenas[arena].base;
   BatchState& b = slot.batch;
   const size_t first = index * L.cfg.batch_size;
   const size_t n = std::min<size_t>(L.cfg.batch_size, L.plan.samples.size() - first);
@@ -42,7 +44,7 @@ void plan_batch(Loader::Impl& L, uint64_t index, detail::ReadEngine& engine) {
     r.file = s.file;
     r.offset = s.offset;
     r.length = s.length;
-    r.buf = slot.arena + at;
+    r.buf = base + at;
     r.buf_bytes = detail::direct_span(s.offset, s.length);
     r.trace_sample = idx + 1;
     r.trace_batch = b.id;
@@ -113,12 +115,20 @@ void Loader::Impl::run_io() noexcept {
         io_cv.wait_for(planning, std::chrono::milliseconds(kPollMs));
       if ((ended = stop)) break;
       if (planned == n_batches && engine.idle()) break;  // the epoch is read
-      while (planned < n_batches && planned < released + slots.size()) {
+      // A batch is planned (and takes an arena) only while fewer requests
+      // than the queue depth wait: one ring's worth is always ready, and
+      // arenas stay free for the batches after it, not taken in advance.
+      while (planned < n_batches && planned < released + slots.size() &&
+             engine.queued() < reader->capacity()) {
+        // A batch released or not planned for each free slot: never empty.
+        const uint32_t arena = free_arenas.back();  // the last released: still in cache
+        free_arenas.pop_back();
         planning.unlock();
         try {
-          plan_batch(*this, planned, engine);
+          plan_batch(*this, planned, arena, engine);
         } catch (...) {
           planning.lock();
+          free_arenas.push_back(arena);
           break;
         }
         ++planned;

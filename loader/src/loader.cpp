@@ -99,17 +99,27 @@ int Loader::Impl::alloc_slots() noexcept {
   const uint64_t arena = max_batch_bytes(true);
   const uint64_t staging = pipe.staging_bytes ? pipe.staging_bytes : max_batch_bytes(false);
   std::vector<BufferRange> ranges;
-  for (Slot& s : slots) {
-    s.arena = static_cast<std::byte*>(alloc_locked(arena, false, &s.arena_locked));
-    s.arena_bytes = arena;
+  try {
+    arenas.assign(slots.size(), {});
+    free_arenas.reserve(slots.size());
+  } catch (...) {
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slots[i];
+    Arena& a = arenas[i];
+    a.base = static_cast<std::byte*>(alloc_locked(arena, false, &a.locked));
+    a.bytes = arena;
+    s.arena = static_cast<uint32_t>(i);
     s.staging = device ? device->alloc_host(staging, cfg.pinned) : HostBuffer{};
     if (!device) {
       s.staging.data = alloc_locked(staging, cfg.pinned, &s.staging.pinned);
       s.staging.bytes = staging;
     }
-    if (s.arena == nullptr || s.staging.data == nullptr) return -ENOMEM;
-    ranges.push_back({s.arena, arena});
+    if (a.base == nullptr || s.staging.data == nullptr) return -ENOMEM;
+    ranges.push_back({a.base, arena});
   }
+  reset_arenas();
   if (const int rc = reader->register_buffers(ranges); rc < 0 && rc != -EOPNOTSUPP)
     STALLSCOPE_LOADER_NOTE_ONCE("registered buffers refused (%s): unregistered reads",
                                 rc == -ENOMEM ? "ENOMEM, memlock limit" : "error");
@@ -118,14 +128,21 @@ int Loader::Impl::alloc_slots() noexcept {
 
 void Loader::Impl::free_slots() noexcept {
   reader.reset();  // unregisters the arenas with the ring
+  for (Arena& a : arenas) free_locked(a.base, a.bytes, a.locked);
+  arenas.clear();
+  free_arenas.clear();
   for (Slot& s : slots) {
-    free_locked(s.arena, s.arena_bytes, s.arena_locked);
     if (device)
       device->free_host(s.staging);
     else
       free_locked(s.staging.data, s.staging.bytes, s.staging.pinned);
   }
   slots.clear();
+}
+
+void Loader::Impl::reset_arenas() noexcept {
+  free_arenas.clear();  // capacity reserved for every arena: no allocation
+  for (size_t i = arenas.size(); i-- > 0;) free_arenas.push_back(static_cast<uint32_t>(i));
 }
 
 // The "loader.config" attachment (fields in docs/loader.md).
@@ -189,6 +206,7 @@ int Loader::start_epoch(uint64_t epoch) noexcept {
   L.past_io.miss_bytes += L.io_stats.miss_bytes;
   L.io_stats = {};
   L.released = L.next = 0;
+  L.reset_arenas();  // the batches of the last epoch are gone
   L.holding = L.stop = L.stopped = false;
   L.cancel.store(false);
   L.ready_count = 0;

@@ -65,6 +65,8 @@ class ReadEngine {
     return pending_.empty() && retry_.empty() && failed_.empty() && in_flight_ == 0;
   }
   uint32_t in_flight() const noexcept { return in_flight_; }
+  // Requests waiting for a slot (queued and to be retried).
+  size_t queued() const noexcept { return pending_.size() + retry_.size(); }
   const EngineStats& stats() const noexcept { return stats_; }
 
  private:

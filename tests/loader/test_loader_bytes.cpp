@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <boost/test/data/test_case.hpp>
@@ -136,6 +138,74 @@ BOOST_AUTO_TEST_CASE(stats_count_bytes_and_the_cpu_of_the_loader_threads) {
       // rusage ticks coarser than the thread clocks: allow one tick per thread.
       BOOST_TEST(e1.stats.io_thread_cpu_ns + e1.stats.prep_thread_cpu_ns <= process + 40000000u);
     }
+  }
+}
+
+namespace {
+
+// Reads that each take `delay_us` longer: storage slower than the consumer.
+struct SlowSys : sl::Sys {
+  unsigned delay_us = 0;
+  ssize_t preadv2(int fd, const iovec* iov, int n, off_t off, int flags) noexcept override {
+    ::usleep(delay_us);
+    return Sys::preadv2(fd, iov, n, off, flags);
+  }
+};
+
+// The read buffers (arenas) an epoch's batches used: a batch's first sample
+// starts at its arena's base (whole buffered files). Byte-exact as well.
+std::set<const std::byte*> arenas_of_epoch(sl::Loader& l, const std::vector<uint64_t>& hashes,
+                                           unsigned consumer_us) {
+  std::set<const std::byte*> used;
+  std::map<uint64_t, uint64_t> hash_of;
+  l.start_epoch(0);
+  sl::Batch b;
+  int rc;
+  while ((rc = l.next_batch(&b)) == 0) {
+    BOOST_REQUIRE(!b.samples.empty());
+    used.insert(b.samples.front().bytes.data());
+    for (const auto& x : b.samples) hash_of[x.index] = fnv1a(x.bytes.data(), x.bytes.size());
+    if (consumer_us) ::usleep(consumer_us);
+  }
+  BOOST_TEST(rc == sl::kEndOfEpoch, l.error());
+  BOOST_REQUIRE_EQUAL(hash_of.size(), hashes.size());
+  for (size_t i = 0; i < hashes.size(); ++i) BOOST_TEST(hash_of.at(i) == hashes[i]);
+  return used;
+}
+
+}  // namespace
+
+// A batch takes an arena only when the reads queued fall under the queue
+// depth, and the arena released last: when the consumer waits on storage,
+// two or three arenas stay in use (in cache) instead of every slot's; when
+// the consumer is the slow side, the prefetch still fills every slot.
+BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_storage_reuses_the_arenas_it_released_last) {
+  const std::vector<size_t> sizes(240, 8192);
+  FileSet files(sizes);
+  sl::Dataset ds;
+  std::string err;
+  BOOST_REQUIRE(sl::Dataset::from_directory(files.root(), &ds, &err) == 0);
+  sl::Config cfg = test_config();
+  cfg.backend = sl::Backend::kPread;
+  cfg.direct = sl::Toggle::kOff;
+  cfg.batch_size = 4;
+  cfg.queue_depth = 4;
+  cfg.pread_threads = 4;
+  cfg.prefetch_batches = 5;  // 6 slots
+  SlowSys slow;
+  slow.delay_us = 2000;  // a batch's reads: ~2 ms; the consumer: none
+  {
+    std::unique_ptr<sl::Loader> l;
+    BOOST_REQUIRE_MESSAGE(sl::Loader::create(ds, cfg, {}, &l, &err, slow) == 0, err);
+    const auto used = arenas_of_epoch(*l, files.hashes, 0);
+    BOOST_TEST(used.size() <= 3u, used.size() << " of 6 arenas used");
+  }
+  slow.delay_us = 0;  // storage fast, the consumer 3 ms a batch
+  {
+    std::unique_ptr<sl::Loader> l;
+    BOOST_REQUIRE_MESSAGE(sl::Loader::create(ds, cfg, {}, &l, &err, slow) == 0, err);
+    const auto used = arenas_of_epoch(*l, files.hashes, 3000);
+    BOOST_TEST(used.size() == 6u, used.size() << " of 6 arenas used");
   }
 }
 
