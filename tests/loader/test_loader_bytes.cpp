@@ -6,11 +6,12 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <set>
+#include <vector>
 #include <thread>
 
 #include <boost/test/data/test_case.hpp>
@@ -152,18 +153,19 @@ struct SlowSys : sl::Sys {
   }
 };
 
-// The read buffers (arenas) an epoch's batches used: a batch's first sample
-// starts at its arena's base (whole buffered files). Byte-exact as well.
-std::set<const std::byte*> arenas_of_epoch(sl::Loader& l, const std::vector<uint64_t>& hashes,
-                                           unsigned consumer_us) {
-  std::set<const std::byte*> used;
+// The read buffers (arenas) an epoch's batches used, with how many batches
+// each: a batch's first sample starts at its arena's base (whole buffered
+// files). Byte-exact as well.
+std::map<const std::byte*, int> arenas_of_epoch(sl::Loader& l, const std::vector<uint64_t>& hashes,
+                                                unsigned consumer_us) {
+  std::map<const std::byte*, int> used;
   std::map<uint64_t, uint64_t> hash_of;
   l.start_epoch(0);
   sl::Batch b;
   int rc;
   while ((rc = l.next_batch(&b)) == 0) {
     BOOST_REQUIRE(!b.samples.empty());
-    used.insert(b.samples.front().bytes.data());
+    ++used[b.samples.front().bytes.data()];
     for (const auto& x : b.samples) hash_of[x.index] = fnv1a(x.bytes.data(), x.bytes.size());
     if (consumer_us) ::usleep(consumer_us);
   }
@@ -198,7 +200,17 @@ BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_storage_reuses_the_arenas_it_released
     std::unique_ptr<sl::Loader> l;
     BOOST_REQUIRE_MESSAGE(sl::Loader::create(ds, cfg, {}, &l, &err, slow) == 0, err);
     const auto used = arenas_of_epoch(*l, files.hashes, 0);
-    BOOST_TEST(used.size() <= 3u, used.size() << " of 6 arenas used");
+    // Share of the 60 batches read into the 3 busiest arenas: 1/2 when all
+    // 6 take turns; nearly all here, a consumer preempted on a busy host
+    // now and then letting a fourth in.
+    std::vector<int> n;
+    for (const auto& [a, k] : used) n.push_back(k);
+    std::sort(n.rbegin(), n.rend());
+    int top = 0, all = 0;
+    for (size_t i = 0; i < n.size(); ++i) (i < 3 ? top : all) += n[i];
+    all += top;
+    BOOST_TEST(top >= 0.9 * all, top << " of " << all << " batches in the 3 busiest of "
+                                      << used.size() << " arenas");
   }
   slow.delay_us = 0;  // storage fast, the consumer 3 ms a batch
   {
