@@ -136,14 +136,24 @@ not_run() {
 }
 
 # Sums up a ctest LOG for the summary: failures, and skips (exit 77), since a
-# skip is not a pass.
+# skip is not a pass; with DIR, also the Boost.Test cases that a precondition
+# skipped inside tests that passed (tests/test_main.cpp prints one line each,
+# which ctest keeps in DIR/Testing/Temporary/LastTest.log), listed in LOG.
 ctest_note() {
-  local failed total skipped
+  local failed total skipped cases=0 last=${2:+$2/Testing/Temporary/LastTest.log}
   failed=$(sed -n 's/.* \([0-9]\+\) tests failed out of \([0-9]\+\)$/\1/p' "$1" | tail -n 1)
   total=$(sed -n 's/.* tests failed out of \([0-9]\+\)$/\1/p' "$1" | tail -n 1)
   skipped=$(grep -c -- '\*\*\*Skipped' "$1")
   [ -n "$total" ] || return 0
   note_from_phase="$total tests: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
+  if [ -n "$last" ] && [ -f "$last" ]; then
+    cases=$(grep -c '^stallscope-test: skipped ' "$last")
+    if [ "$cases" -gt 0 ]; then
+      note_from_phase="$note_from_phase; $cases case(s) in passing tests skipped by a precondition"
+      { echo "Cases skipped by a precondition (not passes):"
+        grep '^stallscope-test: skipped ' "$last" | sed 's/^stallscope-test: skipped /  /'; } | tee -a "$1"
+    fi
+  fi
 }
 
 # A build directory configured earlier with another generator cannot be
@@ -187,7 +197,7 @@ ctest_with_rerun() {
   within ctest --test-dir "$build_dir" --output-on-failure --timeout 300 "$@" \
     --no-tests=error 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  ctest_note "$log"
+  ctest_note "$log" "$build_dir"
   [ "$rc" -eq 0 ] && return 0
   [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && return "$rc"
   failed=$(sed -n '/The following tests FAILED:/,$ s/^[[:space:]]*[0-9]\+ - \([^ ]*\) .*/\1/p' "$log" |
@@ -259,7 +269,7 @@ phase_asan_tests() {
     within ctest --test-dir "$asan_dir" --output-on-failure -j2 --timeout 300 \
     --no-tests=error 2>&1 | tee "$asan_dir/test.sh-ctest.log"
   local rc=${PIPESTATUS[0]}
-  ctest_note "$asan_dir/test.sh-ctest.log"
+  ctest_note "$asan_dir/test.sh-ctest.log" "$asan_dir"
   [ "$rc" -eq 0 ] || failure_logs+=("$asan_dir/test.sh-ctest.log")
   return "$rc"
 }
