@@ -101,8 +101,16 @@ struct ProcessProgress {
   // not publish them): steps, data waits, kernels, copies, collectives.
   double step_ms = -1, wait_ms = -1, kernel_ms = -1, copy_ms = -1, comm_ms = -1;
 };
-// Reads RUN/progress/*; unreadable or half-written files are skipped.
+// Reads RUN/progress/*; unreadable or half-written files are skipped. A
+// process of this host that is gone (process_gone) counts as ended.
 std::vector<ProcessProgress> read_progress(const std::string& run_dir);
+// True when a trace or progress file base ("<host>-r<rank>-<pid>") names
+// this host.
+bool on_this_host(const std::string& base);
+// True when the process `pid` of this host that wrote a file at
+// `written_s` (realtime seconds; 0: unknown) is gone: no such process, a
+// zombie, or one started after then (its pid reused).
+bool process_gone(int pid, double written_s);
 // Writes "on" or "off" into RUN/control. Returns "" or an error text.
 std::string write_control(const std::string& run_dir, bool on);
 // Writes a control word: "on", "off", or "end" (every recorder completes

@@ -9,10 +9,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -70,15 +73,42 @@ bool parse_progress(const std::string& text, ProcessProgress& p) {
 
 // A process of this host that is gone without its final flush (SIGKILL,
 // exec into an untraced program) will never write its window-end record.
-bool gone_from_this_host(const ProcessProgress& p) {
-  static const std::string host = [] {
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    std::string h = sys::sanitize_path_component(name);
-    return (h.empty() ? std::string("host") : h) + "-";
-  }();
-  if (p.pid <= 0 || p.base.rfind(host, 0) != 0) return false;
-  return ::kill(p.pid, 0) != 0 && errno == ESRCH;
+// `written_s`: when its progress file was last written.
+bool gone_from_this_host(const ProcessProgress& p, double written_s) {
+  return on_this_host(p.base) && process_gone(p.pid, written_s);
+}
+
+// When `path` was last written (realtime seconds; 0 when unknown).
+double mtime_s(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return double(st.st_mtim.tv_sec) + double(st.st_mtim.tv_nsec) * 1e-9;
+}
+
+// When process `pid` started (realtime seconds), from /proc/PID/stat's
+// start time (clock ticks since boot); 0 when unknown. Also whether it is a
+// zombie.
+double start_time_s(int pid, bool* zombie) {
+  std::string text;
+  if (!read_input_file("/proc/" + std::to_string(pid) + "/stat", &text, 4096).empty()) return 0;
+  // "pid (comm) S ppid …": comm may hold spaces and ')', so fields are
+  // counted after its last ')'; the start time is field 22, the 20th after.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(text.substr(close + 1));
+  std::string field;
+  unsigned long long ticks = 0;
+  for (int i = 1; i <= 20 && rest >> field; ++i) {
+    if (i == 1) *zombie = field == "Z" || field == "X";
+    if (i == 20) ticks = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  timespec boot{}, real{};
+  if (ticks == 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+      ::clock_gettime(CLOCK_REALTIME, &real) != 0)
+    return 0;
+  const double booted_at =
+      double(real.tv_sec - boot.tv_sec) + double(real.tv_nsec - boot.tv_nsec) * 1e-9;
+  return booted_at + double(ticks) / double(::sysconf(_SC_CLK_TCK));
 }
 
 std::string read_small(const std::string& path) {
@@ -89,6 +119,28 @@ std::string read_small(const std::string& path) {
 }
 
 }  // namespace
+
+bool on_this_host(const std::string& base) {
+  static const std::string host = [] {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    std::string h = sys::sanitize_path_component(name);
+    return (h.empty() ? std::string("host") : h) + "-";
+  }();
+  return base.rfind(host, 0) == 0;
+}
+
+bool process_gone(int pid, double written_s) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  bool zombie = false;
+  const double started = start_time_s(pid, &zombie);
+  // The process that wrote at written_s was running then: one started
+  // later holds its pid by reuse. The slack covers the start time's clock
+  // ticks and the file time's granularity.
+  constexpr double kSlackS = 0.25;
+  return zombie || (started > 0 && written_s > 0 && started > written_s + kSlackS);
+}
 
 std::vector<ProcessProgress> read_progress(const std::string& run_dir) {
   std::vector<ProcessProgress> out;
@@ -102,8 +154,9 @@ std::vector<ProcessProgress> read_progress(const std::string& run_dir) {
     ProcessProgress p;
     p.base = name;
     p.rank = rank_of_base(name);
-    if (!parse_progress(read_small(dir + "/" + name), p)) continue;
-    if (!p.ended && gone_from_this_host(p)) p.ended = true;
+    const std::string path = dir + "/" + name;
+    if (!parse_progress(read_small(path), p)) continue;
+    if (!p.ended && gone_from_this_host(p, mtime_s(path))) p.ended = true;
     out.push_back(p);
   }
   ::closedir(d);

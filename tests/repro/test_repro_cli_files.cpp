@@ -237,6 +237,11 @@ BOOST_AUTO_TEST_CASE(ctl_never_writes_through_a_planted_symlink_or_into_a_fifo) 
   const std::string run = dir.file("run");
   std::filesystem::create_directories(run);
   std::ofstream(run + "/run.json") << R"({"id":"job","key":"k"})" << "\n";
+  // A process recording there (of another host: not checked here), or ctl
+  // refuses before it writes anything.
+  std::filesystem::create_directories(run + "/progress");
+  std::ofstream(run + "/progress/elsewhere-r0-1")
+      << "pid=1 steps=0 capture=on windows_closed=0 ended=0\n";
   const std::string victim = make_victim(dir, "victim");
   std::filesystem::create_symlink(victim, run + "/control.tmp");
   CliResult r = run_cli(dir, {"ctl", run, "off"}, "", kLimitS);
