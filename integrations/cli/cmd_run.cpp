@@ -308,6 +308,10 @@ int run_command(RunOptions o) {
     if (o.exit_after.empty()) o.exit_after = "kill";
   }
   for (const auto& t : check_setting_args(o.sets)) o.settings.push_back(t.item);
+  if (const std::string why = settings_env_problem(o.settings); !why.empty()) {
+    std::cerr << "stallscope run: --set: " << why << "\n";
+    return kExitUsage;
+  }
   if (!parse_expectations("run", o.expect, &o.expectations)) return kExitUsage;
   const std::string path = resolve_command(o.command.front());
   if (path.empty()) {

@@ -160,6 +160,10 @@ std::string check_setting_arg(const std::string& arg, TriedSetting* out);
 // Checks each argument; each bad one is named on stderr in one line
 // ("stallscope: --set 'K=V': <why>; not applied") and left out.
 std::vector<TriedSetting> check_setting_args(const std::vector<std::string>& args);
+// "" when STALLSCOPE_SET holding `items` (checked, normalized) can be
+// passed to a program, else why not: the kernel refuses one environment
+// string past MAX_ARG_STRLEN (32 pages, 128 KiB with 4 KiB pages).
+std::string settings_env_problem(const std::vector<std::string>& items);
 // Every key --set knows, for --help and errors.
 std::string known_setting_keys();
 

@@ -5,8 +5,11 @@
 //
 // KEY is NAMESPACE[SELECTOR].FIELD or NAMESPACE.FIELD. A bad one is named
 // on stderr and left out; the program runs all the same.
+#include <unistd.h>
+
 #include <cctype>
 #include <iostream>
+#include <string_view>
 
 #include "cmd_run.hpp"
 #include "stallscope/file_summary.hpp"  // terminal_safe
@@ -187,6 +190,23 @@ std::vector<TriedSetting> check_setting_args(const std::vector<std::string>& arg
               << "\n";
   }
   return ok;
+}
+
+std::string settings_env_problem(const std::vector<std::string>& items) {
+  if (items.empty()) return "";
+  size_t bytes = std::string_view("STALLSCOPE_SET=").size() + 1;  // and the NUL
+  for (const auto& i : items) bytes += i.size() + 1;              // and a ';' or the NUL
+  bytes -= 1;
+  // execve refuses any one argument or environment string past
+  // MAX_ARG_STRLEN (32 pages) with E2BIG, whatever the total limit.
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const size_t limit = 32 * static_cast<size_t>(page > 0 ? page : 4096);
+  if (bytes <= limit) return "";
+  return "STALLSCOPE_SET would be " + std::to_string(bytes) + " bytes (the " +
+         std::to_string(items.size()) + " --set item(s) joined with ';'), more than the " +
+         std::to_string(limit) +
+         " bytes the kernel allows one environment string (MAX_ARG_STRLEN, 32 pages): the "
+         "program could not be started; give fewer or shorter --set values";
 }
 
 std::string known_setting_keys() {
