@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli_files.hpp"
 #include "commands.hpp"
 #include "stallscope/file_summary.hpp"  // terminal_safe
 #include "stallscope/reader.hpp"
@@ -68,6 +69,7 @@ bool stdout_complete() {
 std::vector<std::string> expand_inputs(const std::string& cmd,
                                        const std::vector<std::string>& paths, bool* failed) {
   std::vector<std::string> files;
+  note_skipped_inputs(cmd, paths);
   for (const auto& p : paths) {
     std::string error;
     auto found = reader::list_trace_files(p, &error);

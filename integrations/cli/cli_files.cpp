@@ -1,14 +1,18 @@
 #include "cli_files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <streambuf>
+
+#include "stallscope/file_summary.hpp"  // terminal_safe
 
 namespace stallscope::cli {
 
@@ -150,6 +154,65 @@ std::string not_a_regular_file(const std::string& path) {
   if (S_ISDIR(st.st_mode)) return path + ": is a directory";
   if (!S_ISREG(st.st_mode)) return path + ": not a regular file";
   return "";
+}
+
+namespace {
+
+const char* type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  if (S_ISDIR(mode)) return "directory";
+  return "special file";
+}
+
+bool looks_like_input(const std::string& name) {
+  for (const char* ext : {".sst", ".json", ".json.gz"}) {
+    const size_t n = std::strlen(ext);
+    if (name.size() > n && name.compare(name.size() - n, n, ext) == 0) return true;
+  }
+  return false;
+}
+
+// Why the entry `path` of a directory is skipped as input ("" when it is a
+// regular file, or a symlink to one).
+std::string skipped_because(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    struct stat link {};
+    const bool dangling = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+    return std::string(dangling ? "a symlink that cannot be followed (" : "cannot be read (") +
+           std::strerror(errno) + ")";
+  }
+  if (S_ISREG(st.st_mode)) return "";
+  return std::string("not a regular file (") + type_name(st.st_mode) + ")";
+}
+
+}  // namespace
+
+size_t note_skipped_inputs(const std::string& cmd, const std::vector<std::string>& paths) {
+  size_t named = 0;
+  for (const auto& dir : paths) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) continue;
+    std::vector<std::string> names;
+    while (const dirent* e = ::readdir(d))
+      if (looks_like_input(e->d_name)) names.emplace_back(e->d_name);
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    const std::string prefix = dir + (dir.ends_with('/') ? "" : "/");
+    for (const auto& name : names) {
+      const std::string why = skipped_because(prefix + name);
+      if (why.empty()) continue;
+      std::cerr << "stallscope " << cmd << ": "
+                << reader::terminal_safe(prefix + name + ": " + why + "; skipped") << "\n";
+      ++named;
+    }
+  }
+  return named;
 }
 
 std::string read_input_file(const std::string& path, std::string* out, size_t max_bytes) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace stallscope::cli {
 
@@ -40,5 +41,12 @@ std::string read_input_file(const std::string& path, std::string* out, size_t ma
 // "" when `path` can be read as a regular file, else why not (stat follows
 // symlinks: a link to a regular file is fine).
 std::string not_a_regular_file(const std::string& path);
+
+// Says on stderr, one line each, which entries of the directories among
+// `paths` look like inputs (*.sst, *.json, *.json.gz) but are skipped
+// because they are not regular files: "stallscope CMD: RUN/x.sst: not a
+// regular file (FIFO); skipped". Only stat()s them: never blocks. Returns
+// how many it named.
+size_t note_skipped_inputs(const std::string& cmd, const std::vector<std::string>& paths);
 
 }  // namespace stallscope::cli

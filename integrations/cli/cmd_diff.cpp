@@ -71,6 +71,7 @@ bool load_run(const std::string& path, analyzer::Report& out) {
     }
     return true;
   }
+  note_skipped_inputs("diff", {path});
   out = analyzer::analyze_paths({path}, {});
   for (const auto& e : out.errors) std::cerr << "stallscope diff: " << e << "\n";
   return !out.ranks.empty();

@@ -87,6 +87,7 @@ int run_report(const ReportOptions& in) {
   opt.max_json_bytes = in.max_json_mb << 20;
   if (::isatty(2)) opt.progress = show_progress;
   analyzer::Report rep;
+  note_skipped_inputs("report", in.paths);
   try {
     rep = analyzer::analyze_paths(in.paths, opt);
   } catch (const analyzer::AnalyzeError& e) {

@@ -29,6 +29,7 @@ int write_run_report(const std::string& run_dir, const std::string& format,
                      const std::string& note,
                      const std::vector<analyzer::Expectation>& expected) {
   analyzer::Report rep;
+  note_skipped_inputs("run", {run_dir});
   try {
     rep = analyzer::analyze_paths({run_dir}, analyzer::AnalyzeOptions{});
   } catch (const std::exception& e) {

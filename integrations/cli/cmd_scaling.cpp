@@ -32,6 +32,7 @@ int run_scaling(ScalingArgs& in) {
   analyzer::AnalyzeOptions opt;
   opt.rank_threads = in.jobs;
   for (const auto& run : in.runs) {
+    note_skipped_inputs("scaling", {run});
     reports.push_back(analyzer::analyze_paths({run}, opt));
     for (const auto& e : reports.back().errors) std::cerr << "stallscope scaling: " << e << "\n";
     if (reports.back().ranks.empty()) return kExitInput;

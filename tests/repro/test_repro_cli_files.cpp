@@ -258,6 +258,38 @@ BOOST_AUTO_TEST_CASE(ctl_never_writes_through_a_planted_symlink_or_into_a_fifo) 
   BOOST_TEST(type_of(run + "/control") == S_IFIFO);
 }
 
+// A FIFO, socket or dangling link named like an input inside a run
+// directory was skipped without a word by report, info and scaling.
+BOOST_AUTO_TEST_CASE(special_files_in_a_run_directory_are_named_once_and_skipped) {
+  TempDir dir;
+  const std::string run = dir.file("run");
+  std::filesystem::create_directories(run);
+  write_trainer_trace(run + "/t.sst", R"({"host":"node1","rank":0})", "trainer", 6, 10000000);
+  BOOST_TEST_REQUIRE(::mkfifo((run + "/x.sst").c_str(), 0644) == 0);
+  BOOST_TEST_REQUIRE(::mkfifo((run + "/trace.json").c_str(), 0644) == 0);
+  std::filesystem::create_symlink(run + "/gone.sst", run + "/y.sst");
+  const std::vector<std::vector<std::string>> commands = {
+      {"report", run}, {"info", run}, {"scaling", run, run}};
+  for (const auto& args : commands) {
+    BOOST_TEST_CONTEXT(args[0]) {
+      const CliResult r = run_cli(dir, args, "", kLimitS);
+      BOOST_TEST(r.exit_code != 124, r.err);  // never waited on the FIFOs
+      const std::string fifo = run + "/x.sst: not a regular file (FIFO); skipped";
+      const size_t at = r.err.find(fifo);
+      BOOST_TEST(at != std::string::npos, r.err);
+      if (args[0] != "scaling")  // two runs, the same directory: named for each
+        BOOST_TEST(r.err.find(fifo, at + 1) == std::string::npos, r.err);
+      BOOST_TEST(has(r.err, run + "/trace.json: not a regular file (FIFO); skipped"), r.err);
+      BOOST_TEST(has(r.err, run + "/y.sst: a symlink that cannot be followed ("), r.err);
+      BOOST_TEST(!has(r.err, "t.sst:"), r.err);  // the regular file is read, not named
+    }
+  }
+  // The readable file is still reported.
+  const CliResult r = run_cli(dir, {"report", run}, "", kLimitS);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out.size() > 100u);
+}
+
 // `report --json > file` on a full disk exited 0 with a cut report.
 BOOST_AUTO_TEST_CASE(standard_output_that_cannot_be_written_exits_1) {
   TempDir dir;
