@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 
 #include "remedy.hpp"
 
@@ -28,6 +30,42 @@ std::string shell_quote(const std::string& a) {
   return out + "'";
 }
 
+// A site "file:line" as `stallscope run --set` and the hooks take it inside
+// a selector's brackets: a ';' would end the item, a '=' its key, a ']' the
+// selector, and a control character would not survive a terminal or a log.
+bool site_selector_ok(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  const std::string line = s.substr(colon + 1);  // 1 to 9 digits, not 0
+  const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  if (line.empty() || line.size() > 9 || !std::all_of(line.begin(), line.end(), digit) ||
+      std::atol(line.c_str()) <= 0)
+    return false;
+  return std::none_of(s.begin(), s.end(), [](char ch) {
+    const auto u = static_cast<unsigned char>(ch);
+    return u < 0x20 || u == 0x7f || ch == ';' || ch == '=' || ch == ']';
+  });
+}
+
+bool identifier(const std::string& s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+         });
+}
+
+// The selector of `l` in a --set key, "[train.py:42]": its construction
+// site, else its dataset class, else none when it is the rank's only
+// DataLoader. nullopt: no selector `run` accepts picks it alone (the hooks
+// record no construction order, so [N] is not known here).
+std::optional<std::string> dataloader_selector(const RemedyContext& c, const DataLoaderReport& l) {
+  const std::string site = short_site(l.site);
+  if (site_selector_ok(site)) return "[" + site + "]";
+  if (identifier(l.dataset)) return "[" + l.dataset + "]";
+  if (c.r.dataloaders.size() <= 1) return "";
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderSetting>& s) {
@@ -43,11 +81,9 @@ std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderS
 
 std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
                            const std::vector<LoaderSetting>& s) {
-  std::string sel;
-  if (!l.site.empty())
-    sel.append("[").append(short_site(l.site)).append("]");
-  else if (!l.dataset.empty())
-    sel.append("[").append(l.dataset).append("]");
+  const std::optional<std::string> picked = dataloader_selector(c, l);
+  if (!picked) return "";
+  const std::string& sel = *picked;
   std::string out = "stallscope run";
   for (const auto& x : s) {
     // The contract's values: booleans lower-case.
