@@ -34,6 +34,9 @@ constexpr int kExitNotFound = 127;   // as a shell says "command not found"
 constexpr double kReportWaitS = 2 * kRankWaitS;
 // Ending the job: for every recorder to complete its file after "end".
 constexpr double kEndWaitS = 10;
+// After the command exited: for processes it left (Python's resource
+// tracker, a worker finishing) to complete their files before the report.
+constexpr double kLeftWaitS = 2;
 
 double now_s() {
   using namespace std::chrono;
@@ -92,8 +95,8 @@ struct Supervisor {
     live.stop();  // the report replaces it
     if (!reports()) return;
     // On a thread: signals are still forwarded while the analyzer reads.
-    report_thread = std::thread([this, note] {
-      report_rc = write_run_report(run_dir, opt.report, note, opt.expectations);
+    report_thread = std::thread([this, note, ended = child_done] {
+      report_rc = write_run_report(run_dir, opt.report, note, opt.expectations, ended);
       report_done = true;
     });
   }
@@ -145,6 +148,13 @@ struct Supervisor {
     const double until = now_s() + (world > 1 ? kRankWaitS : 0);
     while (world > 1 && now_s() < until && !windows_on_disk(read_progress(run_dir), world))
       ::usleep(kPollMs * 1000);
+    // The processes the command left (a descendant still writing its file)
+    // get a moment to complete their files: a report read before would
+    // call them cut. Progress files say when (read_progress counts a
+    // process that is gone as ended).
+    const double left_until = now_s() + kLeftWaitS;
+    while (reports() && now_s() < left_until && !files_ended(read_progress(run_dir)))
+      ::usleep(kPollMs * 1000 / 5);
     window.want_close(now_s(), read_progress(run_dir));  // last step count
     if (closed) return start_report(window.describe());
     start_report(window.step_based()

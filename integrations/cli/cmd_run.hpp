@@ -144,11 +144,14 @@ bool windows_on_disk(const std::vector<ProcessProgress>& p, int world);
 // ---- report (cmd_run_report.cpp)
 // Analyzes the run directory, writes RUN/report.{txt,json,html} and prints
 // the report (text or json) or the HTML path on stderr. `note` is added to
-// the report's warnings. Then checks `expected` (--expect) on it. Returns 0,
-// kExitExpectation when one failed, or kExitInput.
+// the report's warnings. With `job_ended` (the job's command exited), a file
+// whose process still runs is said to be still being written, not cut.
+// Then checks `expected` (--expect) on it. Returns 0, kExitExpectation when
+// one failed, or kExitInput.
 int write_run_report(const std::string& run_dir, const std::string& format,
                      const std::string& note,
-                     const std::vector<analyzer::Expectation>& expected = {});
+                     const std::vector<analyzer::Expectation>& expected = {},
+                     bool job_ended = false);
 
 // ---- settings tried (cmd_run_set.cpp)
 struct TriedSetting {

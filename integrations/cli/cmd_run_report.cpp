@@ -23,11 +23,48 @@ bool save(const std::string& path, const std::function<void(std::ostream&)>& wri
   return err.empty();
 }
 
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The reader's words for a file without its End chunk: its own warning and
+// the analyzer's.
+bool cut_warning_of(const std::string& w, const std::string& file_prefix) {
+  return starts_with(w, file_prefix) && (w.find(": no End chunk") != std::string::npos ||
+                                         w.find(": truncated (cut or") != std::string::npos);
+}
+
+// After the job's command ended: a file whose process still runs (a
+// descendant the job left behind, e.g. Python's resource tracker) is being
+// written, not cut. Its cut warnings become one that says so, and it leaves
+// the rank's count of cut files.
+void word_open_files(analyzer::Report& rep, const std::string& run_dir) {
+  for (const auto& p : read_progress(run_dir)) {
+    if (p.ended) continue;
+    // "<base>.sst", or a ring's "<base>.segN.sst".
+    const std::string file = run_dir + "/" + p.base + ".";
+    for (auto& r : rep.ranks) {
+      const size_t before = r.warnings.size();
+      std::string path;
+      std::erase_if(r.warnings, [&](const std::string& w) {
+        if (!cut_warning_of(w, file)) return false;
+        if (path.empty()) path = w.substr(0, w.find(": "));
+        return true;
+      });
+      if (r.warnings.size() == before) continue;
+      if (r.drops.files_truncated > 0) --r.drops.files_truncated;
+      r.warnings.push_back(path + ": still being written (process " + std::to_string(p.pid) +
+                           " was still running when the report was made, after the job's "
+                           "command ended): analyzed up to its last flush");
+    }
+  }
+}
+
 }  // namespace
 
 int write_run_report(const std::string& run_dir, const std::string& format,
                      const std::string& note,
-                     const std::vector<analyzer::Expectation>& expected) {
+                     const std::vector<analyzer::Expectation>& expected, bool job_ended) {
   analyzer::Report rep;
   note_skipped_inputs("run", {run_dir});
   try {
@@ -37,6 +74,7 @@ int write_run_report(const std::string& run_dir, const std::string& format,
     return kExitInput;
   }
   if (!note.empty()) rep.warnings.push_back(note);
+  if (job_ended) word_open_files(rep, run_dir);
   for (const auto& e : rep.errors)
     std::cerr << "stallscope run: report: " << reader::terminal_safe(e) << "\n";
   if (rep.ranks.empty()) {
