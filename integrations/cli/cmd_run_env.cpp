@@ -86,11 +86,8 @@ std::string claim_dir(const RunOptions& o, std::string* key_out, std::string* er
   if (choice.explicit_out) {
     if (std::string k = launcher_key(env, facts); !k.empty()) *key_out = std::move(k);
   }
-  std::string dir = sys::claim_run_dir(choice, *key_out, error);
-  if (dir.empty()) return dir;
-  std::error_code ec;
-  const fs::path abs = fs::absolute(dir, ec);  // the child may change directory
-  return ec ? dir : abs.lexically_normal().string();
+  // Absolute (claim_run_dir makes it so): the command may change directory.
+  return sys::claim_run_dir(choice, *key_out, error);
 }
 
 }  // namespace

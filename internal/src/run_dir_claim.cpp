@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -143,14 +144,45 @@ std::string candidate(const std::string& base, int n) {
   return n == 1 ? base : base + "-" + std::to_string(n);
 }
 
+// `path` against the working directory, "." components and repeated
+// slashes dropped (".." kept: a symlink may stand before it). "" when the
+// working directory cannot be had.
+std::string absolute_of(const std::string& path) {
+  std::string joined;
+  if (!path.empty() && path[0] == '/') {
+    joined = path;
+  } else {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd) == nullptr) return {};
+    joined = std::string(cwd) + "/" + path;
+  }
+  std::string out;
+  size_t at = 0;
+  while (at < joined.size()) {
+    const size_t next = std::min(joined.find('/', at), joined.size());
+    const std::string_view part(joined.data() + at, next - at);
+    if (!part.empty() && part != ".") (out += '/') += part;
+    at = next + 1;
+  }
+  return out.empty() ? "/" : out;
+}
+
 }  // namespace
 
 std::string claim_run_dir(const RunDirChoice& choice, const std::string& key, std::string* error) {
   try {
-    std::string base = choice.path;
-    while (base.size() > 1 && base.back() == '/') base.pop_back();
-    if (base.empty()) {
+    if (choice.path.empty()) {
       if (error != nullptr) *error = "run directory: empty path";
+      return {};
+    }
+    // Absolute once, here: the path is exported to children, and a process
+    // that changes directory (Hydra's outputs/…) must not take its
+    // children, or its own control file, elsewhere (RELIABILITY.md 43).
+    const std::string base = absolute_of(choice.path);
+    if (base.empty()) {
+      if (error != nullptr)
+        *error = named(choice, choice.path) + ": relative, and the working directory is unknown: " +
+                 std::strerror(errno);
       return {};
     }
     const std::string k = printable(key);

@@ -78,8 +78,9 @@ std::string run_key(const EnvLookup& env, std::string_view boot_id, uint64_t sta
 // rename or link). A directory whose run.json names another key (or is
 // unreadable) is never reused: "-2", "-3" … "-100" are tried in turn, then
 // it fails. Processes racing with the same key all end in the same
-// directory. Returns the directory used, or "" with `*error` (if non-null)
-// naming the path and the reason. Never throws.
+// directory. Returns the directory used, always absolute (a relative path is
+// taken against the working directory now, "." components dropped), or ""
+// with `*error` (if non-null) naming the path and the reason. Never throws.
 std::string claim_run_dir(const RunDirChoice& choice, const std::string& key, std::string* error);
 
 // "<host>-r<rank>-<pid>", or "<host>-launcher-<pid>" for a launcher; host
