@@ -202,6 +202,31 @@ uint32_t FileWriter::chunk_target() const {
   return static_cast<uint32_t>(t < kMin ? kMin : t > kDefault ? kDefault : t);
 }
 
+bool FileWriter::seal(const std::vector<uint8_t>& end_payload) {
+  if (failed_ || fd_ < 0 || sealed_ || !check_descriptor()) return false;
+  seal_offset_ = offset_;
+  seal_total_ = total_bytes_;
+  seal_seq_ = seq_;
+  sealed_ = emit(format::ChunkType::kEnd, end_payload.data(),
+                 static_cast<uint32_t>(end_payload.size()));
+  return sealed_;
+}
+
+bool FileWriter::unseal() {
+  if (!sealed_) return !failed_;
+  sealed_ = false;
+  // The program may have closed every descriptor before its exec failed.
+  if (failed_ || !check_descriptor()) return false;
+  if (::ftruncate(fd_, static_cast<off_t>(seal_offset_)) != 0) {
+    fail("cannot take the End chunk back from", errno);
+    return false;
+  }
+  offset_ = seal_offset_;
+  total_bytes_ = seal_total_;
+  seq_ = seal_seq_;
+  return true;
+}
+
 void FileWriter::close(const std::vector<uint8_t>& end_payload) {
   if (fd_ < 0) return;
   if (!failed_ && check_descriptor())

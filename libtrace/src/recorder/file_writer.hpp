@@ -52,6 +52,14 @@ class FileWriter {
                     bool sticky, uint64_t events);
   // Writes the End chunk (beyond the budget if need be) and closes.
   void close(const std::vector<uint8_t>& end_payload);
+  // Before an exec: writes the End chunk as close() does but keeps the
+  // file open (O_CLOEXEC: a successful exec closes it, complete). A failed
+  // exec calls unseal(), which cuts the End chunk off again, and writing
+  // goes on in the same file. Nothing may be written while sealed.
+  bool seal(const std::vector<uint8_t>& end_payload);
+  // false when the End chunk could not be taken back (tracing must stop).
+  bool unseal();
+  bool sealed() const { return sealed_; }
 
   // Before a batch of writes: is the descriptor still ours? Reopens the
   // file when the program closed it; false when tracing must stop.
@@ -92,6 +100,8 @@ class FileWriter {
   uint64_t ring_discarded_ = 0;
   bool failed_ = false;
   bool budget_spent_ = false;
+  bool sealed_ = false;
+  uint64_t seal_offset_ = 0, seal_total_ = 0, seal_seq_ = 0;  // before the End chunk
   std::string failure_;
   std::vector<std::pair<format::ChunkType, std::vector<uint8_t>>> sticky_;
 };

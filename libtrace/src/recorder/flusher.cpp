@@ -299,6 +299,7 @@ void flush_now(Recorder& r, bool final) {
   std::lock_guard lock(r.flush_mu);
   if (r.state.load() == State::kFailed || r.state.load() == State::kIdle) return;
   if (r.writer.path().empty()) return;
+  if (r.writer.sealed()) return;  // an exec in progress: the file is complete (seal_for_exec)
   if (!r.writer.failed() && !r.writer.check_descriptor()) stop_on_failure(r);
   // Drain first, then take names and tracks: every name an event uses was
   // interned before the event was written, so it is in this table chunk.
@@ -358,6 +359,34 @@ bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
     nanosleep(&ts, nullptr);
   }
   return false;
+}
+
+bool seal_for_exec() noexcept {
+  Recorder& r = recorder();
+  if (r.state.load() != State::kRunning || r.pid != ::getpid()) return false;
+  try {
+    flush_now(r, false);  // the bulk; what comes meanwhile stays in the buffers
+    std::lock_guard lock(r.flush_mu);
+    if (r.state.load() != State::kRunning || r.writer.path().empty()) return false;
+    write_table(r, format::ChunkType::kStrings, r.registry.take_new_strings());
+    write_table(r, format::ChunkType::kTracks, r.registry.take_new_tracks());
+    return r.state.load() == State::kRunning && r.writer.seal(end_payload(r));
+  } catch (...) {  // out of memory: the exec goes on, the file truncated
+    return false;
+  }
+}
+
+void unseal_after_exec() noexcept {
+  Recorder& r = recorder();
+  try {
+    std::lock_guard lock(r.flush_mu);
+    if (!r.writer.sealed()) return;
+    if (!r.writer.unseal()) stop_on_failure(r);
+  } catch (...) {
+    g_capture.store(false, std::memory_order_relaxed);
+    r.state.store(State::kFailed);
+  }
+  wake_flusher();  // what the buffers gathered meanwhile
 }
 
 void close_recorder() {

@@ -1,6 +1,7 @@
 // Process lifecycle: the file is completed at normal exit and _exit (and at
 // SIGTERM, SIGINT, SIGHUP and SIGQUIT: signals.cpp); a fork child gets its own recorder and
-// file (RELIABILITY.md 3, 12, 13).
+// file (RELIABILITY.md 3, 12, 13); before an exec the file is completed and,
+// should the exec fail, reopened (14, 42: the exec entries below).
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <mutex>
 
 #include "recorder/recorder.hpp"
+#include "stallscope/internal/shim_abi.hpp"
 #include "stallscope/trace.h"
 
 namespace stallscope::detail {
@@ -58,6 +60,14 @@ void install_process_hooks() {
 }
 
 }  // namespace stallscope::detail
+
+extern "C" STALLSCOPE_API int stallscope_internal_v1_exec_seal(void) noexcept {
+  return stallscope::detail::seal_for_exec() ? 1 : 0;
+}
+
+extern "C" STALLSCOPE_API void stallscope_internal_v1_exec_unseal(void) noexcept {
+  stallscope::detail::unseal_after_exec();
+}
 
 // Interposes libc's _exit/_Exit for programs that link the recorder (and
 // for the preload shim): flush, then end the process as libc would.

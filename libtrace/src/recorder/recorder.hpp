@@ -118,6 +118,13 @@ void flush_now(Recorder& r, bool final);
 bool request_flush_and_wait(bool final, int timeout_ms) noexcept;
 // Final flush, End chunk, threads stopped (normal exit, shutdown).
 void close_recorder();
+// exec (RELIABILITY.md 14, 42): everything recorded so far written and the
+// file completed (End chunk) while recording goes on into the buffers; a
+// successful exec leaves the file complete. After a failed exec,
+// unseal_after_exec() takes the End chunk back and flushing resumes in the
+// same file: nothing recorded meanwhile is lost. False when not sealed.
+bool seal_for_exec() noexcept;
+void unseal_after_exec() noexcept;
 
 // Blocks every signal on the calling thread while alive: threads created
 // meanwhile start with all signals blocked, so a SIGTERM that arrives while

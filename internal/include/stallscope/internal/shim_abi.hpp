@@ -22,4 +22,12 @@ extern "C" {
 STALLSCOPE_API int stallscope_internal_v1_program_sigaction(int sig, const struct sigaction* act,
                                                             struct sigaction* old) noexcept;
 
+// Before the program's exec: this process's trace file is completed (its
+// End chunk written) while recording goes on; returns 1, or 0 when there
+// is no file to complete (tracing off, failed, a vfork child). After a
+// failed exec, exec_unseal takes the End chunk back and the same file goes
+// on. Not async-signal-safe; never in a vfork child.
+STALLSCOPE_API int stallscope_internal_v1_exec_seal(void) noexcept;
+STALLSCOPE_API void stallscope_internal_v1_exec_unseal(void) noexcept;
+
 }  // extern "C"
