@@ -77,7 +77,9 @@ void RankEngine::on_mark(const Ev& e) {
     on_headspace_mark(e.start, text);
   } else if (text.rfind("sample spans off", 0) == 0) {
     loaders_.on_sample_spans_off(e.track);
-  } else if (text.rfind("native stacks: ", 0) == 0) {  // the shim's sampler refused or off
+  } else if (text.rfind("native stacks: ", 0) == 0 ||  // the shim's sampler refused or off
+             ((text.rfind("exec of ", 0) == 0 || text.rfind("spawn of ", 0) == 0) &&
+              text.find(": cannot be traced (") != std::string::npos)) {  // an untraced child
     if (std::find(warnings_.begin(), warnings_.end(), text) == warnings_.end()) warn(text);
   }
 }

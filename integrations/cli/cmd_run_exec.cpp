@@ -1,12 +1,14 @@
 // Can LD_PRELOAD reach the program, and starting it. The dynamic loader
 // applies LD_PRELOAD only to dynamically linked programs (an ELF with a
 // PT_INTERP header) and ignores it for setuid/setgid programs that change
-// identity (secure-execution mode), so both are refused with a clear message
-// instead of producing an empty trace.
+// identity and for programs with file capabilities run by a user other than
+// root (secure-execution mode), so these are refused with a clear message
+// instead of producing an empty trace (RELIABILITY.md 15, 45).
 #include <elf.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -85,6 +87,14 @@ std::string attach_obstacle(const std::string& path) {
     return path +
            " is setuid or setgid: the dynamic loader ignores LD_PRELOAD for it, so "
            "stallscope cannot attach. Run it without the setuid bit, or as its owner";
+  // File capabilities put a user other than root in secure-execution mode
+  // too (root keeps LD_PRELOAD: no privilege is gained).
+  char caps[64];
+  if (::getuid() != 0 && ::getxattr(path.c_str(), "security.capability", caps, sizeof caps) > 0)
+    return path +
+           " has file capabilities (security.capability): the dynamic loader ignores "
+           "LD_PRELOAD for it, so stallscope cannot attach. Run it as root, or a copy "
+           "without capabilities (setcap -r)";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
   char head[256] = {};

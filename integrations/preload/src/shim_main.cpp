@@ -17,6 +17,7 @@
 #include "channels.hpp"
 #include "direct_read.hpp"
 #include "env_policy.hpp"
+#include "exec_check.hpp"
 #include "fault_sampler.hpp"
 #include "messages.hpp"
 #include "native_stacks.hpp"
@@ -83,8 +84,12 @@ void after_fork_child_handler() {
   native_stacks_forget_after_fork();
 }
 
-// The exiting thread's message in progress (messages.hpp).
-void flush_at_exit() { channel_flush_thread(); }
+// The exiting thread's message in progress (messages.hpp), and what vfork
+// children left to record (exec_check.hpp).
+void flush_at_exit() {
+  channel_flush_thread();
+  if (!in_foreign_process()) record_child_notes();
+}
 
 __attribute__((constructor)) void shim_constructor() {
   set_recorded_pid(static_cast<pid_t>(::syscall(SYS_getpid)));

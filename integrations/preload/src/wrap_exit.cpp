@@ -2,11 +2,12 @@
 // interposers in libstallscope_trace.so), but under LD_PRELOAD the
 // recorder library comes after libc in the symbol search order, so the
 // shim exports them and calls the recorder's versions (which do nothing in
-// a vfork child).
+// a vfork child), after recording the notes vfork children left.
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "exec_check.hpp"
 #include "shim.hpp"
 #include "stallscope/trace.h"
 
@@ -36,12 +37,16 @@ void resolve_recorder_exit() noexcept {
 
 }  // namespace stallscope::preload
 
+// What vfork children left to record goes in first (not from a vfork child
+// itself: it calls _exit after a failed exec).
 STALLSCOPE_SHIM_EXPORT void _exit(int status) {
+  if (!stallscope::preload::in_foreign_process()) stallscope::preload::record_child_notes();
   if (g_exit != nullptr) g_exit(status);
   exit_group(status);
 }
 
 STALLSCOPE_SHIM_EXPORT void _Exit(int status) {
+  if (!stallscope::preload::in_foreign_process()) stallscope::preload::record_child_notes();
   if (g_Exit != nullptr) g_Exit(status);
   exit_group(status);
 }
