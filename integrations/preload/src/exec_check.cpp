@@ -116,6 +116,11 @@ Untraceable check_fd(int fd, const char* path, char* interp, size_t interp_size,
 
 Untraceable check_path(int dirfd, const char* path, int at_flags, char* interp, size_t interp_size,
                        int depth) {
+  // Only a regular file is opened: opening a device can do something.
+  struct stat st {};
+  if (::syscall(SYS_newfstatat, dirfd, path, &st, at_flags & AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(st.st_mode))
+    return Untraceable::kNo;
   const long fd = sys_openat(dirfd, path, (at_flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
   if (fd < 0) return Untraceable::kNo;  // unreadable or missing: exec says what it says
   const Untraceable why = check_fd(static_cast<int>(fd), path, interp, interp_size, depth);
