@@ -11,6 +11,8 @@
 
 #include <stallscope/trace.h>
 
+#include "stallscope/internal/note.hpp"
+
 namespace stallscope::loader {
 
 namespace {
@@ -162,7 +164,7 @@ void report_settings(const std::vector<SettingOutcome>& tried) noexcept {
     for (const SettingOutcome& o : tried) {
       const std::string text = o.mark();
       stallscope_mark(text.c_str());
-      std::fprintf(stderr, "stallscope: %s\n", text.c_str());
+      internal::note_text("stallscope: ", text.c_str());
     }
   } catch (...) {
     // Out of memory while reporting: the settings stay applied.

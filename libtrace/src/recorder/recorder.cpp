@@ -16,6 +16,7 @@
 #include "stallscope/clock.hpp"
 #include "stallscope/trace.hpp"
 #include "stallscope/internal/process_facts.hpp"
+#include "stallscope/internal/note.hpp"
 
 namespace stallscope {
 namespace detail {
@@ -386,9 +387,11 @@ void emit_internal(const format::CoreRecord& core) {
   r.flusher_buffer->write(core, nullptr, 0);
 }
 
+// Through the one note writer: SIGPIPE never raised, nothing written into a
+// file the program has since opened at descriptor 2 (RELIABILITY.md 41).
 void warn(const std::string& text) {
   if (recorder().cfg.quiet) return;
-  std::fprintf(stderr, "stallscope: %s\n", text.c_str());
+  internal::note_text("stallscope: ", text.c_str());
 }
 
 }  // namespace detail

@@ -1,0 +1,72 @@
+/* A program that knows nothing of stallscope, for the regressions of its
+ * notes and of its run directory (test_repro_notes, test_repro_run_dir).
+ *   note_target lines N        print "LINE i" for i < N on stdout, exit 0
+ *   note_target fd2file DATA   close 0-2, open /dev/null twice and DATA
+ *                              (it gets descriptor 2), write a record, fork
+ *                              a child that reads and exits, write another
+ *                              record, exit 0 (5: DATA not at 2; 6: the
+ *                              child failed)
+ *   note_target wait FILE      read FILE, print "READY <pid>", wait for
+ *                              stdin to close, read FILE again, print
+ *                              "DONE", exit 0 */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char buf[4096];
+
+static int read_some(const char* path) {
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  const ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  return n < 0 ? -1 : 0;
+}
+
+static int put(int fd, const char* text) {
+  return write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static int fd2file(const char* data) {
+  close(0);
+  close(1);
+  close(2);
+  if (open("/dev/null", O_RDONLY) != 0 || open("/dev/null", O_WRONLY) != 1) return 4;
+  const int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd != 2) return 5;
+  if (put(fd, "program record 1\n") != 0) return 7;
+  const pid_t child = fork();
+  if (child == 0) _exit(read_some("/proc/self/stat") == 0 ? 0 : 1);
+  int st = 0;
+  if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return 6;
+  if (put(fd, "program record 2\n") != 0) return 7;
+  return 0;
+}
+
+static int wait_for_stdin(const char* path) {
+  if (read_some(path) != 0) return 3;
+  printf("READY %d\n", (int)getpid());
+  fflush(stdout);
+  while (read(0, buf, sizeof buf) > 0) {
+  }
+  if (read_some(path) != 0) return 3;
+  printf("DONE\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "lines") == 0) {
+    const int n = atoi(argv[2]);
+    for (int i = 0; i < n; ++i) printf("LINE %d\n", i);
+    return fflush(stdout) == 0 ? 0 : 2;
+  }
+  if (argc >= 3 && strcmp(argv[1], "fd2file") == 0) return fd2file(argv[2]);
+  if (argc >= 3 && strcmp(argv[1], "wait") == 0) return wait_for_stdin(argv[2]);
+  fprintf(stderr, "usage: note_target lines N | fd2file DATA | wait FILE\n");
+  return 2;
+}
