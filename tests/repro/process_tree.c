@@ -3,7 +3,9 @@
  *   process_tree execfail FILE PROG…  10 reads of FILE (1..10 bytes), then
  *                                     for each PROG an execv that must fail,
  *                                     printing "EXEC <errno>", and 10 reads
- *                                     more (the next sizes); exit 0
+ *                                     more (the next sizes); exit 0.
+ *                                     "big:PROG" passes PROG an argument
+ *                                     of 200 KiB (E2BIG)
  *   process_tree chdirfork FILE DIR   read 31 bytes, chdir DIR, fork a child
  *                                     that reads 32 bytes, read 33 bytes;
  *                                     exit 0 when the child did
@@ -32,9 +34,13 @@ static void read_n(const char* path, size_t n) {
 static int execfail(const char* file, char** progs, int n) {
   size_t size = 1;
   for (int i = 0; i < 10; ++i) read_n(file, size++);
+  static char big[200 * 1024]; /* past MAX_ARG_STRLEN: E2BIG */
+  memset(big, 'x', sizeof big - 1);
   for (int k = 0; k < n; ++k) {
-    char* argv[] = {progs[k], NULL};
-    execv(progs[k], argv);
+    const int e2big = strncmp(progs[k], "big:", 4) == 0;
+    char* prog = e2big ? progs[k] + 4 : progs[k];
+    char* argv[] = {prog, e2big ? big : NULL, NULL};
+    execv(prog, argv);
     printf("EXEC %d\n", errno);
     fflush(stdout);
     for (int i = 0; i < 10; ++i) read_n(file, size++);

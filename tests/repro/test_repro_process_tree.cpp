@@ -1,6 +1,6 @@
 // Regressions in a traced program's process tree. Each case failed on the
 // build before its fix:
-//  - a failed exec (ENOENT, EACCES, ENOEXEC) shut the recorder down for
+//  - a failed exec (ENOENT, EACCES, ENOEXEC, E2BIG) shut the recorder down for
 //    good: the file said "complete", 0 drops, and held 10 of the 20 reads
 //    (RELIABILITY.md 42);
 //  - a relative STALLSCOPE_OUT, or the default ./stallscope-<host>-<pid>,
@@ -146,15 +146,16 @@ BOOST_AUTO_TEST_CASE(a_failed_exec_keeps_the_process_traced) {
   const std::string data = make_file(dir / "data", std::string(4096, 'x'));
   const std::string not_exec = make_file(dir / "not_exec", "#!/bin/sh\n", 0644);   // EACCES
   const std::string garbage = make_file(dir / "garbage", "\x01\x02garbage", 0755);  // ENOEXEC
-  const RunResult r = run({kTree, "execfail", data, dir / "missing", not_exec, garbage},
-                          {{"STALLSCOPE_OUT", dir / "run"}});
+  const RunResult r =
+      run({kTree, "execfail", data, dir / "missing", not_exec, garbage, "big:/bin/true"},
+          {{"STALLSCOPE_OUT", dir / "run"}});
   BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
-  BOOST_TEST(r.out == "EXEC 2\nEXEC 13\nEXEC 8\n");
+  BOOST_TEST(r.out == "EXEC 2\nEXEC 13\nEXEC 8\nEXEC 7\n");  // ENOENT EACCES ENOEXEC E2BIG
   const RunTrace t = load_run(dir / "run");
   BOOST_TEST_REQUIRE(t.files.size() == 1u);  // the same file goes on: no image was replaced
   BOOST_TEST((t.files[0].status == reader::Status::kComplete));
-  // 10 reads before the first exec and 10 after each: all 40, once each.
-  BOOST_TEST((sizes_of(t, data) == one_to(40)));
+  // 10 reads before the first exec and 10 after each: all 50, once each.
+  BOOST_TEST((sizes_of(t, data) == one_to(50)));
   // Nothing lost, and the file's summary says so.
   const reader::TraceReader file(t.files[0].path);
   uint64_t dropped = file.end().summary.disk_dropped;
