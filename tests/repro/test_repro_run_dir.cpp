@@ -1,17 +1,23 @@
 // Regressions: what a traced program meets in its run directory must never
 // hang it, and nothing there that is not its own is written, followed or
-// renamed (RELIABILITY.md 27, 28, 34); under a small descriptor limit the
-// recorder never takes the program's descriptors (36). Each case failed on
-// the build before the fix: the program hung on a FIFO, wrote through a
-// planted symlink, lost or renamed other files after many execs, or ran out
-// of descriptors.
+// renamed (RELIABILITY.md 27, 28, 34), at start or mid-run (44); a run
+// directory removed mid-run stops tracing (44); under a small descriptor
+// limit the recorder never takes the program's descriptors (36). Each case
+// failed on the build before the fix: the program hung on a FIFO, wrote
+// through a planted symlink, lost or renamed other files after many execs,
+// ran out of descriptors, or wrote on into a deleted file.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -98,6 +104,111 @@ std::vector<std::pair<int, std::string>> other_fds(const std::string& out) {
                      sp == std::string::npos ? "" : line.substr(sp + 1));
   }
   return fds;
+}
+
+// A program started under the shim that runs until told to end: stdin,
+// stdout and stderr are pipes (note_target wait FILE).
+class Running {
+ public:
+  Running(const std::vector<std::string>& argv, std::map<std::string, std::string> env) {
+    env.emplace("LD_PRELOAD", shim());
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+      return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    in_ = in[1];
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~Running() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    for (int fd : {in_, out_, err_})
+      if (fd >= 0) ::close(fd);
+  }
+  pid_t pid() const { return pid_; }
+  // The first line on stdout ("READY <pid>"); "" at EOF.
+  std::string first_line() {
+    std::string line;
+    char c;
+    while (::read(out_, &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  }
+  // Closes stdin (the program ends), collects the rest of its output.
+  RunResult finish() {
+    ::close(in_);
+    in_ = -1;
+    RunResult r;
+    pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+    int open_fds = 2;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (open_fds > 0 && std::chrono::steady_clock::now() < deadline) {
+      if (::poll(fds, 2, 200) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+        char buf[4096];
+        const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        if (n <= 0) {
+          fds[i].fd = -1;
+          --open_fds;
+          continue;
+        }
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+    if (open_fds > 0) ::kill(pid_, SIGKILL);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    reaped_ = true;
+    if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
+    return r;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  bool reaped_ = false;
+};
+
+std::string repro_helper(const std::string& name) { return build_dir() + "/tests/repro/" + name; }
+
+// What the descriptors of `pid` name under `dir` ("<path> (deleted)" once
+// removed).
+std::vector<std::string> open_under(pid_t pid, const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& e : std::filesystem::directory_iterator(fd_dir, ec)) {
+    char target[4096];
+    const ssize_t n = ::readlink(e.path().c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    const std::string t(target, static_cast<size_t>(n));
+    if (t.rfind(dir + "/", 0) == 0 || t.rfind(dir + " ", 0) == 0 || t == dir) found.push_back(t);
+  }
+  return found;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 }  // namespace
@@ -194,6 +305,69 @@ BOOST_AUTO_TEST_CASE(symlinked_progress_directory_is_not_followed) {
   BOOST_TEST(std::filesystem::is_empty(dir / "elsewhere"));
   BOOST_TEST(r.err.find("progress: not a directory") != std::string::npos, r.err);
   BOOST_TEST(load_run(dir / "run").files.size() == 1u);
+}
+
+// RELIABILITY.md 44. RUN/progress replaced by a symlink while the program
+// runs: the progress file was rewritten through it (a temp file created and
+// renamed in the symlink's target, as root) at the next change — here the
+// final "ended=1" line at exit. Now RUN/progress is opened without
+// following, through the run directory's descriptor.
+BOOST_AUTO_TEST_CASE(progress_directory_replaced_by_a_symlink_mid_run_is_not_followed) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const std::string run_dir = dir / "run";
+  std::filesystem::create_directories(dir / "elsewhere");
+  Running p({repro_helper("note_target"), "wait", data},
+            {{"STALLSCOPE_OUT", run_dir}, {"STALLSCOPE_PROGRESS", "on"},
+             {"STALLSCOPE_RANK", "0"}});
+  BOOST_TEST_REQUIRE(p.first_line().rfind("READY ", 0) == 0u);
+  BOOST_TEST_REQUIRE(std::filesystem::is_directory(run_dir + "/progress"));
+  std::filesystem::rename(run_dir + "/progress", run_dir + "/progress.old");
+  std::filesystem::create_directory_symlink(dir / "elsewhere", run_dir + "/progress");
+  const RunResult r = p.finish();
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << " signal " << r.term_signal
+                                                << ": " << r.err);
+  BOOST_TEST(r.out == "DONE\n");
+  std::string planted;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "elsewhere"))
+    planted += e.path().filename().string() + " ";
+  BOOST_TEST(planted.empty(), "created through the symlink: " << planted);
+  BOOST_TEST(is_symlink(run_dir + "/progress"));
+  const RunTrace t = load_run(run_dir);
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  BOOST_TEST((t.files[0].status == reader::Status::kComplete));
+}
+
+// RELIABILITY.md 44. The run directory removed while the program runs: the
+// recorder went on writing into its unlinked file (disk held up to the
+// budget), without a word. Now the next flush sees the file has no name
+// left: one note, tracing stops, the file and the directory are closed.
+BOOST_AUTO_TEST_CASE(run_directory_removed_mid_run_stops_tracing_with_one_note) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const std::string run_dir = dir / "run";
+  Running p({repro_helper("note_target"), "wait", data},
+            {{"STALLSCOPE_OUT", run_dir}, {"STALLSCOPE_SAMPLE_MS", "0"}});
+  BOOST_TEST_REQUIRE(p.first_line().rfind("READY ", 0) == 0u);
+  BOOST_TEST_REQUIRE(!open_under(p.pid(), run_dir).empty());  // its trace file, at least
+  std::filesystem::remove_all(run_dir);
+  // Within a flush interval (100 ms); polled, never timed.
+  std::vector<std::string> held = open_under(p.pid(), run_dir);
+  for (int i = 0; i < 600 && !held.empty(); ++i) {
+    ::usleep(50000);
+    held = open_under(p.pid(), run_dir);
+  }
+  std::string names;
+  for (const auto& h : held) names += h + "; ";
+  BOOST_TEST(held.empty(), "still open: " << names);
+  const RunResult r = p.finish();
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << " signal " << r.term_signal
+                                                << ": " << r.err);
+  BOOST_TEST(r.out == "DONE\n");
+  BOOST_TEST(count(r.err, "stallscope: ") == 1u, r.err);
+  BOOST_TEST(count(r.err, "was deleted (the run directory removed?); tracing stopped") == 1u,
+             r.err);
+  BOOST_TEST(!std::filesystem::exists(run_dir));  // nothing recreated
 }
 
 // 200 execs: 201 images, each with its own complete file and its own read;

@@ -16,15 +16,70 @@ namespace stallscope::detail {
 namespace {
 // Files of one process id in one run: an image per exec, or a reused pid.
 constexpr uint32_t kMaxSameBase = 1u << 16;
+
+bool same_file(int fd, uint64_t dev, uint64_t ino, struct stat* st) {
+  return ::fstat(fd, st) == 0 && st->st_dev == dev && st->st_ino == ino;
+}
 }  // namespace
 
+int DirHandle::open(const std::string& path) {
+  release();
+  path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return -err;
+  }
+  fd = sys::move_fd_high(fd);
+  if (fd < 0) return -EMFILE;
+  fd_ = fd;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  return 0;
+}
+
+int DirHandle::get() {
+  if (fd_ < 0) return -1;
+  struct stat st{};
+  if (same_file(fd_, dev_, ino_, &st)) return fd_;
+  // The program closed it (and may have reused the number): reopened by
+  // path only if the path still names our directory.
+  fd_ = -1;
+  int fd = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (!same_file(fd, dev_, ino_, &st)) {
+    ::close(fd);
+    return -1;
+  }
+  fd_ = sys::move_fd_high(fd);
+  return fd_;
+}
+
+void DirHandle::release() {
+  struct stat st{};
+  if (fd_ >= 0 && same_file(fd_, dev_, ino_, &st)) ::close(fd_);
+  fd_ = -1;
+}
+
 FileWriter::~FileWriter() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_is_ours()) ::close(fd_);
+}
+
+bool FileWriter::fd_is_ours() const {
+  struct stat st{};
+  return fd_ >= 0 && same_file(fd_, dev_, ino_, &st);
+}
+
+std::string FileWriter::segment_name(uint32_t seg) const {
+  if (!opts_.ring) return opts_.base + ".sst";
+  return opts_.base + ".seg" + std::to_string(seg) + ".sst";
 }
 
 std::string FileWriter::segment_path(uint32_t seg) const {
-  if (!opts_.ring) return opts_.dir + "/" + opts_.base + ".sst";
-  return opts_.dir + "/" + opts_.base + ".seg" + std::to_string(seg) + ".sst";
+  return opts_.dir + "/" + segment_name(seg);
 }
 
 // A file of this name already exists when an earlier image of this process
@@ -33,12 +88,18 @@ std::string FileWriter::segment_path(uint32_t seg) const {
 // the next free name "<base>.<N>" is taken instead.
 int FileWriter::open(const WriterOptions& opts, std::string* error) {
   opts_ = opts;
+  if (const int rc = dir_.open(opts.dir); rc != 0) {
+    if (error) *error = "cannot open run directory " + opts.dir + ": " + std::strerror(-rc);
+    return rc;
+  }
   for (uint32_t k = 0; k < kMaxSameBase; ++k) {
     opts_.base = k == 0 ? opts.base : opts.base + "." + std::to_string(k);
     const int rc = open_segment(error);
     if (rc != -EEXIST) return rc;
     struct stat st{};
-    if (k == 0 && ::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    if (k == 0 &&
+        ::fstatat(dir_.get(), segment_name(segment_).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISREG(st.st_mode))
       note_ = path_ + " is not a regular file: left alone, recording into " + opts.base + ".<N>";
   }
   return -EEXIST;
@@ -46,16 +107,21 @@ int FileWriter::open(const WriterOptions& opts, std::string* error) {
 
 int FileWriter::open_segment(std::string* error) {
   path_ = segment_path(segment_);
-  // O_EXCL | O_NOFOLLOW: never through a planted symlink, never into a FIFO
-  // or someone else's file; O_NONBLOCK: even the attempt cannot wait.
-  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                  0644);
+  const std::string name = segment_name(segment_);
+  // In the run directory's descriptor; O_EXCL | O_NOFOLLOW: never through a
+  // planted symlink, never into a FIFO or someone else's file; O_NONBLOCK:
+  // even the attempt cannot wait.
+  const int dir = dir_.get();
+  int fd = dir < 0 ? (errno = ENOENT, -1)
+                   : ::openat(dir, name.c_str(),
+                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                              0644);
   // Away from the low numbers the program counts on (stallscope/internal/fd_limits.hpp).
   const bool created = fd >= 0;
   if (created) fd = sys::move_fd_high(fd);
   if (fd < 0) {
     int err = errno;
-    if (created) ::unlink(path_.c_str());
+    if (created) ::unlinkat(dir, name.c_str(), 0);
     if (error) *error = "cannot create " + path_ + ": " + std::strerror(err);
     return -err;
   }
@@ -109,11 +175,21 @@ bool FileWriter::write_all(const void* data, size_t n) {
 bool FileWriter::check_descriptor() {
   if (failed_) return false;
   struct stat st{};
-  if (::fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
+  if (same_file(fd_, dev_, ino_, &st)) {
+    if (st.st_nlink > 0) return true;
+    // Deleted (the run directory removed, most likely): writing on would
+    // hold disk space up to the budget for a file nobody can read.
+    failed_ = true;
+    failure_ = path_ + " was deleted (the run directory removed?); tracing stopped";
+    return false;
+  }
   // The program closed our descriptor (and may have reused the number):
-  // never write through it again. Reopen our own file by path.
-  int fd = ::open(path_.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+  // never write through it again. Reopen our own file by its name.
+  const int dir = dir_.get();
+  int fd = dir < 0 ? -1
+                   : ::openat(dir, segment_name(segment_).c_str(),
+                              O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 || !same_file(fd, dev_, ino_, &st)) {
     if (fd >= 0) ::close(fd);
     fail("lost the descriptor of", EBADF);
     return false;
@@ -156,7 +232,7 @@ bool FileWriter::rotate() {
   ++segment_;
   if (segment_ >= kRingSegments) {
     uint32_t old = segment_ - kRingSegments;
-    ::unlink(segment_path(old).c_str());
+    if (const int dir = dir_.get(); dir >= 0) ::unlinkat(dir, segment_name(old).c_str(), 0);
     ring_discarded_ += segment_events_[old % kRingSegments];
   }
   segment_events_[segment_ % kRingSegments] = 0;
@@ -231,8 +307,14 @@ void FileWriter::close(const std::vector<uint8_t>& end_payload) {
   if (fd_ < 0) return;
   if (!failed_ && check_descriptor())
     emit(format::ChunkType::kEnd, end_payload.data(), static_cast<uint32_t>(end_payload.size()));
-  ::close(fd_);
+  if (fd_is_ours()) ::close(fd_);
   fd_ = -1;
+}
+
+void FileWriter::release() {
+  if (fd_is_ours()) ::close(fd_);
+  fd_ = -1;
+  dir_.release();
 }
 
 }  // namespace stallscope::detail

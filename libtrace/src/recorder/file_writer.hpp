@@ -15,7 +15,14 @@
 // A write error (ENOSPC, EIO, …) stops tracing with one warning. Before each
 // batch of writes the descriptor is checked to still be our file, so a
 // program that closes all descriptors and reuses the number never receives
-// our bytes (RELIABILITY.md 5).
+// our bytes (RELIABILITY.md 5), and to still have a name: a file deleted
+// with the run directory stops tracing too (release() then gives the disk
+// space back).
+//
+// The run directory is held by descriptor from open() on, and every name in
+// it (segments, the control file, progress/) is reached with openat and
+// friends: the directory removed or replaced later, or a symlink planted in
+// it, is never followed (RELIABILITY.md 44).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +34,31 @@
 namespace stallscope::detail {
 
 inline constexpr int kRingSegments = 4;
+
+// A directory held by descriptor (moved above the program's numbers). get()
+// checks first that the descriptor still names it: a program that closes
+// every descriptor may have reused the number for a directory of its own.
+class DirHandle {
+ public:
+  DirHandle() = default;
+  ~DirHandle() { release(); }
+  DirHandle(const DirHandle&) = delete;
+  DirHandle& operator=(const DirHandle&) = delete;
+
+  // Opens `path` (following it: the path as the run directory was claimed).
+  // 0 or -errno.
+  int open(const std::string& path);
+  // The descriptor, or -1 when it no longer names the directory (reopened
+  // by path when the program closed it and the path still names it).
+  int get();
+  // Closes the descriptor if it is still ours (never the program's).
+  void release();
+
+ private:
+  int fd_ = -1;
+  uint64_t dev_ = 0, ino_ = 0;
+  std::string path_;
+};
 
 struct WriterOptions {
   std::string dir;
@@ -61,9 +93,16 @@ class FileWriter {
   bool unseal();
   bool sealed() const { return sealed_; }
 
-  // Before a batch of writes: is the descriptor still ours? Reopens the
-  // file when the program closed it; false when tracing must stop.
+  // Before a batch of writes: is the descriptor still ours, and the file
+  // still linked? Reopens the file when the program closed it; false when
+  // tracing must stop (failure() says why).
   bool check_descriptor();
+  // After a failure, and in a fork child for the parent's writer: the trace
+  // file and the run directory closed (where the descriptors are still
+  // ours), nothing written; a deleted file's space is released.
+  void release();
+  // The run directory's descriptor (see DirHandle::get); -1 when lost.
+  int dir_fd() { return dir_.get(); }
 
   // Largest events chunk worth writing: a ring segment holds several.
   uint32_t chunk_target() const;
@@ -86,8 +125,11 @@ class FileWriter {
   bool emit(format::ChunkType type, const uint8_t* payload, uint32_t bytes);
   void fail(const std::string& what, int err);
   std::string segment_path(uint32_t seg) const;
+  std::string segment_name(uint32_t seg) const;
+  bool fd_is_ours() const;
 
   WriterOptions opts_;
+  DirHandle dir_;
   int fd_ = -1;
   uint64_t dev_ = 0, ino_ = 0;
   std::string path_;

@@ -70,11 +70,14 @@ void account(Recorder& r, const Pending& p, bool written) {
   }
 }
 
+// One note; the file and the run directory closed, so that a deleted
+// file's disk space is released now, not at exit (RELIABILITY.md 4, 44).
 void stop_on_failure(Recorder& r) {
   if (r.state.load() == State::kFailed) return;
   warn(r.writer.failure());
   g_capture.store(false, std::memory_order_relaxed);
   r.state.store(State::kFailed);
+  r.writer.release();
 }
 
 // The first events chunk refused for the budget: one note naming the
@@ -182,8 +185,8 @@ bool any_buffer_half_full(Recorder& r) { return any_buffer_past(r, 2); }
 
 // Reads RUN/control into buf; -1 when it is not a regular file (a FIFO, a
 // device, a symlink: never opened in a way that could wait, never followed).
-ssize_t read_control(const std::string& path, char* buf, size_t size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+ssize_t read_control(int dir, char* buf, size_t size) {
+  const int fd = ::openat(dir, "control", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st{};
   ssize_t n = -1;
@@ -192,9 +195,14 @@ ssize_t read_control(const std::string& path, char* buf, size_t size) {
   return n;
 }
 
+// RUN/control, reached through the run directory's descriptor: the
+// directory removed or replaced by a symlink since the start is never
+// followed (RELIABILITY.md 44).
 void poll_control(Recorder& r) {
+  const int dir = r.writer.dir_fd();
+  if (dir < 0) return;
   struct stat st{};
-  if (::lstat(r.control_path.c_str(), &st) != 0) return;
+  if (::fstatat(dir, "control", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   if (!S_ISREG(st.st_mode)) {
     if (!r.control_refused) warn(r.control_path + ": not a regular file; ignored");
     r.control_refused = true;
@@ -205,7 +213,7 @@ void poll_control(Recorder& r) {
   if (mtime == r.control_mtime_ns) return;
   r.control_mtime_ns = mtime;
   char buf[32] = {};
-  const ssize_t n = read_control(r.control_path, buf, sizeof buf - 1);
+  const ssize_t n = read_control(dir, buf, sizeof buf - 1);
   if (n < 0) return;
   std::string_view s(buf, static_cast<size_t>(n));
   if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);  // a UTF-8 BOM (Windows editors)

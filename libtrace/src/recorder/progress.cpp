@@ -3,6 +3,7 @@
 #include "recorder/progress.hpp"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,26 +116,53 @@ bool is_step_range_name(std::string_view s) noexcept {
   return false;
 }
 
+namespace {
+
+// RUN/progress as a descriptor (O_NOFOLLOW: a symlink planted there, at
+// start or since, is never followed); -1 with errno.
+int open_progress_dir(Recorder& r) {
+  const int run = r.writer.dir_fd();
+  if (run < 0) {
+    errno = ENOENT;
+    return -1;
+  }
+  return ::openat(run, "progress", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+// ".<base>.<16 hex digits>": unpredictable, created O_EXCL.
+std::string temp_name(const std::string& base) {
+  uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits))
+    bits = static_cast<uint64_t>(mono_ns()) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(::getpid());
+  char tail[24];
+  std::snprintf(tail, sizeof tail, ".%016llx", static_cast<unsigned long long>(bits));
+  return "." + base + tail;
+}
+
+}  // namespace
+
 void progress_open(Recorder& r, const std::string& base) {
   ProgressState& p = r.progress;
   p.on = r.cfg.progress;
   if (!p.on) return;
   const std::string dir = r.run_dir + "/progress";
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-    warn(dir + ": cannot create (" + std::strerror(errno) +
+  const int run = r.writer.dir_fd();
+  if (run < 0 || (::mkdirat(run, "progress", 0777) != 0 && errno != EEXIST)) {
+    warn(dir + ": cannot create (" + std::strerror(run < 0 ? ENOENT : errno) +
          "); no step progress for stallscope run");
     p.on = false;
     return;
   }
-  struct stat st{};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  const int fd = open_progress_dir(r);
+  if (fd < 0) {
     warn(dir + ": not a directory (a symlink or a file is there); no step progress for "
          "stallscope run");
     p.on = false;
     return;
   }
+  ::close(fd);
   p.path = dir + "/" + base;
-  p.tmp_template = dir + "/." + base + ".XXXXXX";
+  p.base = base;
 }
 
 void progress_scan(Recorder& r, const uint8_t* payload, size_t bytes) {
@@ -162,19 +190,34 @@ void progress_publish(Recorder& r, bool ended) {
                 static_cast<unsigned long long>(p.windows_closed), ended ? 1 : 0, p.step_ns / 1e6,
                 p.wait_ns / 1e6, p.kernel_ns / 1e6, p.copy_ns / 1e6, p.comm_ns / 1e6);
   if (p.last_written == text) return;
-  // A fresh, unpredictable name (mkostemp: O_EXCL), renamed over the last:
-  // nothing planted in the directory is followed or written into.
-  std::string tmp = p.tmp_template;
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return;  // retried at the next flush
-  const size_t n = std::strlen(text);
-  const bool ok = ::fchmod(fd, 0644) == 0 && ::write(fd, text, n) == static_cast<ssize_t>(n);
-  ::close(fd);
-  if (ok && ::rename(tmp.c_str(), p.path.c_str()) == 0) {
-    p.last_written = text;
-  } else {
-    ::unlink(tmp.c_str());
+  // RUN/progress opened afresh without following a symlink, the names in
+  // it reached through that descriptor: RUN/progress replaced by a symlink
+  // mid-run leads nowhere (RELIABILITY.md 44). A fresh, unpredictable name
+  // (O_EXCL), renamed over the last: nothing planted in the directory is
+  // followed or written into.
+  const int dir = open_progress_dir(r);
+  if (dir < 0) return;  // retried at the next flush
+  struct stat st{};
+  if (::fstatat(dir, p.base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(dir);  // a FIFO, device or symlink stays what it is
+    warn(p.path + ": not a regular file; left alone, no step progress for stallscope run");
+    p.on = false;
+    return;
   }
+  const std::string tmp = temp_name(p.base);
+  const int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                          0644);
+  if (fd >= 0) {
+    const size_t n = std::strlen(text);
+    const bool ok = ::fchmod(fd, 0644) == 0 && ::write(fd, text, n) == static_cast<ssize_t>(n);
+    ::close(fd);
+    if (ok && ::renameat(dir, tmp.c_str(), dir, p.base.c_str()) == 0) {
+      p.last_written = text;
+    } else {
+      ::unlinkat(dir, tmp.c_str(), 0);
+    }
+  }
+  ::close(dir);
 }
 
 }  // namespace stallscope::detail

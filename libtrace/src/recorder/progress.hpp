@@ -30,8 +30,8 @@ struct Recorder;
 
 struct ProgressState {
   bool on = false;                                   // STALLSCOPE_PROGRESS=on
-  std::string path;                                  // RUN/progress/<base>
-  std::string tmp_template;                          // RUN/progress/.<base>.XXXXXX
+  std::string path;                                  // RUN/progress/<base> (for messages)
+  std::string base;                                  // <base>, in RUN/progress
   uint64_t steps = 0;                                // steps begun, in records already on disk
   uint64_t windows_closed = 0;                       // window-end records on disk
   bool capture = false;                              // last capture record on disk

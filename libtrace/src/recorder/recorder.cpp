@@ -249,6 +249,10 @@ void replace_recorder_after_fork() {
   // thread handles and mutex states of the parent) is abandoned, not
   // destroyed. The registry's names survive so cached name ids stay valid.
   Recorder* old = g_recorder;
+  // The parent's trace file and run directory: never written here, nor
+  // held open (a deleted run's disk space comes back when the parent lets
+  // go, not when its last worker exits).
+  old->writer.release();
   Recorder* fresh = new Recorder();
   fresh->registry.adopt_names_after_fork(old->registry);
   fresh->sampled_by_parent = old->sampler != nullptr;
