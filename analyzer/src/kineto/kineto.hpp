@@ -8,8 +8,9 @@
 //
 // Input detection is by content (kineto::sniff), never by file name, so
 // stallscope's own .sst files and PyTorch traces can be passed together.
-// One file is held in memory while it is parsed (its JSON, decompressed,
-// plus simdjson's index); its events are then kept as compact Ev records.
+// A file streams through a window of a few MiB while it is parsed (gzip
+// inflated on the way); its events are kept as compact Ev records, so what
+// an import costs follows its events, not its text.
 #pragma once
 
 #include <cstdint>
@@ -82,19 +83,20 @@ bool sniff(const std::string& path);
 // --max-json-mb raises it, to simdjson's 4 GiB).
 inline constexpr uint64_t kDefaultMaxJsonBytes = uint64_t{2} << 30;
 
-// The JSON text of `path`, gunzipped when it starts with the gzip magic,
-// with simdjson's padding after size(). Throws ImportError, also when the
-// JSON passes `max_bytes` or a gzip inflates like a bomb (both found while
-// streaming, before the memory is spent).
+// The whole JSON text of `path`, gunzipped when it starts with the gzip
+// magic, with simdjson's padding after size() (import_file does not need
+// it: for tests and tools). Throws ImportError, also when the JSON passes
+// `max_bytes` or a gzip inflates like a bomb (both found while streaming;
+// the first buffer is at most what the bomb check lets through).
 std::string read_json(const std::string& path, uint64_t max_bytes = kDefaultMaxJsonBytes);
 
-// Parses and maps one file. Throws ImportError (malformed JSON, truncated
-// gzip, no traceEvents …); unusable single events are skipped, counted and
-// named in `warnings`.
+// Parses and maps one file as it streams. Throws ImportError (malformed
+// JSON, truncated gzip, no traceEvents …, with the byte offset);
+// unusable single events are skipped, counted and named in `warnings`,
+// invalid UTF-8 is replaced by U+FFFD with one warning.
 ImportedRank import_file(const std::string& path, uint64_t max_bytes = kDefaultMaxJsonBytes);
-// The same from JSON text already in memory (`json` must have
-// simdjson::SIMDJSON_PADDING bytes of capacity past its size).
-ImportedRank import_json(const std::string& json, const std::string& name);
+// The same from JSON text already in memory.
+ImportedRank import_json(std::string_view json, const std::string& name);
 
 // Analyzes one imported rank with the normal engine, then adds what a
 // profiler trace cannot say (no loader lineage, no CPU samples) to the

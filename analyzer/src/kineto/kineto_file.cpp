@@ -1,5 +1,6 @@
-// Reading a PyTorch profiler file into memory (gzip streamed through zlib)
-// and recognizing one by its content.
+// A PyTorch profiler file as a stream of JSON bytes (gzip inflated through
+// zlib as it is read, its size and ratio checked on the way), and
+// recognizing one by its content.
 #include <fcntl.h>
 #include <simdjson.h>
 #include <sys/stat.h>
@@ -11,7 +12,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kineto/kineto.hpp"
+#include "kineto/kineto_internal.hpp"
 #include "stallscope/internal/fd.hpp"
 
 namespace stallscope::analyzer::kineto {
@@ -19,17 +20,14 @@ namespace stallscope::analyzer::kineto {
 namespace {
 
 constexpr size_t kChunk = size_t{1} << 20;
-// simdjson parses documents of up to 4 GiB; a larger JSON cannot be read.
+// The most JSON a file may hold (--max-json-mb stops at 4095 MiB).
 constexpr uint64_t kMaxJson = (uint64_t{1} << 32) - 1;
 constexpr size_t kSniffBytes = 64u << 10;
 // Profiler JSON deflates 10- to 30-fold; past this ratio (deflate's ceiling
 // is ~1032) after kBombCheckBytes of output a file is no trace but a bomb,
-// and is refused before it costs gigabytes.
+// and is refused while it streams.
 constexpr uint64_t kMaxInflateRatio = 100;
 constexpr uint64_t kBombCheckBytes = uint64_t{64} << 20;
-// The first buffer, from the size gzip's trailer claims: at most this many
-// times the compressed size, so a lying trailer costs nothing up front.
-constexpr uint64_t kHintRatio = 64;
 
 [[noreturn]] void fail_errno(const std::string& path, const char* what) {
   throw ImportError(path + ": " + what + ": " + std::strerror(errno));
@@ -60,142 +58,155 @@ uint64_t file_size(int fd, const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
-// gzip's trailer holds the uncompressed size mod 2^32: a first guess for the buffer.
+// gzip's trailer holds the uncompressed size mod 2^32: a first guess for
+// read_json's buffer, never past what the ratio check lets through
+// unchecked (kBombCheckBytes).
 size_t size_hint(int fd, uint64_t compressed, const std::string& path) {
   unsigned char t[4] = {0, 0, 0, 0};
   if (compressed < 18 || read_at(fd, reinterpret_cast<char*>(t), 4, compressed - 4, path) != 4)
     return kChunk;
   const uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (uint64_t{t[3]} << 24);
-  if (isize < compressed || isize > compressed * 1032)
-    return std::max<size_t>(compressed * 4, kChunk);
-  return isize;
+  return std::clamp<uint64_t>(isize, kChunk, kBombCheckBytes);
 }
 
 void check_ratio(uint64_t out, uint64_t in, const std::string& path) {
   if (out < kBombCheckBytes || out <= in * kMaxInflateRatio) return;
-  throw ImportError(path + ": inflates more than " + std::to_string(kMaxInflateRatio) + "-fold (" +
-                    std::to_string(out >> 20) + " MiB from " + std::to_string(in >> 10) +
-                    " KiB of gzip so far): not a profiler trace; refused");
+  throw ImportError(path + ": inflates " + std::to_string(out / std::max<uint64_t>(in, 1)) +
+                    "-fold (" + std::to_string(out >> 20) + " MiB from " +
+                    std::to_string(in >> 10) + " KiB of gzip so far; a profiler trace at most " +
+                    std::to_string(kMaxInflateRatio) + "-fold): not a profiler trace; refused");
 }
 
-class Inflater {
- public:
-  explicit Inflater(const std::string& path) : path_(path) {
-    if (inflateInit2(&zs_, 15 + 32) != Z_OK) throw ImportError(path + ": zlib: cannot initialize");
-  }
-  ~Inflater() { inflateEnd(&zs_); }
-  Inflater(const Inflater&) = delete;
-  Inflater& operator=(const Inflater&) = delete;
+[[noreturn]] void fail_limit(const std::string& path, uint64_t limit) {
+  throw ImportError(path + ": decompressed JSON passes the limit of " +
+                    std::to_string(limit >> 20) +
+                    " MiB (raise it with --max-json-mb; at most 4095)");
+}
 
-  // Inflates all of `in` (bytes [in_at, in_at + n) of the file) into out.
-  // Returns false at the end of the last gzip member.
-  bool feed(const char* in, size_t n, uint64_t in_at, std::string& out, size_t& used,
-            uint64_t limit) {
-    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in));
-    zs_.avail_in = static_cast<uInt>(n);
-    while (zs_.avail_in > 0 || pending_) {
-      if (used == out.size()) {
-        // Checked as the output grows: one 1 MiB piece of a bomb inflates
-        // to a gigabyte.
-        check_ratio(used, in_at + (n - zs_.avail_in), path_);
-        grow(out, limit, used);
-      }
-      zs_.next_out = reinterpret_cast<Bytef*>(out.data() + used);
-      const size_t room = std::min<size_t>(out.size() - used, UINT32_MAX);
-      zs_.avail_out = static_cast<uInt>(room);
-      const int rc = inflate(&zs_, Z_NO_FLUSH);
-      used += room - zs_.avail_out;
-      pending_ = zs_.avail_out == 0;
-      if (rc == Z_STREAM_END) {
-        ended_ = true;
-        // Concatenated members (gzip allows them): go on with the next.
-        if (zs_.avail_in == 0 || zs_.next_in[0] != 0x1f) return false;
-        inflateReset(&zs_);
-        ended_ = false;
-        continue;
-      }
-      if (rc == Z_BUF_ERROR && zs_.avail_in == 0) return true;
-      if (rc != Z_OK) {
-        const uint64_t at = in_at + (n - zs_.avail_in);
-        throw ImportError(path_ + ": corrupt gzip data near compressed byte " + std::to_string(at) +
-                          ": " + (zs_.msg != nullptr ? zs_.msg : "inflate error"));
-      }
-    }
-    return true;
+// A file's bytes as they are.
+class PlainSource final : public Source {
+ public:
+  PlainSource(internal::Fd fd, uint64_t size, std::string path)
+      : fd_(std::move(fd)), size_(size), path_(std::move(path)) {}
+  size_t read(char* dst, size_t n) override {
+    n = static_cast<size_t>(std::min<uint64_t>(n, size_ - off_));
+    const size_t got = read_at(fd_.get(), dst, n, off_, path_);
+    if (got < n)
+      throw ImportError(path_ + ": shrank while being read (" + std::to_string(off_ + got) +
+                        " of " + std::to_string(size_) + " bytes)");
+    off_ += got;
+    return got;
   }
-  bool ended() const noexcept { return ended_; }
 
  private:
-  void grow(std::string& out, uint64_t limit, size_t used) {
-    if (used >= limit)
-      throw ImportError(path_ + ": decompressed JSON passes the limit of " +
-                        std::to_string(limit >> 20) +
-                        " MiB (raise it with --max-json-mb; at most 4095)");
-    out.resize(std::min<uint64_t>(std::max<size_t>(out.size() * 2, kChunk), limit));
-  }
-
+  internal::Fd fd_;
+  uint64_t size_, off_ = 0;
   std::string path_;
-  z_stream zs_{};
-  bool pending_ = false, ended_ = false;
 };
 
-// Inflates a gzip file into a string; stops early once `stop_at` bytes are
-// out. `lenient` (sniffing): a cut or corrupt stream yields what came before.
-std::string gunzip(int fd, uint64_t compressed, const std::string& path, uint64_t stop_at,
-                   bool lenient, uint64_t max_bytes) {
-  Inflater inf(path);
-  const uint64_t limit = std::min(max_bytes, kMaxJson);
-  const uint64_t cap = stop_at >= limit ? limit : stop_at + kChunk;
-  std::string out;
-  const uint64_t hint = std::min<uint64_t>(size_hint(fd, compressed, path),
-                                           std::max<uint64_t>(compressed * kHintRatio, kChunk));
-  out.resize(std::min<uint64_t>(hint + simdjson::SIMDJSON_PADDING, cap));
-  size_t used = 0;
-  auto in = std::make_unique<char[]>(kChunk);
-  uint64_t off = 0;
-  bool more = true;
-  while (more && used < stop_at) {
-    const size_t n = read_at(fd, in.get(), kChunk, off, path);
-    if (n == 0) break;
-    try {
-      more = inf.feed(in.get(), n, off, out, used, cap);
-    } catch (const ImportError&) {
-      if (!lenient) throw;
-      break;
-    }
-    off += n;
+// A gzip file inflated as it is read: the size limit and the bomb check
+// run on every piece, so a bomb is refused having cost one window.
+class GzipSource final : public Source {
+ public:
+  GzipSource(internal::Fd fd, std::string path, uint64_t limit, bool lenient)
+      : fd_(std::move(fd)),
+        path_(std::move(path)),
+        limit_(limit),
+        lenient_(lenient),
+        in_(new char[kChunk]) {
+    if (inflateInit2(&zs_, 15 + 32) != Z_OK) throw ImportError(path_ + ": zlib: cannot initialize");
   }
-  if (!inf.ended() && used < stop_at && !lenient)
-    throw ImportError(path + ": truncated gzip: the compressed data ends at byte " +
-                      std::to_string(off) + " before the end of the stream (" +
-                      std::to_string(used) + " bytes of JSON recovered)");
-  out.resize(used);
-  return out;
-}
+  ~GzipSource() override { inflateEnd(&zs_); }
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
 
-std::string read_plain(int fd, uint64_t size, const std::string& path, uint64_t stop_at,
-                       uint64_t max_bytes) {
-  if (size > std::min(max_bytes, kMaxJson) && stop_at >= size)
-    throw ImportError(path + ": " + std::to_string(size >> 20) + " MiB of JSON passes the limit of " +
-                      std::to_string(std::min(max_bytes, kMaxJson) >> 20) +
-                      " MiB (raise it with --max-json-mb; at most 4095)");
-  const size_t n = static_cast<size_t>(std::min(size, stop_at));
-  std::string out;
-  out.reserve(n + simdjson::SIMDJSON_PADDING);
-  out.resize(n);
-  if (read_at(fd, out.data(), n, 0, path) != n)
-    throw ImportError(path + ": shrank while being read");
-  return out;
-}
+  size_t read(char* dst, size_t n) override {
+    size_t got = 0;
+    try {
+      while (got < n && !done_ && input()) got += inflate_into(dst + got, n - got);
+    } catch (const ImportError&) {
+      if (!lenient_) throw;
+      done_ = true;
+    }
+    return got;
+  }
 
-std::string read_prefix(const std::string& path, uint64_t stop_at, bool lenient,
-                        uint64_t max_bytes) {
-  const internal::Fd fd = internal::Fd::open_read(path);  // a FIFO is refused, not waited on
-  if (fd.get() < 0) fail_errno(path, "open");
-  const uint64_t size = file_size(fd.get(), path);
-  return is_gzip(fd.get(), path) ? gunzip(fd.get(), size, path, stop_at, lenient, max_bytes)
-                                 : read_plain(fd.get(), size, path, stop_at, max_bytes);
-}
+ private:
+  // Makes input available; false at the end of the data (checked).
+  bool input() {
+    if (ended_) {
+      // Concatenated members (gzip allows them) go on; anything else after
+      // the last one is ignored.
+      if (zs_.avail_in == 0) refill();
+      if (zs_.avail_in == 0 || zs_.next_in[0] != 0x1f) {
+        done_ = true;
+        return false;
+      }
+      inflateReset(&zs_);
+      ended_ = false;
+      return true;
+    }
+    if (zs_.avail_in > 0 || full_) return true;  // full_: a match may still be copying
+    refill();
+    if (zs_.avail_in > 0) return true;
+    done_ = true;
+    if (!lenient_)
+      throw ImportError(path_ + ": truncated gzip: the compressed data ends at byte " +
+                        std::to_string(in_off_) + " before the end of the stream (" +
+                        std::to_string(out_) + " bytes of JSON recovered)");
+    return false;
+  }
+  void refill() {
+    const size_t n = read_at(fd_.get(), in_.get(), kChunk, in_off_, path_);
+    in_off_ += n;
+    zs_.next_in = reinterpret_cast<Bytef*>(in_.get());
+    zs_.avail_in = static_cast<uInt>(n);
+  }
+  size_t inflate_into(char* dst, size_t n) {
+    zs_.next_out = reinterpret_cast<Bytef*>(dst);
+    zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, UINT32_MAX));
+    const uInt room = zs_.avail_out;
+    const int rc = inflate(&zs_, Z_NO_FLUSH);
+    const size_t made = room - zs_.avail_out;
+    full_ = zs_.avail_out == 0;
+    out_ += made;
+    const uint64_t consumed = in_off_ - zs_.avail_in;
+    if (out_ > limit_) fail_limit(path_, limit_);
+    // Checked as the output streams: one 1 MiB piece of a bomb inflates to a gigabyte.
+    check_ratio(out_, consumed, path_);
+    if (rc == Z_STREAM_END)
+      ended_ = true;
+    else if (rc != Z_OK && !(rc == Z_BUF_ERROR && zs_.avail_in == 0))
+      throw ImportError(path_ + ": corrupt gzip data near compressed byte " +
+                        std::to_string(consumed) + ": " +
+                        (zs_.msg != nullptr ? zs_.msg : "inflate error"));
+    return made;
+  }
+
+  internal::Fd fd_;
+  std::string path_;
+  uint64_t limit_;
+  bool lenient_;
+  std::unique_ptr<char[]> in_;
+  z_stream zs_{};
+  uint64_t in_off_ = 0, out_ = 0;
+  bool ended_ = false, done_ = false, full_ = false;
+};
+
+class MemorySource final : public Source {
+ public:
+  explicit MemorySource(std::string_view text) : text_(text) {}
+  size_t read(char* dst, size_t n) override {
+    n = std::min(n, text_.size() - off_);
+    std::memcpy(dst, text_.data() + off_, n);
+    off_ += n;
+    return n;
+  }
+
+ private:
+  std::string_view text_;
+  size_t off_ = 0;
+};
 
 size_t skip_space(std::string_view s, size_t i) {
   if (s.substr(i, 3) == "\xEF\xBB\xBF") i += 3;  // UTF-8 byte order mark
@@ -205,17 +216,58 @@ size_t skip_space(std::string_view s, size_t i) {
 
 }  // namespace
 
+std::unique_ptr<Source> open_source(const std::string& path, uint64_t max_bytes, bool lenient) {
+  internal::Fd fd = internal::Fd::open_read(path);  // a FIFO is refused, not waited on
+  if (fd.get() < 0) fail_errno(path, "open");
+  const uint64_t size = file_size(fd.get(), path);
+  const uint64_t limit = std::min(max_bytes, kMaxJson);
+  if (is_gzip(fd.get(), path))
+    return std::make_unique<GzipSource>(std::move(fd), path, limit, lenient);
+  if (size > limit && !lenient)
+    throw ImportError(path + ": " + std::to_string(size >> 20) +
+                      " MiB of JSON passes the limit of " + std::to_string(limit >> 20) +
+                      " MiB (raise it with --max-json-mb; at most 4095)");
+  return std::make_unique<PlainSource>(std::move(fd), size, path);
+}
+
+std::unique_ptr<Source> memory_source(std::string_view text) {
+  return std::make_unique<MemorySource>(text);
+}
+
 std::string read_json(const std::string& path, uint64_t max_bytes) {
-  std::string s = read_prefix(path, UINT64_MAX, false, max_bytes);
-  if (s.capacity() < s.size() + simdjson::SIMDJSON_PADDING)
-    s.reserve(s.size() + simdjson::SIMDJSON_PADDING);
+  size_t first = kChunk;
+  {
+    const internal::Fd fd = internal::Fd::open_read(path);
+    if (fd.get() < 0) fail_errno(path, "open");
+    const uint64_t size = file_size(fd.get(), path);
+    first = is_gzip(fd.get(), path) ? size_hint(fd.get(), size, path) : size;
+  }
+  const auto src = open_source(path, max_bytes, false);
+  std::string s;
+  s.resize(std::max<size_t>(first, 1) + simdjson::SIMDJSON_PADDING);
+  size_t used = 0;
+  for (;;) {
+    if (s.size() - used < simdjson::SIMDJSON_PADDING + 1) s.resize(s.size() * 2);
+    const size_t n = src->read(s.data() + used, s.size() - used - simdjson::SIMDJSON_PADDING);
+    if (n == 0) break;
+    used += n;
+  }
+  s.resize(used);
   return s;
 }
 
 bool sniff(const std::string& path) {
   std::string head;
   try {
-    head = read_prefix(path, kSniffBytes, true, kMaxJson);
+    head.resize(kSniffBytes);
+    const auto src = open_source(path, kMaxJson, true);
+    size_t used = 0;
+    while (used < head.size()) {
+      const size_t n = src->read(head.data() + used, head.size() - used);
+      if (n == 0) break;
+      used += n;
+    }
+    head.resize(used);
   } catch (const ImportError&) {
     return false;  // unreadable: not ours to claim
   }

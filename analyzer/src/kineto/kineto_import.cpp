@@ -77,19 +77,27 @@ std::string_view schema_name(Schema s) noexcept {
   return "?";
 }
 
-ImportedRank import_json(const std::string& json, const std::string& name) {
+namespace {
+
+ImportedRank import_source(Source& src, const std::string& name) {
   ImportedRank out;
   out.file = name;
-  out.json_bytes = json.size();
   Mapper m(out);
-  parse_trace(json, name, m, out);
+  parse_trace(src, name, m, out);
   m.finish();
   return out;
 }
 
+}  // namespace
+
+ImportedRank import_json(std::string_view json, const std::string& name) {
+  const auto src = memory_source(json);
+  return import_source(*src, name);
+}
+
 ImportedRank import_file(const std::string& path, uint64_t max_bytes) {
-  const std::string json = read_json(path, max_bytes);
-  return import_json(json, path);
+  const auto src = open_source(path, max_bytes, false);
+  return import_source(*src, path);
 }
 
 Imported import_paths(const std::vector<std::string>& paths) {

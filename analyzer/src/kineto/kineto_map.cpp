@@ -151,6 +151,20 @@ void Mapper::skip(const RawEvent& e, const char* why) {
     out_.stats.first_skip = std::string(why) + " (event at byte " + std::to_string(e.offset) + ")";
 }
 
+void Mapper::add_skipped(uint64_t offset, const char* why) {
+  RawEvent e;
+  e.offset = offset;
+  ++out_.stats.events;
+  skip(e, why);
+}
+
+// Names outlive the parser's window only through here.
+std::string_view Mapper::intern(std::string_view s) {
+  if (auto it = names_.find(s); it != names_.end()) return *it;
+  if (names_.size() >= kMaxNames) s = "(other)";
+  return *names_.emplace(s).first;
+}
+
 void Mapper::add(const RawEvent& e) {
   ++out_.stats.events;
   if (e.ph != 'X') {
@@ -196,7 +210,7 @@ void Mapper::add(const RawEvent& e) {
 uint32_t Mapper::host_track(const RawEvent& e) {
   uint64_t pid = static_cast<uint32_t>(e.pid.num);
   if (e.pid.is_string) {
-    auto [it, fresh] = string_ids_.try_emplace(e.pid.str, string_ids_.size() + 1);
+    auto [it, fresh] = string_ids_.try_emplace(intern(e.pid.str), string_ids_.size() + 1);
     pid = (uint64_t{1} << 31) | it->second;
   } else if (t_.procs[0].pid == 0 && e.pid.present) {
     t_.procs[0].pid = static_cast<uint32_t>(e.pid.num);
@@ -241,7 +255,7 @@ void Mapper::host_event(const RawEvent& e) {
   }
   // Every other host range may delimit steps when none are marked.
   const uint32_t track = host_track(e);
-  host_recs_.push_back({e.ts_ns, e.ts_ns + e.dur_ns, e.name.view(), track, e.cat});
+  host_recs_.push_back({e.ts_ns, e.ts_ns + e.dur_ns, intern(e.name.view()), track, e.cat});
   if (e.name.starts_with("enumerate(DataLoader)#")) {
     if (!ends_with(e.name.view(), "__next__")) return;
     ev.kind = Kind::kDataWait;
@@ -293,7 +307,8 @@ void Mapper::device_event(const RawEvent& e) {
     } else {
       ++out_.stats.kernels;
     }
-    kernel_recs_.push_back({ev.start, ev.end, e.name.view(), ev.track, t_.tracks[ev.track].tid});
+    kernel_recs_.push_back(
+        {ev.start, ev.end, intern(e.name.view()), ev.track, t_.tracks[ev.track].tid});
   } else {
     format::MemKind src = format::MemKind::kUnknown, dst = format::MemKind::kUnknown;
     ev.kind = e.cat == Cat::kMemset ? Kind::kMemset : memcpy_kind(e.name.view(), &src, &dst);

@@ -1,11 +1,14 @@
-// The JSON walk: simdjson On-Demand over the whole document, keys compared
-// on their raw bytes, numbers read from their text (ts in µs with up to
-// three decimals becomes exact integer ns), strings left in place (Raw).
+// A batch of trace events through simdjson On-Demand (kineto_stream.cpp
+// cuts the JSON into batches): keys compared on their raw bytes, numbers
+// read from their text (ts in µs with up to three decimals becomes exact
+// integer ns), strings left in place (Raw); invalid UTF-8 replaced.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "kineto/kineto_internal.hpp"
 
@@ -101,7 +104,7 @@ struct BadValue {
 
 // ts/dur: a number of µs; one out of range marks the event (`bad_time`)
 // to be skipped; anything else is not a trace event.
-bool read_time(ond::value& v, const char* base, const char* field, int64_t* ns,
+bool read_time(ond::value& v, const Where& w, const char* field, int64_t* ns,
                const char** bad_time) {
   const std::string_view t = token(v);
   const Time r = us_to_ns(t, ns);
@@ -110,12 +113,11 @@ bool read_time(ond::value& v, const char* base, const char* field, int64_t* ns,
     *bad_time = field;
     return false;
   }
-  throw BadValue{static_cast<uint64_t>(t.data() - base),
-                 std::string("\"") + field + "\" is not a number of microseconds"};
+  throw BadValue{w.at(t.data()), std::string("\"") + field + "\" is not a number of microseconds"};
 }
 
 // A trace event that is not an object must still be valid JSON.
-void check_scalar(ond::value& v, const char* base) {
+void check_scalar(ond::value& v, const Where& w) {
   const std::string_view t = token(v);
   bool ok = false;
   ond::json_type type;
@@ -146,7 +148,7 @@ void check_scalar(ond::value& v, const char* base) {
         break;
     }
   }
-  if (!ok) throw BadValue{static_cast<uint64_t>(t.data() - base), "not a JSON value"};
+  if (!ok) throw BadValue{w.at(t.data()), "not a JSON value"};
 }
 
 const char* raw_string(ond::value& v) {
@@ -243,12 +245,12 @@ bool wants_args(const RawEvent& e) {
   }
 }
 
-void parse_event(ond::value v, const char* base, Mapper& m) {
+void parse_event(ond::value v, const Where& w, Mapper& m) {
   RawEvent e;
-  e.offset = static_cast<uint64_t>(token(v).data() - base);
+  e.offset = w.at(token(v).data());
   ond::object obj;
   if (v.get_object().get(obj)) {
-    check_scalar(v, base);
+    check_scalar(v, w);
     e.ph = '?';
     m.add(e);
     return;
@@ -279,12 +281,12 @@ void parse_event(ond::value v, const char* base, Mapper& m) {
         break;
       case 't':
         if (key_is(k, "ts"))
-          e.has_ts = read_time(val, base, "ts", &e.ts_ns, &e.bad_time);
+          e.has_ts = read_time(val, w, "ts", &e.ts_ns, &e.bad_time);
         else if (key_is(k, "tid"))
           read_id(val, e.tid);
         break;
       case 'd':
-        if (key_is(k, "dur")) e.has_dur = read_time(val, base, "dur", &e.dur_ns, &e.bad_time);
+        if (key_is(k, "dur")) e.has_dur = read_time(val, w, "dur", &e.dur_ns, &e.bad_time);
         break;
       case 'a':
         if (key_is(k, "args")) {
@@ -299,88 +301,138 @@ void parse_event(ond::value v, const char* base, Mapper& m) {
   m.add(e);
 }
 
-void parse_events(ond::value arr, const char* base, Mapper& m, const std::string& name) {
-  ond::array a;
-  if (arr.get_array().get(a)) throw ImportError(name + ": \"traceEvents\" is not an array");
-  for (auto ev : a) parse_event(ev.value(), base, m);
-}
-
-void parse_dist_info(ond::value v, ImportedRank& out) {
-  ond::object o;
-  if (v.get_object().get(o)) {
-    out.warnings.push_back(out.file + ": distributedInfo is not an object: rank unknown");
-    return;
-  }
-  for (auto f : o) {
-    const char* k = ond::raw_json_string(f.key()).raw();
-    ond::value val = f.value();
-    if (key_is(k, "rank"))
-      read_int(val, &out.rank);
-    else if (key_is(k, "world_size"))
-      read_int(val, &out.world_size);
-  }
-}
-
-void parse_object(ond::document& doc, const char* base, Mapper& m, ImportedRank& out) {
-  bool events = false;
-  for (auto f : doc.get_object()) {
-    const char* k = ond::raw_json_string(f.key()).raw();
-    if (key_is(k, "traceEvents")) {
-      parse_events(f.value(), base, m, out.file);
-      events = true;
-    } else if (key_is(k, "baseTimeNanoseconds")) {
-      ond::value val = f.value();
-      read_int(val, &out.base_time_ns);
-    } else if (key_is(k, "distributedInfo")) {
-      parse_dist_info(f.value(), out);
+// The first ill-formed UTF-8 byte of s[from, ...) (Unicode's table 3-7), or npos.
+size_t bad_utf8(std::string_view s, size_t i) {
+  const auto* u = reinterpret_cast<const unsigned char*>(s.data());
+  while (i < s.size()) {
+    const unsigned c = u[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
     }
+    size_t n = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else
+      return i;
+    if (i + n >= s.size()) return i;
+    if (u[i + 1] < lo || u[i + 1] > hi) return i;
+    for (size_t k = 2; k <= n; ++k)
+      if (u[i + k] < 0x80 || u[i + k] > 0xBF) return i;
+    i += n + 1;
   }
-  if (!events)
-    throw ImportError(out.file + ": JSON without \"traceEvents\": not a PyTorch profiler trace");
+  return std::string_view::npos;
 }
 
-std::string where(ond::document& doc, const char* base, size_t size) {
+// `doc` with each ill-formed byte replaced by U+FFFD (one per byte), and
+// where the copy grew; counts them in `fixes`.
+std::string repair_utf8(std::string_view doc, uint64_t origin,
+                        std::vector<std::pair<size_t, size_t>>& grown, Utf8Fixes& fixes) {
+  std::string out;
+  out.reserve(doc.size() + 64 + simdjson::SIMDJSON_PADDING);
+  size_t from = 0;
+  for (size_t bad = bad_utf8(doc, 0); bad != std::string_view::npos; bad = bad_utf8(doc, from)) {
+    out.append(doc, from, bad - from);
+    out.append("\xEF\xBF\xBD");
+    grown.emplace_back(out.size(), (grown.empty() ? 0 : grown.back().second) + 2);
+    if (fixes.bytes++ == 0) fixes.first = origin + bad;
+    from = bad + 1;
+  }
+  out.append(doc, from);
+  out.reserve(out.size() + simdjson::SIMDJSON_PADDING);
+  return out;
+}
+
+void parse_events(ond::document& doc, const Where& w, Mapper& m) {
+  for (auto ev : doc.get_array()) parse_event(ev.value(), w, m);
+}
+
+[[noreturn]] void fail_at(const std::string& name, ond::document& doc, const Where& w,
+                          const std::string& what) {
   const char* at = nullptr;
   if (doc.current_location().get(at) || at == nullptr)
-    return "at the end of the JSON (" + std::to_string(size) + " bytes)";
-  return "near byte " + std::to_string(at - base);
+    throw ImportError(name + ": malformed JSON in the trace events from byte " +
+                      std::to_string(w.origin) + ": " + what);
+  throw ImportError(name + ": malformed JSON near byte " + std::to_string(w.at(at)) + ": " + what);
 }
 
 }  // namespace
 
-void parse_trace(const std::string& json, const std::string& name, Mapper& m, ImportedRank& out) {
-  ond::parser parser;
-  ond::document doc;
-  const char* base = json.data();  // offsets in messages count from the file's first byte
-  // A UTF-8 byte order mark (editors on Windows write one) is no JSON: skipped.
-  const size_t bom = json.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-  if (auto err = parser
-                     .iterate(simdjson::padded_string_view(json.data() + bom, json.size() - bom,
-                                                           json.capacity() - bom))
-                     .get(doc))
-    throw ImportError(
-        name + ": malformed JSON" +
-        (err == simdjson::UNCLOSED_STRING
-             ? ": it ends at byte " + std::to_string(json.size()) + " inside a string (a cut file?)"
-             : " (" + std::to_string(json.size()) + " bytes): " + simdjson::error_message(err)));
+uint64_t Where::at(const char* p) const {
+  size_t i = static_cast<size_t>(p - base);
+  if (grown != nullptr && !grown->empty()) {
+    // Offsets inside a replacement count as its first byte.
+    auto it = std::upper_bound(grown->begin(), grown->end(), std::make_pair(i, SIZE_MAX));
+    size_t added = it == grown->begin() ? 0 : std::prev(it)->second;
+    if (it != grown->end() && i + 3 >= it->first) added = it->second - 2, i = it->first - 3;
+    i -= added;
+  }
+  return origin + i;
+}
+
+bool parse_int(std::string_view text, int64_t* out) { return to_int(text, out); }
+
+void parse_batch(ond::parser& parser, const char* doc, size_t len, uint64_t origin,
+                 const std::string& name, Mapper& m, Utf8Fixes& fixes) {
+  std::vector<std::pair<size_t, size_t>> grown;
+  std::string repaired;
+  Where w{doc, origin, nullptr};
+  ond::document d;
+  auto err =
+      parser.iterate(simdjson::padded_string_view(doc, len, len + simdjson::SIMDJSON_PADDING))
+          .get(d);
+  if (err == simdjson::UTF8_ERROR) {
+    // One name with a stray byte must not cost the file: U+FFFD, a warning.
+    repaired = repair_utf8({doc, len}, origin, grown, fixes);
+    w = Where{repaired.data(), origin, &grown};
+    err = parser.iterate(simdjson::padded_string_view(repaired)).get(d);
+  }
+  if (err)
+    throw ImportError(name + ": malformed JSON in the trace events from byte " +
+                      std::to_string(origin) + ": " + simdjson::error_message(err));
   try {
-    ond::json_type t;
-    if (doc.type().get(t)) throw ImportError(name + ": empty or not JSON");
-    if (t == ond::json_type::array) {
-      for (auto ev : doc.get_array()) parse_event(ev.value(), base, m);
-    } else if (t == ond::json_type::object) {
-      parse_object(doc, base, m, out);
-    } else {
-      throw ImportError(name + ": the JSON is neither an object nor an array of trace events");
-    }
+    parse_events(d, w, m);
   } catch (const BadValue& b) {
     throw ImportError(name + ": malformed trace event at byte " + std::to_string(b.offset) + ": " +
                       b.what);
   } catch (const simdjson::simdjson_error& e) {
-    if (e.error() == simdjson::INCOMPLETE_ARRAY_OR_OBJECT)
-      throw ImportError(name + ": malformed JSON: it ends at byte " + std::to_string(json.size()) +
-                        " inside an unclosed object or array (a cut file?)");
-    throw ImportError(name + ": malformed JSON " + where(doc, base, json.size()) + ": " + e.what());
+    fail_at(name, d, w, e.what());
+  }
+}
+
+void parse_dist_info(ond::parser& parser, const char* doc, size_t len, uint64_t origin,
+                     ImportedRank& out) {
+  ond::document d;
+  if (parser.iterate(simdjson::padded_string_view(doc, len, len + simdjson::SIMDJSON_PADDING))
+          .get(d)) {
+    out.warnings.push_back(out.file + ": distributedInfo (at byte " + std::to_string(origin + 1) +
+                           ") is not valid JSON: rank unknown");
+    return;
+  }
+  try {
+    for (auto v : d.get_array()) {
+      ond::object o;
+      if (v.value().get_object().get(o)) {
+        out.warnings.push_back(out.file + ": distributedInfo is not an object: rank unknown");
+        return;
+      }
+      for (auto f : o) {
+        const char* k = ond::raw_json_string(f.key()).raw();
+        ond::value val = f.value();
+        if (key_is(k, "rank"))
+          read_int(val, &out.rank);
+        else if (key_is(k, "world_size"))
+          read_int(val, &out.world_size);
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    out.warnings.push_back(out.file + ": distributedInfo (at byte " + std::to_string(origin + 1) +
+                           ") is not valid JSON: rank unknown");
   }
 }
 
