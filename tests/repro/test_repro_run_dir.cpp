@@ -370,6 +370,41 @@ BOOST_AUTO_TEST_CASE(run_directory_removed_mid_run_stops_tracing_with_one_note) 
   BOOST_TEST(!std::filesystem::exists(run_dir));  // nothing recreated
 }
 
+// RELIABILITY.md 44. The run directory moved away and a symlink put in its
+// place while the program runs: recording went on into the moved directory
+// without a word. Now the next flush sees the path no longer names the
+// directory: one note, tracing stops, both closed; nothing is created
+// through the symlink.
+BOOST_AUTO_TEST_CASE(run_directory_replaced_mid_run_stops_tracing_with_one_note) {
+  TempDir dir;
+  const std::string data = make_file(dir, "data", std::string(4096, 'x'));
+  const std::string run_dir = dir / "run";
+  std::filesystem::create_directories(dir / "elsewhere");
+  Running p({repro_helper("note_target"), "wait", data},
+            {{"STALLSCOPE_OUT", run_dir}, {"STALLSCOPE_SAMPLE_MS", "0"},
+             {"STALLSCOPE_PROGRESS", "on"}});
+  BOOST_TEST_REQUIRE(p.first_line().rfind("READY ", 0) == 0u);
+  std::filesystem::rename(run_dir, dir / "moved");
+  std::filesystem::create_directory_symlink(dir / "elsewhere", run_dir);
+  std::vector<std::string> held = open_under(p.pid(), dir / "moved");
+  for (int i = 0; i < 600 && !held.empty(); ++i) {
+    ::usleep(50000);
+    held = open_under(p.pid(), dir / "moved");
+  }
+  std::string names;
+  for (const auto& h : held) names += h + "; ";
+  BOOST_TEST(held.empty(), "still open: " << names);
+  const RunResult r = p.finish();
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << " signal " << r.term_signal
+                                                << ": " << r.err);
+  BOOST_TEST(r.out == "DONE\n");
+  BOOST_TEST(count(r.err, "stallscope: ") == 1u, r.err);
+  BOOST_TEST(count(r.err, "the run directory was moved, removed or replaced; tracing stopped") ==
+                 1u,
+             r.err);
+  BOOST_TEST(std::filesystem::is_empty(dir / "elsewhere"));
+}
+
 // 200 execs: 201 images, each with its own complete file and its own read;
 // a file of another host that ends in the same -<pid>.sst stays as it was.
 BOOST_AUTO_TEST_CASE(every_image_of_two_hundred_execs_keeps_its_trace) {

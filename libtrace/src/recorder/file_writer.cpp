@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/checksum.hpp"
@@ -24,8 +26,11 @@ bool same_file(int fd, uint64_t dev, uint64_t ino, struct stat* st) {
 
 int DirHandle::open(const std::string& path) {
   release();
-  path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Its real path: a symlink on the way (STALLSCOPE_OUT=/scratch/latest)
+  // pointed elsewhere later moves nothing.
+  char real[PATH_MAX];
+  path_ = ::realpath(path.c_str(), real) != nullptr ? std::string(real) : path;
+  int fd = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -errno;
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
@@ -56,6 +61,11 @@ int DirHandle::get() {
   }
   fd_ = sys::move_fd_high(fd);
   return fd_;
+}
+
+bool DirHandle::at_its_path() const {
+  struct stat st{};
+  return ::stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
 }
 
 void DirHandle::release() {
@@ -176,12 +186,20 @@ bool FileWriter::check_descriptor() {
   if (failed_) return false;
   struct stat st{};
   if (same_file(fd_, dev_, ino_, &st)) {
-    if (st.st_nlink > 0) return true;
-    // Deleted (the run directory removed, most likely): writing on would
-    // hold disk space up to the budget for a file nobody can read.
-    failed_ = true;
-    failure_ = path_ + " was deleted (the run directory removed?); tracing stopped";
-    return false;
+    // Deleted (the run directory removed, most likely), or the directory
+    // moved away or replaced: writing on would hold disk space up to the
+    // budget for a file nobody looks for (RELIABILITY.md 44).
+    if (st.st_nlink == 0) {
+      failed_ = true;
+      failure_ = path_ + " was deleted (the run directory removed?); tracing stopped";
+      return false;
+    }
+    if (!dir_.at_its_path()) {
+      failed_ = true;
+      failure_ = path_ + ": the run directory was moved, removed or replaced; tracing stopped";
+      return false;
+    }
+    return true;
   }
   // The program closed our descriptor (and may have reused the number):
   // never write through it again. Reopen our own file by its name.

@@ -15,9 +15,10 @@
 // A write error (ENOSPC, EIO, …) stops tracing with one warning. Before each
 // batch of writes the descriptor is checked to still be our file, so a
 // program that closes all descriptors and reuses the number never receives
-// our bytes (RELIABILITY.md 5), and to still have a name: a file deleted
-// with the run directory stops tracing too (release() then gives the disk
-// space back).
+// our bytes (RELIABILITY.md 5), and to still have a name in a directory
+// still at its path: a file deleted with the run directory, or a run
+// directory moved away or replaced, stops tracing too (release() then
+// gives the disk space back).
 //
 // The run directory is held by descriptor from open() on, and every name in
 // it (segments, the control file, progress/) is reached with openat and
@@ -51,13 +52,15 @@ class DirHandle {
   // The descriptor, or -1 when it no longer names the directory (reopened
   // by path when the program closed it and the path still names it).
   int get();
+  // Does its path (the real path at open) still name it? One stat(2).
+  bool at_its_path() const;
   // Closes the descriptor if it is still ours (never the program's).
   void release();
 
  private:
   int fd_ = -1;
   uint64_t dev_ = 0, ino_ = 0;
-  std::string path_;
+  std::string path_;  // real path
 };
 
 struct WriterOptions {
