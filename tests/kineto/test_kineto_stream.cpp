@@ -116,6 +116,24 @@ BOOST_AUTO_TEST_CASE(an_event_past_the_largest_window_is_skipped_and_counted) {
   BOOST_TEST(e.find("more than 1024 bytes") != std::string::npos, e);
 }
 
+// The scanner keeps a bit per open bracket: nesting far past simdjson's
+// 1,024 levels, in an event's args or a top-level value, is scanned.
+BOOST_AUTO_TEST_CASE(nesting_deeper_than_simdjson_goes_is_scanned_not_refused) {
+  KinetoWriter w = sample();
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "{\"a\":";
+  deep += "1" + std::string(5000, '}');
+  w.raw(R"({"ph": "X", "cat": "cpu_op", "name": "deep", "pid": 4242, "tid": 4242, "ts": 1.0, )"
+        R"("dur": 2.0, "args": )" +
+        deep + "}");
+  std::string json = w.json();
+  json.insert(json.rfind('}'), ", \"x\": " + std::string(5000, '[') + std::string(5000, ']'));
+  const auto ref = walk(json, {});
+  BOOST_TEST(ref.stats.events == walk(sample().json(), {}).stats.events + 1);
+  BOOST_TEST(ref.stats.skipped == 0u);
+  same(walk(json, {64, 1u << 20}), ref);
+}
+
 BOOST_AUTO_TEST_CASE(gzip_members_are_read_wherever_they_end) {
   const std::string json = sample().json();
   const auto dir = stallscope::testing::test_dir("stream_members");

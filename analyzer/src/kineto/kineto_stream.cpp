@@ -16,7 +16,9 @@ namespace stallscope::analyzer::kineto {
 
 namespace {
 
-constexpr size_t kMaxDepth = 1024;  // simdjson's default
+// Nesting has no bound but the window's (a bit a level); where brackets
+// opened is kept for the first kTrackedDepth levels, for messages.
+constexpr size_t kTrackedDepth = 1024;
 constexpr size_t kNone = SIZE_MAX;
 constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
 
@@ -93,7 +95,6 @@ std::pair<size_t, std::string> first_break(std::string_view s, bool first) {
     } else if (want == kKey || want == kKeyOrClose) {
       return {at, "expected a key, found " + shown(c)};
     } else if (c == '{' || c == '[') {
-      if (open.size() >= kMaxDepth) return {at, "nested too deep"};
       open.push_back(char(c)), ++i;
       want = c == '{' ? kKeyOrClose : kValueOrClose;
       continue;
@@ -152,12 +153,12 @@ class Walker {
   size_t keep_ = kNone;       // the first byte still needed (a batch, a value), or none
   uint64_t base_ = 0;         // offset of buf_[0] in the JSON
   bool eof_ = false;
-  bool in_events_ = false;   // keep_ is a batch: '[' or the separator before its first event
-  size_t last_sep_ = kNone;  // the separator after the batch's last complete event
-  bool oversize_ = false;    // the event being scanned passed max_: dropped
-  uint64_t event_at_ = 0;    // its offset
-  std::vector<char> open_;   // brackets open, with where
-  std::vector<uint64_t> open_at_;
+  bool in_events_ = false;         // keep_ is a batch: '[' or the separator before its first event
+  size_t last_sep_ = kNone;        // the separator after the batch's last complete event
+  bool oversize_ = false;          // the event being scanned passed max_: dropped
+  uint64_t event_at_ = 0;          // its offset
+  std::vector<bool> open_;         // brackets open: true for '{'
+  std::vector<uint64_t> open_at_;  // where, for the first kTrackedDepth
   bool in_string_ = false;
   uint64_t string_at_ = 0;
   simdjson::ondemand::parser parser_;
@@ -280,20 +281,20 @@ void Walker::fail_end() {
 }
 
 void Walker::open(char c) {
-  if (open_.size() >= kMaxDepth)
-    fail("nested deeper than " + std::to_string(kMaxDepth) + " objects and arrays");
-  open_.push_back(c);
-  open_at_.push_back(offset());
+  if (open_.size() < kTrackedDepth) open_at_.push_back(offset());
+  open_.push_back(c == '{');
   ++pos_;
 }
 
 void Walker::close() {
   const char c = buf_[pos_];
-  if ((c == '}') != (open_.back() == '{'))
-    fail(std::string("'") + c + "' closes the " + (open_.back() == '{' ? "object" : "array") +
-         " opened at byte " + std::to_string(open_at_.back()));
+  const bool object = open_.back();
+  if ((c == '}') != object)
+    fail(std::string("'") + c + "' closes an " + (object ? "object" : "array") +
+         (open_.size() <= kTrackedDepth ? " opened at byte " + std::to_string(open_at_.back())
+                                        : std::string()));
+  if (open_.size() <= kTrackedDepth) open_at_.pop_back();
   open_.pop_back();
-  open_at_.pop_back();
   ++pos_;
 }
 
