@@ -1,5 +1,9 @@
 #include "stallscope/internal/thread_buffer.hpp"
 
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -8,12 +12,32 @@ namespace stallscope::detail {
 
 using format::CoreRecord;
 
+namespace {
+
+// Rings and their descriptors live in pages of their own, never in the C
+// heap: the flusher frees them when their thread has exited, and a free()
+// on the flusher would give it a malloc arena of its own (RELIABILITY.md 39).
+void* map_pages(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+size_t page_round(size_t bytes) { return (bytes + 4095) & ~size_t{4095}; }
+
+}  // namespace
+
+void* ThreadBuffer::operator new(size_t bytes) { return map_pages(page_round(bytes)); }
+
+void ThreadBuffer::operator delete(void* p, size_t bytes) noexcept {
+  if (p != nullptr) ::munmap(p, page_round(bytes));
+}
+
 ThreadBuffer::ThreadBuffer(uint32_t track_id, size_t capacity)
-    : data_(static_cast<uint8_t*>(std::aligned_alloc(64, capacity))),
+    : data_(static_cast<uint8_t*>(map_pages(capacity))),
       mask_(capacity - 1),
       half_(capacity / 2),
       track_id_(track_id) {
-  if (data_ == nullptr) throw std::bad_alloc();
   // Touch the first pages now, at registration, so the hot path rarely takes
   // a page fault on first use of its buffer; a large buffer's other pages
   // are touched as it first fills (one fault per 4 KiB of records), so a
@@ -21,7 +45,7 @@ ThreadBuffer::ThreadBuffer(uint32_t track_id, size_t capacity)
   std::memset(data_, 0, capacity < kPrefaultBytes ? capacity : kPrefaultBytes);
 }
 
-ThreadBuffer::~ThreadBuffer() { std::free(data_); }
+ThreadBuffer::~ThreadBuffer() { ::munmap(data_, capacity()); }
 
 void ThreadBuffer::copy_in(uint64_t pos, const void* src, size_t n) noexcept {
   const size_t at = pos & mask_;
@@ -35,8 +59,19 @@ bool ThreadBuffer::write(const CoreRecord& core, const void* ext, uint32_t ext_b
   return write_pieces(core, &piece, ext_bytes != 0 ? 1 : 0);
 }
 
+bool ThreadBuffer::producer_is_owner() noexcept {
+  if (on_owner_stack()) return true;
+  // Off the owner's stack: the owner on a signal stack or a fiber, or a
+  // thread sharing the owner's thread-locals (raw clone without
+  // CLONE_SETTLS). Only the kernel knows which.
+  if (static_cast<uint32_t>(::syscall(SYS_gettid)) == owner_tid_) return true;
+  foreign_dropped_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
 bool ThreadBuffer::write_pieces(const CoreRecord& core, const Piece* pieces,
                                 size_t n_pieces) noexcept {
+  if (__builtin_expect(!producer_is_owner(), 0)) return false;
   size_t ext_bytes = 0;
   for (size_t i = 0; i < n_pieces; ++i) ext_bytes += pieces[i].bytes;
   const uint64_t head = head_.load(std::memory_order_relaxed);
@@ -78,6 +113,15 @@ bool ThreadBuffer::write_pieces(const CoreRecord& core, const Piece* pieces,
 }
 
 size_t ThreadBuffer::drain(std::vector<uint8_t>& out, size_t max_bytes) {
+  const size_t pending = pending_bytes();
+  const size_t at = out.size();
+  out.resize(at + (pending < max_bytes ? pending : max_bytes));
+  const size_t n = drain(out.data() + at, out.size() - at);
+  out.resize(at + n);
+  return n;
+}
+
+size_t ThreadBuffer::drain(uint8_t* out, size_t max_bytes) noexcept {
   const uint64_t tail = tail_.load(std::memory_order_relaxed);
   const uint64_t head = head_.load(std::memory_order_acquire);
   size_t n = static_cast<size_t>(head - tail);
@@ -100,8 +144,8 @@ size_t ThreadBuffer::drain(std::vector<uint8_t>& out, size_t max_bytes) {
   }
   const size_t at = tail & mask_;
   const size_t first = n < capacity() - at ? n : capacity() - at;
-  out.insert(out.end(), data_ + at, data_ + at + first);
-  if (first < n) out.insert(out.end(), data_, data_ + (n - first));
+  std::memcpy(out, data_ + at, first);
+  if (first < n) std::memcpy(out + first, data_, n - first);
   tail_.store(tail + n, std::memory_order_release);
   return n;
 }

@@ -21,7 +21,7 @@
 
 namespace stallscope::detail {
 
-inline constexpr int kInlineRecordsVersion = 1;
+inline constexpr int kInlineRecordsVersion = 2;  // 2: the ring checks its producer's stack
 
 inline constexpr size_t kStorageReadBytes = sizeof(format::CoreRecord) + sizeof(format::IoExt);
 

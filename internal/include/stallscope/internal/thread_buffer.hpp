@@ -7,6 +7,15 @@
 // system call a producer makes; again only after the flusher drained some),
 // so the flusher can sleep between its periodic flushes instead of polling
 // the buffers.
+//
+// The producer is known by its stack: a thread made by a raw clone/clone3
+// without CLONE_SETTLS shares its creator's thread-locals, this ring
+// pointer included, and must never write into the creator's ring (two
+// producers would corrupt it). Registration records the owner's stack; an
+// event written on another stack takes the slow path, which asks the
+// kernel for the thread id (the owner on a signal stack or a fiber's stack
+// writes; anyone else is dropped and counted) — one subtraction and one
+// comparison on the fast paths, no system call.
 #pragma once
 
 #include <atomic>
@@ -33,9 +42,24 @@ class ThreadBuffer {
 
   // `capacity` is a power of two; the memory is owned by the buffer.
   ThreadBuffer(uint32_t track_id, size_t capacity);
+  // The producer: thread `tid`, whose stack is [lo, lo + bytes). Until set
+  // (and for rings shared under a lock: the process track) any thread may
+  // write.
+  void set_owner(uint32_t tid, uintptr_t stack_lo, size_t stack_bytes) noexcept {
+    owner_tid_ = tid;
+    stack_lo_ = stack_lo;
+    stack_bytes_ = stack_bytes;
+  }
+  // Whether the calling code runs on the owner's stack (always true before
+  // set_owner()).
+  bool on_owner_stack() const noexcept { return stack_pointer() - stack_lo_ < stack_bytes_; }
   ~ThreadBuffer();
   ThreadBuffer(const ThreadBuffer&) = delete;
   ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+  // In pages of its own (mmap), like its ring: freed on the flusher, which
+  // must not call free() (thread_buffer.cpp).
+  static void* operator new(size_t bytes);
+  static void operator delete(void* p, size_t bytes) noexcept;
 
   // Producer side (owning thread only). Appends `core` followed by
   // `ext_bytes` of extension records, or drops the event and counts it; a
@@ -86,6 +110,8 @@ class ThreadBuffer {
   // Consumer side (flusher only). Appends every complete record written so
   // far to `out` (at most `max_bytes`) and frees that space; returns bytes.
   size_t drain(std::vector<uint8_t>& out, size_t max_bytes);
+  // The same into `out`, which has room for `max_bytes` (no allocation).
+  size_t drain(uint8_t* out, size_t max_bytes) noexcept;
   // Discards the content (fork child: the parent owns those events).
   void reset_after_fork() noexcept;
 
@@ -93,13 +119,37 @@ class ThreadBuffer {
   size_t pending_bytes() const noexcept;
   size_t capacity() const noexcept { return mask_ + 1; }
   uint32_t track_id() const noexcept { return track_id_; }
-  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  // Events dropped: ring full, and written by a thread not the producer.
+  uint64_t dropped() const noexcept {
+    return dropped_.load(std::memory_order_relaxed) +
+           foreign_dropped_.load(std::memory_order_relaxed);
+  }
+  // Counts an event of a thread that shares another's thread-locals and
+  // could be given no ring of its own (any thread).
+  void count_foreign_drop() noexcept { foreign_dropped_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t foreign_dropped() const noexcept {
+    return foreign_dropped_.load(std::memory_order_relaxed);
+  }
 
   // The thread exited: drain once more, then free (flusher).
   void retire() noexcept { retired_.store(true, std::memory_order_release); }
   bool retired() const noexcept { return retired_.load(std::memory_order_acquire); }
 
  private:
+  static uintptr_t stack_pointer() noexcept {
+    uintptr_t sp;
+#if defined(__x86_64__)
+    asm("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+    asm("mov %0, sp" : "=r"(sp));
+#else
+    sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+#endif
+    return sp;
+  }
+  // The slow path's check: false when a thread other than the owner
+  // writes (counted in foreign_dropped_).
+  bool producer_is_owner() noexcept;
   void copy_in(uint64_t pos, const void* src, size_t n) noexcept;
   // Fast-path room: `n` more bytes keep the ring at most half full (by the
   // cached tail).
@@ -116,6 +166,10 @@ class ThreadBuffer {
   uint64_t gap_count_ = 0;     // dropped since the last record written
   uint64_t gap_first_ts_ = 0;  // timestamp of the first of those
   uint64_t woke_at_tail_ = ~uint64_t{0};  // tail when the flusher was last woken
+  uintptr_t stack_lo_ = 0;                  // the owner's stack (set_owner)
+  size_t stack_bytes_ = ~size_t{0};
+  uint32_t owner_tid_ = 0;
+  std::atomic<uint64_t> foreign_dropped_{0};  // any thread adds (fetch_add)
   // Consumer-owned line.
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<bool> retired_{false};
@@ -128,7 +182,7 @@ inline bool ThreadBuffer::write_complete(uint8_t kind, uint32_t name, uint64_t t
   // Common case: room known from the cached tail, no gap to announce, no
   // wrap inside the record — four 8-byte stores and one release store.
   if (__builtin_expect(gap_count_ == 0 && at + sizeof(format::CoreRecord) <= capacity() &&
-                           below_half(head, sizeof(format::CoreRecord)),
+                           below_half(head, sizeof(format::CoreRecord)) && on_owner_stack(),
                        1)) {
     // kind | flags (kComplete = 0) | aux (0) | name: the first 8 bytes.
     const uint64_t first = uint64_t{kind} | (uint64_t{name} << 32);
@@ -149,7 +203,8 @@ inline uint8_t* ThreadBuffer::try_reserve() noexcept {
   static_assert(N % 8 == 0, "records are padded to 8 bytes");
   const uint64_t head = head_.load(std::memory_order_relaxed);
   const size_t at = head & mask_;
-  const bool fits = gap_count_ == 0 && at + N <= capacity() && below_half(head, N);
+  const bool fits =
+      gap_count_ == 0 && at + N <= capacity() && below_half(head, N) && on_owner_stack();
   return __builtin_expect(fits, 1) ? data_ + at : nullptr;
 }
 
@@ -161,8 +216,12 @@ inline uint8_t* ThreadBuffer::try_reserve() noexcept {
 // thread-locals stay inside it.
 }  // namespace stallscope::detail
 
+// Version 2 of the ring's producer side (the owner's stack checked): the
+// symbol is linked under the version's name, so a shim and a recorder of
+// different layouts fail to link; the source keeps the v1 spelling.
 extern "C" STALLSCOPE_API thread_local constinit stallscope::detail::ThreadBuffer*
-    stallscope_inline_v1_thread_buffer __attribute__((tls_model("initial-exec")));
+    stallscope_inline_v1_thread_buffer __asm__("stallscope_inline_v2_thread_buffer")
+    __attribute__((tls_model("initial-exec")));
 
 namespace stallscope::detail {
 
