@@ -16,6 +16,7 @@
 #include "stallscope/clock.hpp"
 #include "stallscope/internal/idle_cpus.hpp"
 #include "stallscope/internal/proc_text.hpp"
+#include "sys/own_thread.hpp"
 #include "sys/sampler_tables.hpp"
 
 namespace stallscope::sys {
@@ -46,6 +47,10 @@ struct CpuSampler::State {
   std::atomic<bool> machine_wide{true};
   std::atomic<bool> relist_requested{false};
   pid_t owner_pid = 0;  // the process that started the thread
+  // The thread's start handshake: it publishes its id, then waits for `go`
+  // (guarded by mu) while the starting thread runs before_first_tick.
+  std::atomic<pid_t> thread_tid{0};
+  bool go = false;
   // Sampling state, touched only under tick_mu.
   std::mutex tick_mu;
   bool opened = false;
@@ -83,6 +88,7 @@ struct CpuSampler::State {
 void CpuSampler::State::open(const SysPaths& p) {
   opened = true;
   threads.open(p.proc);
+  children.reserve(ThreadTable::kRoomThreads);
 }
 
 // The machine-wide sources, at the first tick that reads them.
@@ -92,6 +98,8 @@ void CpuSampler::State::open_machine_wide(const SysPaths& p) {
   cgroup = read_cgroup_cpu(p);
   const std::string stat_file = cgroup_cpu_stat_file(cgroup);
   if (!stat_file.empty()) cgroup_stat.open_kept_at(AT_FDCWD, stat_file.c_str(), O_RDONLY);
+  // Sized here, on the starting thread: the ticks reuse the room.
+  if (affinity_reader.read(::getpid(), affinity)) idle.set_cpus(affinity);
 }
 
 // How many ticks apart the slower sources are read, at `period` ms.
@@ -169,7 +177,7 @@ void CpuSampler::set_machine_wide(bool on) {
 void CpuSampler::set_period_ms(int ms) {
   ms = clamp_period(ms);
   if (state_->period_ms.exchange(ms, std::memory_order_relaxed) == ms) return;
-  if (thread_.joinable() && state_->owner_pid != ::getpid()) return;  // forked child, see stop()
+  if (running_ && state_->owner_pid != ::getpid()) return;  // forked child, see stop()
   {
     std::lock_guard<std::mutex> lk(state_->mu);
     state_->period_changed = true;
@@ -181,8 +189,8 @@ int CpuSampler::period_ms() const { return state_->period_ms.load(std::memory_or
 
 CpuSampler::~CpuSampler() { stop(); }
 
-void CpuSampler::start() {
-  if (thread_.joinable()) return;
+int CpuSampler::start() {
+  if (running_) return 0;
   {
     std::lock_guard<std::mutex> lk(state_->mu);
     state_->stop = false;
@@ -200,32 +208,56 @@ void CpuSampler::start() {
     if (state_->machine_wide.load(std::memory_order_relaxed) && !state_->opened_wide)
       state_->open_machine_wide(opts_.paths);
   }
-  // Block every signal before creating the thread so it starts with all of
-  // them blocked: the program's handlers never run on it.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  try {
-    thread_ = std::thread([this] { run(); });
-  } catch (const std::exception&) {  // EAGAIN (thread limit): sample nothing
+  // Every signal blocked from the thread's start: the program's handlers
+  // never run on it. No thread (a process or thread limit): sample nothing.
+  state_->thread_tid.store(0);
+  state_->go = false;
+  const int err = start_own_thread(&thread_, &CpuSampler::thread_main, this);
+  running_ = err == 0;
+  if (err != 0) return err;
+  pid_t tid = 0;
+  for (int waited_us = 0; (tid = state_->thread_tid.load()) == 0 && waited_us < 2000000;
+       waited_us += 50) {
+    timespec ts{0, 50000};
+    nanosleep(&ts, nullptr);
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  try {
+    if (tid != 0 && opts_.before_first_tick) opts_.before_first_tick(tid);
+  } catch (...) {  // the sink registers on its thread instead
+    state_->errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    state_->go = true;
+  }
+  state_->cv.notify_all();
+  return 0;
+}
+
+void* CpuSampler::thread_main(void* self) {
+  auto* sampler = static_cast<CpuSampler*>(self);
+  State& s = *sampler->state_;
+  s.thread_tid.store(::gettid());
+  {
+    std::unique_lock<std::mutex> lk(s.mu);
+    s.cv.wait(lk, [&s] { return s.go || s.stop; });
+  }
+  sampler->run();
+  return nullptr;
 }
 
 void CpuSampler::stop() {
-  if (!thread_.joinable()) return;
-  if (state_->owner_pid != ::getpid()) {
-    // Forked child: the thread does not exist here and the mutexes may have
-    // been copied locked. Touch neither.
-    thread_.detach();
-    return;
-  }
+  if (!running_) return;
+  running_ = false;
+  // Forked child: the thread does not exist here and the mutexes may have
+  // been copied locked. Touch neither.
+  if (state_->owner_pid != ::getpid()) return;
   {
     std::lock_guard<std::mutex> lk(state_->mu);
     state_->stop = true;
   }
   state_->cv.notify_all();
-  thread_.join();
+  pthread_join(thread_, nullptr);
   state_->stop_ns = mono_ns();
 }
 

@@ -52,11 +52,12 @@
 // recorded.
 #pragma once
 
+#include <pthread.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "stallscope/internal/process_facts.hpp"
 
@@ -68,6 +69,13 @@ namespace stallscope::sys {
 // stallscope::record_counter; tests pass a fake. Called on the sampling
 // thread only; an exception from it is caught and the tick abandoned.
 using CounterSink = std::function<void(const char* name, double value, uint64_t subject)>;
+
+// Every counter name a sink may see (a sink interns them before the
+// sampling thread starts: interning allocates, the thread must not).
+inline constexpr const char* kCounterNames[] = {
+    "cpu.thread_ns",  "faults.major",   "cpu.child_ns",        "cpu.process_ns",
+    "cpu.idle",       "sampler.cpu_ns", "cgroup.nr_throttled", "cgroup.throttled_ns",
+    "sampler.period_ms"};
 
 struct SamplerOptions {
   int period_ms = 10;  // clamped to [1, 60000]
@@ -85,6 +93,10 @@ struct SamplerOptions {
   // false: cpu.idle and the cgroup counters are not read (they describe the
   // machine and the cgroup, which a sampling parent already reports).
   bool machine_wide = true;
+  // Called by start() on the starting thread with the new sampling thread's
+  // id, before that thread's first tick (the recorder registers its ring
+  // there: the sampling thread allocates nothing, RELIABILITY.md 39).
+  std::function<void(pid_t tid)> before_first_tick;
 };
 
 struct SamplerStats {
@@ -103,9 +115,10 @@ class CpuSampler {
   CpuSampler(const CpuSampler&) = delete;
   CpuSampler& operator=(const CpuSampler&) = delete;
 
-  // Starts the sampling thread (all signals blocked in it). Idempotent.
-  // If the thread cannot be created, nothing is sampled (no exception).
-  void start();
+  // Starts the sampling thread (all signals blocked in it, a small stack:
+  // sys/own_thread.hpp). Idempotent. Returns 0, or pthread_create's error
+  // (EAGAIN: a process or thread limit), when nothing is sampled.
+  int start();
   // Stops and joins; returns promptly (≤ one period, normally at once). In a
   // child forked while the sampler ran, forgets the parent's thread instead.
   void stop();
@@ -127,12 +140,14 @@ class CpuSampler {
 
  private:
   struct State;
+  static void* thread_main(void* self);
   void run();
   void tick();
 
   SamplerOptions opts_;
   std::unique_ptr<State> state_;
-  std::thread thread_;
+  pthread_t thread_{};
+  bool running_ = false;  // thread_ started and not joined
 };
 
 }  // namespace stallscope::sys

@@ -46,8 +46,14 @@ void add_listed(Table& table, const std::vector<pid_t>& ids, Make make) {
         std::lower_bound(table.begin(), end, id, [](const auto& e, pid_t v) { return e.id < v; });
     if (it == end || it->id != id) make(id);
   }
-  std::inplace_merge(table.begin(), table.begin() + static_cast<ptrdiff_t>(old), table.end(),
-                     [](const auto& a, const auto& b) { return a.id < b.id; });
+  // Each new entry rotated into place: std::inplace_merge would allocate a
+  // buffer on the sampling thread, which allocates nothing (RELIABILITY.md 39).
+  for (size_t i = old; i < table.size(); ++i) {
+    const auto at = std::upper_bound(table.begin(), table.begin() + static_cast<ptrdiff_t>(i),
+                                     table[i].id, [](pid_t v, const auto& e) { return v < e.id; });
+    std::rotate(at, table.begin() + static_cast<ptrdiff_t>(i),
+                table.begin() + static_cast<ptrdiff_t>(i) + 1);
+  }
 }
 
 }  // namespace
@@ -63,6 +69,10 @@ bool read_cpu_clock(clockid_t clock, uint64_t& ns) {
 
 bool ThreadTable::open(const std::string& proc_root) {
   proc_root_ = proc_root;
+  // Room made on the starting thread (start() opens): listings reuse it.
+  threads_.reserve(kRoomThreads);
+  tids_.reserve(kRoomThreads);
+  ran_.reserve(kRoomThreads);
   max_kept_ = fd_budget();
   process_stat_.open_kept_at(AT_FDCWD, (proc_root + "/self/stat").c_str(), O_RDONLY);
   return dir_.open_kept_at(AT_FDCWD, (proc_root + "/self/task").c_str(), O_RDONLY | O_DIRECTORY) ==

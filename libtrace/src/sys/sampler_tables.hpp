@@ -33,6 +33,9 @@ bool read_cpu_clock(clockid_t clock, uint64_t& ns);
 // threads from running out of descriptors because of us.
 class ThreadTable {
  public:
+  // Threads listed without allocating (more: the table grows on the
+  // sampling thread, which then gets a malloc arena of its own).
+  static constexpr size_t kRoomThreads = 1024;
   // Opens <proc_root>/self/task. False when there is no /proc.
   bool open(const std::string& proc_root);
   int dir_fd() const { return dir_.get(); }
@@ -97,6 +100,11 @@ class ChildTable {
   // Emits cpu.child_ns for every child whose value changed.
   void sample(const CounterSink& sink);
   size_t size() const { return children_.size(); }
+  // Room for `n` children made now, on the starting thread (ThreadTable::kRoomThreads).
+  void reserve(size_t n) {
+    children_.reserve(n);
+    pids_.reserve(n);
+  }
 
  private:
   struct Child {
