@@ -2,6 +2,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
+#include <utility>
 
 #include "recorder/recorder.hpp"
 #include "stallscope/trace.h"
@@ -44,18 +46,42 @@ bool valid_ext(const void* ext, uint32_t bytes) {
 
 std::atomic<uint64_t> g_corr{1};
 
+// The C API never lets an exception out (an allocation failure, almost
+// always): tracing turns off with one note, the caller goes on.
+template <typename F>
+auto guarded(const char* where, decltype(std::declval<F>()()) failed, F&& fn) noexcept {
+  try {
+    return fn();
+  } catch (...) {
+    detail::tracing_off_after_exception(where);
+    return failed;
+  }
+}
+
+template <typename F>
+void guarded(const char* where, F&& fn) noexcept {
+  try {
+    fn();
+  } catch (...) {
+    detail::tracing_off_after_exception(where);
+  }
+}
+
 }  // namespace
 
 extern "C" {
 
-int stallscope_init(void) { return detail::ensure_started() ? 0 : -ENODEV; }
+int stallscope_init(void) {
+  return guarded("stallscope_init", -ENODEV,
+                 [] { return detail::ensure_started() ? 0 : -ENODEV; });
+}
 
 int stallscope_flush(void) {
   if (detail::recorder().state.load() != detail::State::kRunning) return -ENODEV;
   return detail::request_flush_and_wait(false, 10000) ? 0 : -ETIMEDOUT;
 }
 
-void stallscope_shutdown(void) { detail::close_recorder(); }
+void stallscope_shutdown(void) { guarded("stallscope_shutdown", [] { detail::close_recorder(); }); }
 
 uint64_t stallscope_clock_now(void) { return ticks_now(); }
 
@@ -67,12 +93,16 @@ uint64_t stallscope_corr_next(void) { return g_corr.fetch_add(1, std::memory_ord
 
 void stallscope_thread_name_set(const char* name) {
   if (name == nullptr || !detail::ensure_started()) return;
-  uint32_t track = detail::current_track();
-  if (track == 0) {  // not registered yet: register now, then name it
-    detail::register_current_thread();
-    track = detail::current_track();
-  }
-  if (track != 0) detail::recorder().registry.rename_track(track, name);
+  guarded("stallscope_thread_name_set", [name] {
+    uint32_t track = detail::current_track();
+    if (track == 0) {  // not registered yet: register now, then name it
+      detail::register_current_thread();
+      track = detail::current_track();
+    }
+    auto& registry = detail::recorder().registry;
+    if (track != 0) registry.rename_track(track, name);
+    if (registry.take_alloc_failure()) throw std::bad_alloc();
+  });
 }
 
 namespace {
@@ -82,8 +112,10 @@ constexpr int kMaxCaptureHooks = 4;
 std::atomic<void (*)(int)> g_capture_hooks[kMaxCaptureHooks];
 
 void call_capture_hooks(int on) {
-  for (auto& h : g_capture_hooks)
-    if (auto* fn = h.load(std::memory_order_acquire)) fn(on);
+  guarded("a capture hook", [on] {
+    for (auto& h : g_capture_hooks)
+      if (auto* fn = h.load(std::memory_order_acquire)) fn(on);
+  });
 }
 
 }  // namespace
@@ -100,6 +132,7 @@ int stallscope_capture_hook_add(void (*fn)(int on)) {
 void stallscope_capture_set(int on) {
   auto& r = detail::recorder();
   if (r.state.load() != detail::State::kRunning) return;
+  if (on != 0 && r.off_for_good.load()) return;  // off after an allocation failure
   if (on == 0 && detail::g_capture.load()) call_capture_hooks(0);  // flush while still on
   const bool was = detail::g_capture.exchange(on != 0);
   if (was == (on != 0)) return;
@@ -122,8 +155,10 @@ std::atomic<bool> g_any_step_hook{false};
 
 void call_step_hooks(uint64_t index, int begin) {
   if (!g_any_step_hook.load(std::memory_order_acquire)) return;
-  for (auto& h : g_step_hooks)
-    if (auto* fn = h.load(std::memory_order_acquire)) fn(index, begin);
+  guarded("a step hook", [index, begin] {
+    for (auto& h : g_step_hooks)
+      if (auto* fn = h.load(std::memory_order_acquire)) fn(index, begin);
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -229,12 +230,28 @@ bool FileWriter::emit(format::ChunkType type, const uint8_t* payload, uint32_t b
   c.payload_crc32 = checksum(payload, bytes);
   c.seq = seq_++;
   c.clock = sample_clock_triple();
-  // One buffer, one write: a reader never sees a header without payload
-  // unless the process died inside this call.
-  std::vector<uint8_t> buf(sizeof c + bytes);
-  std::memcpy(buf.data(), &c, sizeof c);
-  if (bytes != 0) std::memcpy(buf.data() + sizeof c, payload, bytes);
-  return write_all(buf.data(), buf.size());
+  // One write of both: a reader never sees a header without payload unless
+  // the process died inside this call. No staging buffer: the flusher
+  // allocates nothing from the C heap (RELIABILITY.md 39).
+  iovec iov[2] = {{&c, sizeof c}, {const_cast<uint8_t*>(payload), bytes}};
+  ssize_t w;
+  do {
+    w = ::pwritev(fd_, iov, bytes != 0 ? 2 : 1, static_cast<off_t>(offset_));
+  } while (w < 0 && errno == EINTR);
+  if (w <= 0) {
+    fail("cannot write", w < 0 ? errno : ENOSPC);
+    return false;
+  }
+  offset_ += static_cast<uint64_t>(w);
+  total_bytes_ += static_cast<uint64_t>(w);
+  auto done = static_cast<size_t>(w);
+  if (done == sizeof c + bytes) return true;
+  // A short write (a disk nearly full): the rest piece by piece.
+  if (done < sizeof c) {
+    if (!write_all(reinterpret_cast<const uint8_t*>(&c) + done, sizeof c - done)) return false;
+    done = sizeof c;
+  }
+  return write_all(payload + (done - sizeof c), bytes - (done - sizeof c));
 }
 
 bool FileWriter::rotate() {
@@ -268,7 +285,9 @@ bool FileWriter::rotate() {
 FileWriter::Write FileWriter::write_chunk(format::ChunkType type, const uint8_t* payload,
                                           uint32_t bytes, bool sticky, uint64_t events) {
   if (failed_ || fd_ < 0) return Write::kFailed;
-  if (sticky) sticky_.emplace_back(type, std::vector<uint8_t>(payload, payload + bytes));
+  // Kept for the ring's next segments only: a copy made on the flusher
+  // would give it a malloc arena (RELIABILITY.md 39).
+  if (sticky && opts_.ring) sticky_.emplace_back(type, std::vector<uint8_t>(payload, payload + bytes));
   const uint64_t need = sizeof(format::ChunkHeader) + bytes;
   if (opts_.max_bytes != 0) {
     if (opts_.ring) {

@@ -19,6 +19,7 @@
 
 #include "recorder/recorder.hpp"
 #include "stallscope/clock.hpp"
+#include "sys/own_thread.hpp"
 
 namespace stallscope::detail {
 namespace {
@@ -33,9 +34,19 @@ void futex_wait_ms(std::atomic<uint32_t>& word, uint32_t seen, int64_t ms) {
             nullptr, 0);
 }
 
+// The recorder's flush working set (Recorder::flush_*), in pages of its
+// own: a flush allocates nothing from the C heap (RELIABILITY.md 39).
 struct Pending {
-  std::vector<uint8_t> payload;
-  std::vector<std::pair<uint32_t, RecordCounts>> counts;  // per track block
+  PageVec<uint8_t>& payload;
+  PageVec<TrackCounts>& counts;  // per track block
+  // False once memory ran out for these pages: the flush stops and tracing
+  // turns off. No exception: throwing allocates (RELIABILITY.md 39).
+  bool ok = true;
+
+  bool need(bool got) {
+    ok = ok && got;
+    return ok;
+  }
 };
 
 // Drains what one buffer holds now into `p` as track blocks of at most
@@ -43,10 +54,12 @@ struct Pending {
 template <typename Full>
 void drain_buffer(ThreadBuffer& b, Pending& p, size_t target, Full&& full) {
   size_t left = b.pending_bytes();  // what a fast producer adds waits
-  while (left > 0) {
+  while (left > 0 && p.ok) {
     const size_t at = p.payload.size();
-    p.payload.resize(at + sizeof(format::TrackBlock));
-    const size_t n = b.drain(p.payload, target < left ? target : left);
+    const size_t most = target < left ? target : left;
+    if (!p.need(p.payload.resize(at + sizeof(format::TrackBlock) + most))) return;
+    const size_t n = b.drain(p.payload.data() + at + sizeof(format::TrackBlock), most);
+    p.payload.resize(at + sizeof(format::TrackBlock) + n);
     if (n == 0) {
       p.payload.resize(at);
       return;
@@ -55,16 +68,18 @@ void drain_buffer(ThreadBuffer& b, Pending& p, size_t target, Full&& full) {
     std::memcpy(p.payload.data() + at, &blk, sizeof blk);
     RecordCounts c;
     count_records(p.payload.data() + at + sizeof blk, n, c);
-    p.counts.emplace_back(b.track_id(), c);
+    if (!p.need(p.counts.push_back({b.track_id(), c}))) return;
     left = n < left ? left - n : 0;
     if (p.payload.size() >= target) full();
   }
 }
 
-void account(Recorder& r, const Pending& p, bool written) {
+void account(Recorder& r, Pending& p, bool written) {
   for (const auto& [track, c] : p.counts) {
-    if (r.track_written.size() <= track) r.track_written.resize(track + 1, 0);
-    if (r.track_disk_dropped.size() <= track) r.track_disk_dropped.resize(track + 1, 0);
+    if (r.track_written.size() <= track && !p.need(r.track_written.resize(track + 1, 0))) return;
+    if (r.track_disk_dropped.size() <= track &&
+        !p.need(r.track_disk_dropped.resize(track + 1, 0)))
+      return;
     (written ? r.track_written : r.track_disk_dropped)[track] += c.events;
     if (!written) r.disk_dropped += c.events;
   }
@@ -107,7 +122,7 @@ void on_budget_spent(Recorder& r) {
 void write_events(Recorder& r, Pending& p) {
   if (p.payload.empty()) return;
   uint64_t events = 0;
-  for (const auto& pc : p.counts) events += pc.second.events;
+  for (const auto& pc : p.counts) events += pc.counts.events;
   auto res = r.writer.write_chunk(format::ChunkType::kEvents, p.payload.data(),
                                   static_cast<uint32_t>(p.payload.size()), false, events);
   account(r, p, res == FileWriter::Write::kOk);
@@ -121,6 +136,13 @@ void write_events(Recorder& r, Pending& p) {
 }
 
 void write_table(Recorder& r, format::ChunkType type, const std::vector<uint8_t>& payload) {
+  if (payload.empty()) return;
+  if (r.writer.write_chunk(type, payload.data(), static_cast<uint32_t>(payload.size()), true,
+                           0) == FileWriter::Write::kFailed)
+    stop_on_failure(r);
+}
+
+void write_table(Recorder& r, format::ChunkType type, const PageVec<uint8_t>& payload) {
   if (payload.empty()) return;
   if (r.writer.write_chunk(type, payload.data(), static_cast<uint32_t>(payload.size()), true,
                            0) == FileWriter::Write::kFailed)
@@ -175,11 +197,7 @@ std::vector<uint8_t> end_payload(Recorder& r) {
 }
 
 // A buffer holding more than 1/`parts` of its capacity.
-bool any_buffer_past(Recorder& r, size_t parts) {
-  for (ThreadBuffer* b : r.registry.buffers())
-    if (b->pending_bytes() * parts > b->capacity()) return true;
-  return false;
-}
+bool any_buffer_past(Recorder& r, size_t parts) { return r.registry.any_buffer_past(parts); }
 
 bool any_buffer_half_full(Recorder& r) { return any_buffer_past(r, 2); }
 
@@ -232,6 +250,7 @@ void poll_control(Recorder& r) {
 }
 
 void flusher_main(Recorder* r) {
+  r->flusher_tid.store(static_cast<uint32_t>(::gettid()), std::memory_order_release);
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
@@ -301,6 +320,16 @@ void flusher_main(Recorder* r) {
   }
 }
 
+void* flusher_thread(void* arg) {
+  auto* r = static_cast<Recorder*>(arg);
+  try {
+    flusher_main(r);
+  } catch (...) {  // out of memory: the program goes on, untraced
+    tracing_off_after_exception("the flusher");
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void flush_now(Recorder& r, bool final) {
@@ -311,19 +340,31 @@ void flush_now(Recorder& r, bool final) {
   if (!r.writer.failed() && !r.writer.check_descriptor()) stop_on_failure(r);
   // Drain first, then take names and tracks: every name an event uses was
   // interned before the event was written, so it is in this table chunk.
-  Pending p;
-  auto write_pending = [&r, &p] {
-    write_table(r, format::ChunkType::kStrings, r.registry.take_new_strings());
-    write_table(r, format::ChunkType::kTracks, r.registry.take_new_tracks());
-    write_events(r, p);
+  Pending p{r.flush_payload, r.flush_counts};
+  p.payload.clear();
+  p.counts.clear();
+  auto write_tables = [&r, &p] {
+    if (p.need(r.registry.take_new_strings(r.flush_table)))
+      write_table(r, format::ChunkType::kStrings, r.flush_table);
+    if (p.need(r.registry.take_new_tracks(r.flush_table)))
+      write_table(r, format::ChunkType::kTracks, r.flush_table);
+  };
+  auto write_pending = [&r, &p, &write_tables] {
+    write_tables();
+    if (p.ok) write_events(r, p);
   };
   const size_t target = r.writer.chunk_target();
-  for (ThreadBuffer* b : r.registry.buffers()) drain_buffer(*b, p, target, write_pending);
-  write_table(r, format::ChunkType::kStrings, r.registry.take_new_strings());
-  write_table(r, format::ChunkType::kTracks, r.registry.take_new_tracks());
-  write_attachments(r);
-  write_events(r, p);
-  r.registry.collect_retired();
+  if (p.need(r.registry.buffers(r.flush_buffers))) {
+    for (ThreadBuffer* b : r.flush_buffers) drain_buffer(*b, p, target, write_pending);
+  }
+  write_tables();
+  if (p.ok) write_attachments(r);
+  if (p.ok) write_events(r, p);
+  p.need(r.registry.collect_retired());
+  if (!p.ok) {  // memory ran out: the file stays as last written
+    tracing_off_after_exception("the flusher");
+    return;
+  }
   if (!final) progress_publish(r, false);
   if (final) {
     r.writer.close(end_payload(r));
@@ -341,10 +382,17 @@ SignalsBlocked::SignalsBlocked() noexcept {
 
 SignalsBlocked::~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
 
-void start_flusher(Recorder& r) {
-  SignalsBlocked blocked;  // the thread starts with every signal blocked
+int start_flusher(Recorder& r) {
   g_half_full_hook = &wake_flusher;
-  r.flusher = std::thread(flusher_main, &r);
+  // Small stack, every signal blocked from the start, no exception.
+  const int err = sys::start_own_thread(&r.flusher, &flusher_thread, &r);
+  r.flusher_started = err == 0;
+  if (err != 0) g_half_full_hook = nullptr;
+  return err;
+}
+
+bool on_flusher_thread(const Recorder& r) noexcept {
+  return r.flusher_started && pthread_equal(r.flusher, pthread_self()) != 0;
 }
 
 void wake_flusher() noexcept {
@@ -357,7 +405,8 @@ void wake_flusher() noexcept {
 bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
   Recorder& r = recorder();
   if (r.state.load() != State::kRunning || r.pid != ::getpid()) return false;
-  if (r.flusher.get_id() == std::this_thread::get_id()) return false;  // never wait for ourselves
+  if (r.off_for_good.load()) return false;  // the flusher may be gone
+  if (on_flusher_thread(r)) return false;  // never wait for ourselves
   if (final) r.final_requested.store(true);
   const uint64_t want = r.flush_requested.fetch_add(1) + 1;
   wake_flusher();
@@ -404,10 +453,18 @@ void close_recorder() {
   if (r.sampler) r.sampler->stop();
   r.stop.store(true);
   wake_flusher();
-  if (r.flusher.joinable() && r.flusher.get_id() != std::this_thread::get_id()) r.flusher.join();
+  if (r.flusher_started && !on_flusher_thread(r)) {
+    r.flusher_started = false;
+    pthread_join(r.flusher, nullptr);
+  }
   // A forked worker's flusher may have started the sampler thread meanwhile.
   if (r.sampler) r.sampler->stop();
-  if (r.state.load() == State::kRunning) flush_now(r, true);
+  if (r.state.load() != State::kRunning) return;
+  try {
+    flush_now(r, true);
+  } catch (...) {  // out of memory at exit: the file stays as last flushed
+    tracing_off_after_exception("the final flush");
+  }
 }
 
 }  // namespace stallscope::detail

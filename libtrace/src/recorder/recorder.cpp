@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <new>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include "stallscope/trace.hpp"
 #include "stallscope/internal/process_facts.hpp"
 #include "stallscope/internal/note.hpp"
+#include "stallscope/internal/task_limits.hpp"
 
 namespace stallscope {
 namespace detail {
@@ -60,28 +63,42 @@ thread_local std::atomic<uint64_t>* t_drops __attribute__((tls_model("initial-ex
 
 // The tracks this thread writes for other threads (emit_for_thread), by tid;
 // a null buffer: none could be had (budget), its records go to the own track.
+// Made at the thread's first such record (a plain pointer here: thread-locals
+// with destructors register them with calloc, which kills the process when
+// memory is exhausted).
 struct ProxyTracks {
-  std::vector<std::pair<uint32_t, ThreadBuffer*>> by_tid;
-  void retire() {
-    for (auto& [tid, b] : by_tid)
-      if (b != nullptr) b->retire();
-    by_tid.clear();
+  size_t n = 0;
+  std::pair<uint32_t, ThreadBuffer*> by_tid[kMaxProxyTracks];
+  void retire() noexcept {
+    for (size_t i = 0; i < n; ++i)
+      if (by_tid[i].second != nullptr) by_tid[i].second->retire();
+    n = 0;
   }
 };
-thread_local ProxyTracks t_proxies;
+thread_local ProxyTracks* t_proxies = nullptr;
 thread_local uint32_t t_tid = 0;  // this thread's tid, once asked
 
-// Marks the thread's buffer retired when the thread exits, so the flusher
-// drains what is left and frees it (RELIABILITY.md 2).
-struct ThreadExit {
-  ~ThreadExit() {
-    if (stallscope_inline_v1_thread_buffer != nullptr) stallscope_inline_v1_thread_buffer->retire();
-    stallscope_inline_v1_thread_buffer = nullptr;
-    t_proxies.retire();
-    t_state = kNoBuffer;  // late events after this point are dropped
+// Marks the thread's buffers retired when the thread exits, so the flusher
+// drains what is left and frees them (RELIABILITY.md 2): a pthread key's
+// destructor, armed at the thread's registration without allocating (keys
+// below PTHREAD_KEY_2NDLEVEL_SIZE live in the thread's descriptor).
+pthread_key_t g_exit_key;
+bool g_exit_key_made = false;  // under g_start_mu, before any registration
+
+void on_thread_exit(void*) noexcept {
+  if (stallscope_inline_v1_thread_buffer != nullptr) stallscope_inline_v1_thread_buffer->retire();
+  stallscope_inline_v1_thread_buffer = nullptr;
+  if (t_proxies != nullptr) {
+    t_proxies->retire();
+    delete t_proxies;
+    t_proxies = nullptr;
   }
-};
-thread_local ThreadExit t_exit;
+  t_state = kNoBuffer;  // late events after this point are dropped
+}
+
+void arm_thread_exit() noexcept {
+  if (g_exit_key_made) pthread_setspecific(g_exit_key, &g_exit_key);  // any non-null value
+}
 
 // Keeps errno across the recorder's own work on a traced thread: a
 // thread's first event may start the recorder, open files and make system
@@ -179,6 +196,63 @@ bool open_trace_file(Recorder& r, const sys::EnvLookup& env) {
 
 constexpr size_t kSamplerBufferBytes = 256u << 10;  // ~40 B per thread and tick
 
+// Makes `b` (registered by another thread for this one) the calling
+// thread's ring, allocating nothing.
+void adopt_ring(ThreadBuffer* b, uint32_t track) noexcept {
+  stallscope_inline_v1_thread_buffer = b;
+  t_track = track;
+  t_state = kBuffered;
+}
+
+}  // namespace
+
+// What the sampler's sink needs, made on the starting thread.
+struct SamplerSink {
+  struct Name {
+    const char* text;
+    const char* seen;  // the last pointer that matched `text`
+    NameId id;
+  };
+  Name names[std::size(sys::kCounterNames)];
+  // The rings of the threads that sample (the sampling thread; in a forked
+  // worker, the flusher), registered before they first sample.
+  struct Ring {
+    std::atomic<uint32_t> tid{0};
+    ThreadBuffer* buffer = nullptr;
+    uint32_t track = 0;
+  };
+  Ring rings[2];
+
+  void prepare_ring(size_t i, Recorder& r, uint32_t tid, const char* name) {
+    uint32_t track = 0;
+    rings[i].buffer = r.registry.add_thread(tid, name, kSamplerBufferBytes,
+                                            format::TrackType::kThread, &track);
+    rings[i].track = track;
+    rings[i].tid.store(tid, std::memory_order_release);
+  }
+  void adopt_or_register() {
+    const uint32_t tid = current_tid();
+    for (Ring& ring : rings) {
+      if (ring.tid.load(std::memory_order_acquire) == tid && ring.buffer != nullptr)
+        return adopt_ring(ring.buffer, ring.track);
+    }
+    // A few hundred bytes a tick, drained every flush: a small buffer.
+    register_current_thread(kSamplerBufferBytes);
+  }
+  NameId id_of(const char* name) {
+    for (Name& n : names) {
+      if (n.seen == name) return n.id;
+      if (std::strcmp(n.text, name) == 0) {
+        n.seen = name;
+        return n.id;
+      }
+    }
+    return intern(name);  // a counter kCounterNames lacks: interned here
+  }
+};
+
+namespace {
+
 // Builds the sampler. In a forked worker (see Recorder::sampled_by_parent)
 // it gets no thread of its own: the flusher, which wakes every 100 ms
 // anyway, takes its samples, until the worker records a step.
@@ -191,37 +265,77 @@ void make_sampler(Recorder& r) {
     o.machine_wide = false;  // the parent reports idle CPUs and the cgroup
     r.sample_in_flusher = true;
   }
-  // Counter names are literals; intern each once (under the sampler's tick
-  // lock: one tick at a time, whichever thread takes it).
-  auto ids = std::make_shared<std::unordered_map<const char*, NameId>>();
-  o.sink = [ids](const char* name, double value, uint64_t subject) {
-    // A few hundred bytes a tick, drained every flush: a small buffer (its
-    // pages are all touched when it is made).
+  // Counter names interned and the sampling thread's ring registered here
+  // and in before_first_tick, on the starting thread: the sink runs under
+  // the sampler's tick lock (one tick at a time) and allocates nothing.
+  auto sink = std::make_shared<SamplerSink>();
+  for (size_t i = 0; i < std::size(sys::kCounterNames); ++i)
+    sink->names[i] = {sys::kCounterNames[i], nullptr, intern(sys::kCounterNames[i])};
+  o.sink = [sink](const char* name, double value, uint64_t subject) {
     thread_local bool registered = false;
     if (!registered) {
       registered = true;
-      register_current_thread(kSamplerBufferBytes);
+      sink->adopt_or_register();
     }
-    auto [it, fresh] = ids->try_emplace(name, 0);
-    if (fresh) it->second = intern(name);
-    record_counter(it->second, value, subject);
+    record_counter(sink->id_of(name), value, subject);
   };
+  o.before_first_tick = [sink, &r](pid_t tid) {
+    sink->prepare_ring(0, r, static_cast<uint32_t>(tid), "stallscope-samp");
+  };
+  r.sampler_sink = sink;
   r.sampler = std::make_unique<sys::CpuSampler>(std::move(o));
   r.live_sampler.store(r.sampler.get(), std::memory_order_release);
+}
+
+// Whether stallscope's `threads` threads leave the program room under its
+// process and thread limits (RELIABILITY.md 40); if not, says so.
+bool room_for_own_threads(int threads) {
+  const sys::TaskRoom room = sys::task_room();
+  if (sys::room_for_threads(room, threads)) return true;
+  warn(std::string(room.what) + " is " + std::to_string(room.limit) + " with " +
+       std::to_string(room.used) + " in use: too little room for " + std::to_string(threads) +
+       " threads of stallscope's and the program's own; tracing is off so that the program's "
+       "threads and processes can start");
+  return false;
+}
+
+// The note for a recorder thread that could not start.
+void thread_refused(const char* which, int err, bool tracing_off) {
+  warn(std::string("cannot start its ") + which + " thread (" + std::strerror(err) +
+       (err == EAGAIN ? ": a process or thread limit, RLIMIT_NPROC (ulimit -u) or the "
+                        "cgroup's pids.max" : "") +
+       ")" + (tracing_off ? "; tracing is off" : "; CPU samples are off"));
 }
 
 bool start_locked(Recorder& r) {
   const sys::EnvLookup env = sys::process_env();
   r.cfg = load_config(env);
   for (const auto& w : r.cfg.warnings) warn(w);
-  if (!r.cfg.enabled || !open_trace_file(r, env)) return false;
+  if (!r.cfg.enabled) return false;
+  if (!g_exit_key_made) g_exit_key_made = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+  if (!room_for_own_threads(r.cfg.sample_ms > 0 ? 2 : 1)) return false;
+  if (!open_trace_file(r, env)) return false;
   r.registry.set_budget(r.cfg.buffer_bytes);
   r.flusher_buffer = r.registry.add_thread(static_cast<uint32_t>(r.pid), "stallscope",
                                            64u << 10, format::TrackType::kProcess);
   if (r.flusher_buffer != nullptr) r.process_track = r.flusher_buffer->track_id();
   install_process_hooks();
   make_sampler(r);
-  start_flusher(r);
+  if (const int err = start_flusher(r); err != 0) {
+    thread_refused("flusher", err, true);
+    return false;
+  }
+  if (r.sample_in_flusher && r.sampler_sink) {
+    // The flusher samples (a forked worker): its ring made here, where
+    // allocating is fine; it waits for this start to finish before sampling.
+    uint32_t tid = 0;
+    for (int waited_us = 0; (tid = r.flusher_tid.load()) == 0 && waited_us < 2000000;
+         waited_us += 50) {
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+    if (tid != 0) r.sampler_sink->prepare_ring(1, r, tid, "stallscope-flsh");
+  }
   r.state.store(State::kRunning, std::memory_order_release);
   if (r.sampler && !r.sample_in_flusher) start_sampler_thread(r);
   if (r.cfg.capture_at_start) {  // the first window opens now
@@ -240,8 +354,16 @@ Recorder& recorder() { return *g_recorder; }
 void wait_until_started() { std::lock_guard lock(g_start_mu); }
 
 void start_sampler_thread(Recorder& r) {
-  SignalsBlocked blocked;  // the sampler thread starts with every signal blocked
-  r.sampler->start();
+  // Small stack, every signal blocked from the start (sys/own_thread.hpp).
+  if (const int err = r.sampler->start(); err != 0) thread_refused("CPU sampler", err, false);
+}
+
+void tracing_off_after_exception(const char* where) noexcept {
+  Recorder& r = recorder();
+  g_capture.store(false, std::memory_order_relaxed);
+  if (r.off_for_good.exchange(true)) return;  // said once
+  // No allocation: memory is what ran out.
+  internal::note("stallscope: ", "out of memory in %s; tracing is off", where);
 }
 
 void replace_recorder_after_fork() {
@@ -253,15 +375,27 @@ void replace_recorder_after_fork() {
   // held open (a deleted run's disk space comes back when the parent lets
   // go, not when its last worker exits).
   old->writer.release();
-  Recorder* fresh = new Recorder();
-  fresh->registry.adopt_names_after_fork(old->registry);
+  Recorder* fresh = nullptr;
+  try {
+    fresh = new Recorder();
+    fresh->registry.adopt_names_after_fork(old->registry);
+  } catch (...) {  // out of memory in the child: untraced, the parent's buffers untouched
+    g_capture.store(false, std::memory_order_relaxed);
+    old->state.store(State::kFailed);
+    old->off_for_good.store(true);
+    stallscope_inline_v1_thread_buffer = nullptr;
+    t_state = kNoBuffer;
+    t_drops = nullptr;
+    if (t_proxies != nullptr) t_proxies->n = 0;
+    return;
+  }
   fresh->sampled_by_parent = old->sampler != nullptr;
   g_recorder = fresh;
   stallscope_inline_v1_thread_buffer = nullptr;
   t_state = kUnregistered;
   t_track = 0;
   t_drops = nullptr;
-  t_proxies.by_tid.clear();  // the parent's, in the parent's file
+  if (t_proxies != nullptr) t_proxies->n = 0;  // the parent's, in the parent's file
   t_tid = 0;
   g_capture.store(true, std::memory_order_relaxed);
 }
@@ -274,13 +408,74 @@ bool ensure_started() {
   std::lock_guard lock(g_start_mu);
   s = r.state.load(std::memory_order_acquire);
   if (s != State::kIdle) return s == State::kRunning;
-  if (!start_locked(r)) {
+  bool started = false;
+  try {
+    started = start_locked(r);
+  } catch (...) {  // out of memory while starting
+    tracing_off_after_exception("the recorder's start");
+  }
+  if (!started) {
     r.state.store(State::kFailed, std::memory_order_release);
     g_capture.store(false, std::memory_order_relaxed);
     return false;
   }
   return true;
 }
+
+namespace {
+
+// The calling pthread's stack: [lo, lo + bytes); false when unknown.
+bool own_stack(uintptr_t* lo, size_t* bytes) {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return false;
+  void* addr = nullptr;
+  const bool ok = pthread_attr_getstack(&attr, &addr, bytes) == 0 && *bytes != 0;
+  pthread_attr_destroy(&attr);
+  *lo = reinterpret_cast<uintptr_t>(addr);
+  return ok;
+}
+
+// Whether the caller runs on the stack of the pthread its thread-locals
+// belong to: not so on a thread made by a raw clone/clone3 without
+// CLONE_SETTLS, which must not register (its registration would be its
+// creator's; see thread_buffer.hpp). Also false on a signal or fiber stack.
+bool on_own_stack(uintptr_t lo, size_t bytes) {
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return sp - lo < bytes;
+}
+
+// Makes the calling thread the producer of `b`.
+void own_ring(ThreadBuffer* b, uint32_t tid, uintptr_t lo, size_t bytes) {
+  if (b != nullptr && bytes != 0) b->set_owner(tid, lo, bytes);
+}
+
+ThreadBuffer* register_started_thread(size_t bytes) {
+  Recorder& r = recorder();
+  uintptr_t stack_lo = 0;
+  size_t stack_bytes = 0;
+  if (own_stack(&stack_lo, &stack_bytes) && !on_own_stack(stack_lo, stack_bytes)) {
+    // Someone else's thread-locals (or a signal stack before the first
+    // event): nothing registered, the event counted on the process track.
+    if (r.flusher_buffer != nullptr) r.flusher_buffer->count_foreign_drop();
+    return nullptr;
+  }
+  arm_thread_exit();
+  const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  ThreadBuffer* b = r.registry.add_thread(
+      tid, thread_name(), bytes != 0 ? round_buffer_size(bytes) : r.cfg.thread_buffer_bytes,
+      format::TrackType::kThread, &t_track);
+  if (b == nullptr && r.registry.take_alloc_failure()) throw std::bad_alloc();
+  own_ring(b, tid, stack_lo, stack_bytes);
+  stallscope_inline_v1_thread_buffer = b;
+  t_state = b != nullptr ? kBuffered : kNoBuffer;
+  if (b == nullptr) {
+    t_drops = r.registry.unbuffered_counter(t_track);
+    if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);  // this event
+  }
+  return b;
+}
+
+}  // namespace
 
 ThreadBuffer* register_current_thread(size_t bytes) {
   if (t_state == kNoBuffer) {  // counted without a lock: this is every event of the thread
@@ -289,18 +484,13 @@ ThreadBuffer* register_current_thread(size_t bytes) {
   }
   const ErrnoKeeper keep_errno;
   if (!ensure_started()) return nullptr;
-  Recorder& r = recorder();
-  (void)&t_exit;  // arms the thread-exit hook
-  const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  stallscope_inline_v1_thread_buffer = r.registry.add_thread(tid, thread_name(),
-                                bytes != 0 ? round_buffer_size(bytes) : r.cfg.thread_buffer_bytes,
-                                format::TrackType::kThread, &t_track);
-  t_state = stallscope_inline_v1_thread_buffer != nullptr ? kBuffered : kNoBuffer;
-  if (stallscope_inline_v1_thread_buffer == nullptr) {
-    t_drops = r.registry.unbuffered_counter(t_track);
-    if (t_drops != nullptr) t_drops->fetch_add(1, std::memory_order_relaxed);  // this event
+  try {
+    return register_started_thread(bytes);
+  } catch (...) {  // out of memory (the thread-exit hook, the name, the registry)
+    t_state = kNoBuffer;
+    tracing_off_after_exception("a thread's registration");
+    return nullptr;
   }
-  return stallscope_inline_v1_thread_buffer;
 }
 
 bool emit(const format::CoreRecord& core, const void* ext, uint32_t ext_bytes) noexcept {
@@ -318,19 +508,30 @@ namespace {
 // The buffer of this thread's track for thread `tid`, registered on first
 // use; nullptr: write on the own track.
 ThreadBuffer* proxy_buffer(uint32_t tid) {
-  for (const auto& [t, b] : t_proxies.by_tid)
-    if (t == tid) return b;
-  if (t_proxies.by_tid.size() >= kMaxProxyTracks) return nullptr;
+  ProxyTracks* proxies = t_proxies;
+  if (proxies != nullptr) {
+    for (size_t i = 0; i < proxies->n; ++i)
+      if (proxies->by_tid[i].first == tid) return proxies->by_tid[i].second;
+    if (proxies->n >= kMaxProxyTracks) return nullptr;
+  }
   const ErrnoKeeper keep_errno;
   if (!ensure_started()) return nullptr;
-  (void)&t_exit;  // arms the thread-exit hook
   Recorder& r = recorder();
   ThreadBuffer* b = nullptr;
+  uintptr_t stack_lo = 0;
+  size_t stack_bytes = 0;
+  if (own_stack(&stack_lo, &stack_bytes) && !on_own_stack(stack_lo, stack_bytes))
+    return nullptr;  // the own track, whose ring tells the owner from others
   try {
     b = r.registry.add_thread(tid, thread_name(), r.cfg.thread_buffer_bytes);
-    t_proxies.by_tid.emplace_back(tid, b);
-  } catch (...) {  // out of memory: the own track
+    if (b == nullptr && r.registry.take_alloc_failure()) throw std::bad_alloc();
+    own_ring(b, current_tid(), stack_lo, stack_bytes);
+    if (proxies == nullptr) t_proxies = proxies = new ProxyTracks;
+    arm_thread_exit();
+    proxies->by_tid[proxies->n++] = {tid, b};
+  } catch (...) {  // out of memory
     if (b != nullptr) b->retire();
+    tracing_off_after_exception("a thread's registration");
     return nullptr;
   }
   return b;
@@ -402,11 +603,11 @@ void warn(const std::string& text) {
 
 NameId intern(std::string_view name) noexcept {
   if (name.empty()) return 0;
-  try {
-    return detail::recorder().registry.intern(name);
-  } catch (...) {
-    return 0;
-  }
+  auto& registry = detail::recorder().registry;
+  const NameId id = registry.intern(name);  // never throws
+  if (id == 0 && registry.take_alloc_failure())
+    detail::tracing_off_after_exception("interning a name");
+  return id;
 }
 
 }  // namespace stallscope

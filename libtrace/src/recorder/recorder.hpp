@@ -3,6 +3,7 @@
 // at the first event (or stallscope_init) and replaced in a fork child.
 #pragma once
 
+#include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 
 #include "recorder/config.hpp"
 #include "recorder/file_writer.hpp"
+#include "recorder/page_vec.hpp"
 #include "recorder/progress.hpp"
 #include "recorder/registry.hpp"
 #include "recorder/signals.hpp"
@@ -27,6 +29,14 @@ namespace stallscope::detail {
 
 enum class State : int { kIdle, kRunning, kFailed, kClosed };
 
+struct SamplerSink;  // recorder.cpp
+
+// The records of one track block of an events chunk.
+struct TrackCounts {
+  uint32_t track;
+  RecordCounts counts;
+};
+
 struct Recorder {
   RecorderConfig cfg;
   Registry registry{64u << 20};
@@ -35,10 +45,14 @@ struct Recorder {
   std::string control_path;
   int pid = 0;
   std::atomic<State> state{State::kIdle};
+  // Turned off after an exception (tracing_off_after_exception): capture
+  // stays closed, whatever RUN/control or stallscope_capture_set() say.
+  std::atomic<bool> off_for_good{false};
 
   // Flusher thread and its wake-up: a futex word that wake_flusher() bumps
   // (async-signal-safe, no lock: producers and signal handlers call it).
-  std::thread flusher;
+  pthread_t flusher{};
+  bool flusher_started = false;  // set before the state becomes kRunning
   std::mutex flush_mu;      // one flush at a time
   std::atomic<uint32_t> wake_word{0};
   std::atomic<bool> stop{false};
@@ -49,6 +63,8 @@ struct Recorder {
   std::atomic<bool> final_requested{false};
 
   std::unique_ptr<sys::CpuSampler> sampler;
+  std::shared_ptr<SamplerSink> sampler_sink;  // its names and rings
+  std::atomic<uint32_t> flusher_tid{0};  // published by the flusher as it starts
   std::atomic<sys::CpuSampler*> live_sampler{nullptr};  // sampler, for the fork handler
   // Forked (without exec) from a process whose sampler ran: that sampler
   // reads this process's CPU time as a child's every tick. Here the
@@ -63,8 +79,15 @@ struct Recorder {
   ThreadBuffer* flusher_buffer = nullptr;  // the process track (capture marks)
   uint32_t process_track = 0;
   uint64_t disk_dropped = 0;
-  std::vector<uint64_t> track_written;       // events on disk, by track id
-  std::vector<uint64_t> track_disk_dropped;  // by track id
+  // The flusher's working set (under flush_mu), in pages of its own: a
+  // flush allocates nothing from the C heap, so glibc gives the flusher no
+  // malloc arena (RELIABILITY.md 39).
+  PageVec<uint64_t> track_written;       // events on disk, by track id
+  PageVec<uint64_t> track_disk_dropped;  // by track id
+  PageVec<uint8_t> flush_payload;
+  PageVec<TrackCounts> flush_counts;
+  PageVec<ThreadBuffer*> flush_buffers;
+  PageVec<uint8_t> flush_table;
   // Stop mode, once the disk budget is spent: each track's buffer drops so
   // far, by track id. Later buffer drops are counted as disk drops: those
   // events could not have reached the file, whatever the buffer size.
@@ -104,11 +127,19 @@ uint32_t current_tid() noexcept;
 uint32_t current_track() noexcept;
 // Fork child: a fresh recorder that keeps the parent's interned names.
 void replace_recorder_after_fork();
-// Starts r.sampler's thread, every signal blocked in it.
+// Starts r.sampler's thread, every signal blocked in it; without a thread
+// (a process or thread limit) the sampler stays off, with a note.
 void start_sampler_thread(Recorder& r);
+// An exception (an allocation failure, almost always) in the recorder's
+// work for `where`: tracing turns off for good, with one note for the
+// process. Never throws, never allocates before the note.
+void tracing_off_after_exception(const char* where) noexcept;
 
-// Flusher (flusher.cpp).
-void start_flusher(Recorder& r);
+// Flusher (flusher.cpp). Returns 0 or pthread_create's error (EAGAIN: a
+// process or thread limit).
+int start_flusher(Recorder& r);
+// Whether the calling thread is r's flusher.
+bool on_flusher_thread(const Recorder& r) noexcept;
 // Wakes the flusher of this process's recorder now (from any thread, a
 // signal handler included).
 void wake_flusher() noexcept;
