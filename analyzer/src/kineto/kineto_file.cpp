@@ -243,11 +243,13 @@ std::string read_json(const std::string& path, uint64_t max_bytes) {
     first = is_gzip(fd.get(), path) ? size_hint(fd.get(), size, path) : size;
   }
   const auto src = open_source(path, max_bytes, false);
+  // One byte more than the hint: the read that finds the end needs room,
+  // and must not be what doubles the buffer.
   std::string s;
-  s.resize(std::max<size_t>(first, 1) + simdjson::SIMDJSON_PADDING);
+  s.resize(first + 1 + simdjson::SIMDJSON_PADDING);
   size_t used = 0;
   for (;;) {
-    if (s.size() - used < simdjson::SIMDJSON_PADDING + 1) s.resize(s.size() * 2);
+    if (used + simdjson::SIMDJSON_PADDING == s.size()) s.resize(s.size() * 2);
     const size_t n = src->read(s.data() + used, s.size() - used - simdjson::SIMDJSON_PADDING);
     if (n == 0) break;
     used += n;
