@@ -134,6 +134,41 @@ BOOST_AUTO_TEST_CASE(nesting_deeper_than_simdjson_goes_is_scanned_not_refused) {
   same(walk(json, {64, 1u << 20}), ref);
 }
 
+// A batch with invalid UTF-8 is parsed from a repaired copy, 2 bytes
+// longer for each U+FFFD: offsets after them still count the file's bytes.
+BOOST_AUTO_TEST_CASE(offsets_after_a_replaced_byte_are_the_files) {
+  KinetoWriter w = sample();
+  w.annotation("a\xFF\xFE\xC3", 1, 2).annotation("b\xE2\x82", 2, 3);
+  w.raw(R"({"ph": "X", "cat": "kernel", "name": "no_dur", "pid": 0, "tid": 7, "ts": 5.0})");
+  const std::string json = w.json();
+  const size_t skipped = json.find(R"({"ph": "X", "cat": "kernel", "name": "no_dur")");
+  for (size_t first : {size_t{64}, size_t{4096}, size_t{1} << 22}) {
+    BOOST_TEST_CONTEXT("window " << first) {
+      const auto r = walk(json, {first, 1u << 20});
+      BOOST_TEST(r.stats.first_skip.find("byte " + std::to_string(skipped)) != std::string::npos,
+                 r.stats.first_skip << " vs " << skipped);
+      BOOST_REQUIRE(!r.warnings.empty());
+      BOOST_TEST(r.warnings[0].find("5 byte(s) of invalid UTF-8") != std::string::npos,
+                 r.warnings[0]);
+      BOOST_TEST(r.warnings[0].find("at byte " + std::to_string(json.find("a\xFF") + 1)) !=
+                     std::string::npos,
+                 r.warnings[0]);
+    }
+  }
+  KinetoWriter bad = sample();
+  bad.annotation("a\xFF\xFF\xFF", 1, 2);
+  bad.raw(R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": true, "dur": 1})");
+  const std::string text = bad.json();
+  std::string e;
+  try {
+    walk(text, {});
+  } catch (const kin::ImportError& x) {
+    e = x.what();
+  }
+  const size_t at = text.rfind("\"ts\": true") + 6;
+  BOOST_TEST(e.find("at byte " + std::to_string(at) + ":") != std::string::npos, e << " vs " << at);
+}
+
 BOOST_AUTO_TEST_CASE(gzip_members_are_read_wherever_they_end) {
   const std::string json = sample().json();
   const auto dir = stallscope::testing::test_dir("stream_members");
