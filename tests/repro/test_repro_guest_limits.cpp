@@ -51,10 +51,12 @@ size_t count_notes(const std::string& err) {
 // Runs `argv` behind `prefix` (prlimit, setpriv: never traced themselves),
 // traced or not: the shim is set by env(1) right before the program.
 RunResult run_guest(const TempDir& dir, const std::vector<std::string>& prefix,
-                    const std::vector<std::string>& args, bool traced) {
+                    const std::vector<std::string>& args, bool traced,
+                    const std::vector<std::string>& env = {}) {
   std::vector<std::string> argv = prefix;
   argv.push_back("/usr/bin/env");
   argv.push_back("STALLSCOPE_OUT=" + (dir / "run"));
+  argv.insert(argv.end(), env.begin(), env.end());
   if (traced) argv.push_back("LD_PRELOAD=" + shim_under_test());
   argv.push_back(guest());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -96,6 +98,10 @@ BOOST_AUTO_TEST_CASE(idle_traced_program_keeps_its_arenas_and_address_space) {
   BOOST_TEST(traced.value("heaps") == plain.value("heaps"));
   const long long growth_kib = traced.value("vmsize") - plain.value("vmsize");
   BOOST_TEST(growth_kib < 40 * 1024, "the shim adds " << growth_kib << " KiB of address space");
+  // As `stallscope run` traces it: the flusher also publishes step progress.
+  const RunResult run = run_guest(dir, {}, {"idle", "300"}, true, {"STALLSCOPE_PROGRESS=on"});
+  BOOST_TEST_REQUIRE(run.exit_code == 0, run.err);
+  BOOST_TEST(run.value("heaps") == plain.value("heaps"));
   // It was traced: the trace exists.
   BOOST_TEST(!load_run(dir / "run").files.empty());
 }

@@ -129,14 +129,13 @@ int open_progress_dir(Recorder& r) {
   return ::openat(run, "progress", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-// ".<base>.<16 hex digits>": unpredictable, created O_EXCL.
-std::string temp_name(const std::string& base) {
+// ".<base>.<16 hex digits>": unpredictable, created O_EXCL. Into `out`:
+// the flusher allocates nothing from the C heap (RELIABILITY.md 39).
+void temp_name(const std::string& base, char* out, size_t size) {
   uint64_t bits = 0;
   if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits))
     bits = static_cast<uint64_t>(mono_ns()) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(::getpid());
-  char tail[24];
-  std::snprintf(tail, sizeof tail, ".%016llx", static_cast<unsigned long long>(bits));
-  return "." + base + tail;
+  std::snprintf(out, size, ".%s.%016llx", base.c_str(), static_cast<unsigned long long>(bits));
 }
 
 }  // namespace
@@ -145,6 +144,7 @@ void progress_open(Recorder& r, const std::string& base) {
   ProgressState& p = r.progress;
   p.on = r.cfg.progress;
   if (!p.on) return;
+  p.last_written.reserve(320);  // here, not on the flusher (progress_publish's text)
   const std::string dir = r.run_dir + "/progress";
   const int run = r.writer.dir_fd();
   if (run < 0 || (::mkdirat(run, "progress", 0777) != 0 && errno != EEXIST)) {
@@ -204,17 +204,18 @@ void progress_publish(Recorder& r, bool ended) {
     p.on = false;
     return;
   }
-  const std::string tmp = temp_name(p.base);
-  const int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+  char tmp_name[320];  // a trace file's base is far shorter
+  temp_name(p.base, tmp_name, sizeof tmp_name);
+  const int fd = ::openat(dir, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                           0644);
   if (fd >= 0) {
     const size_t n = std::strlen(text);
     const bool ok = ::fchmod(fd, 0644) == 0 && ::write(fd, text, n) == static_cast<ssize_t>(n);
     ::close(fd);
-    if (ok && ::renameat(dir, tmp.c_str(), dir, p.base.c_str()) == 0) {
+    if (ok && ::renameat(dir, tmp_name, dir, p.base.c_str()) == 0) {
       p.last_written = text;
     } else {
-      ::unlinkat(dir, tmp.c_str(), 0);
+      ::unlinkat(dir, tmp_name, 0);
     }
   }
   ::close(dir);
