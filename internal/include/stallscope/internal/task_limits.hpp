@@ -92,6 +92,15 @@ inline int64_t tasks_of_user(uid_t uid) noexcept {
   return tasks;
 }
 
+// Tasks on the whole machine (/proc/loadavg's "running/total"): a bound on
+// any user's, read before counting theirs; -1 when unknown.
+inline int64_t tasks_on_machine() noexcept {
+  char text[128];
+  if (read_small("/proc/loadavg", text, sizeof text) <= 0) return -1;
+  const char* slash = std::strchr(text, '/');
+  return slash != nullptr ? std::strtoll(slash + 1, nullptr, 10) : -1;
+}
+
 inline void consider(TaskRoom& r, int64_t limit, int64_t used, const char* what) noexcept {
   if (limit < 0 || used < 0) return;
   const int64_t room = limit > used ? limit - used : 0;
@@ -147,8 +156,11 @@ inline TaskRoom task_room() noexcept {
   const uid_t uid = ::getuid();
   if (::getrlimit(RLIMIT_NPROC, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && uid != 0 &&
       !d::has_resource_caps()) {
-    d::consider(r, static_cast<int64_t>(lim.rlim_cur), d::tasks_of_user(uid),
-                "RLIMIT_NPROC (ulimit -u)");
+    // The machine's count when it leaves room enough: no walk through /proc.
+    const auto limit = static_cast<int64_t>(lim.rlim_cur);
+    const int64_t machine = d::tasks_on_machine();
+    const bool roomy = machine >= 0 && machine + limit / 8 + kMinSpareTasks + 8 < limit;
+    d::consider(r, limit, roomy ? machine : d::tasks_of_user(uid), "RLIMIT_NPROC (ulimit -u)");
   }
   d::consider_cgroup(r);
   return r;
