@@ -3,7 +3,7 @@
 //   RELIABILITY.md 39: memory exhausted by the program; the recorder's
 //     threads take no malloc arena and little address space of their own.
 //   RELIABILITY.md 40: a process/thread limit (RLIMIT_NPROC) near which the
-//     program forks.
+//     program forks; no thread at all (clone3 refused with EAGAIN).
 //   A raw clone thread sharing its creator's TLS: its events are dropped
 //     and counted, never written into the creator's ring.
 // Each case failed on the build before the fix: terminate() on bad_alloc or
@@ -13,11 +13,18 @@
 // STALLSCOPE_TEST_SHIM runs the cases against another build's shim.
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
+#include <iterator>
 #include <string>
 
 #include "preload/preload_run.hpp"
@@ -61,6 +68,54 @@ RunResult run_guest(const TempDir& dir, const std::vector<std::string>& prefix,
   argv.push_back(guest());
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, {}, /*preload=*/false, /*timeout_s=*/60);
+}
+
+// Runs the guest (traced) with clone3 refused with EAGAIN, as a thread
+// limit refuses it, by a seccomp filter installed before the exec: no
+// thread can start (glibc's pthread_create uses clone3), fork() can (clone).
+RunResult run_with_threads_refused(const TempDir& dir, const std::vector<std::string>& args) {
+  const std::string out = dir / "out.txt", err = dir / "err.txt";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
+    ::setenv("STALLSCOPE_OUT", (dir / "run").c_str(), 1);
+    ::setenv("LD_PRELOAD", shim_under_test().c_str(), 1);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EAGAIN & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(125);
+    std::vector<std::string> argv = {guest()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargs;
+    for (auto& a : argv) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    ::execv(cargs[0], cargs.data());
+    ::_exit(127);
+  }
+  RunResult r;
+  int st = 0;
+  for (int i = 0; i < 600 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(100000);
+  if (::waitpid(pid, &st, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+  }
+  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
 }
 
 boost::test_tools::assertion_result can_switch_user(boost::unit_test::test_unit_id) {
@@ -158,6 +213,23 @@ BOOST_AUTO_TEST_CASE(process_limit_leaves_the_program_its_fork,
       BOOST_TEST(r.err.find("RLIMIT_NPROC") != std::string::npos, r.err);
     }
   }
+}
+
+// No thread can start (clone3 refused with EAGAIN, as a thread limit
+// refuses it): the flusher's failed start turns tracing off with one note
+// naming the limit; the program, which only forks, goes on untouched.
+BOOST_AUTO_TEST_CASE(flusher_that_cannot_start_turns_tracing_off_with_one_note) {
+  TempDir dir;
+  ::mkdir((dir / "run").c_str(), 0755);
+  const std::string data = make_data(dir);
+  const RunResult r = run_with_threads_refused(dir, {"fork", data});
+  BOOST_TEST_REQUIRE(r.exit_code != 125, "seccomp unavailable: " << r.err);
+  BOOST_TEST(r.exit_code == 0, "exit " << r.exit_code << " signal " << r.term_signal << ": "
+                                       << r.err);
+  BOOST_TEST(r.out == "fork ok\n", r.out << r.err);
+  BOOST_TEST(count_notes(r.err) == 1u, r.err);
+  BOOST_TEST(r.err.find("cannot start its flusher thread") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("RLIMIT_NPROC") != std::string::npos, r.err);
 }
 
 // A thread made by a raw clone without CLONE_SETTLS reads while its
