@@ -57,7 +57,7 @@ void drain_buffer(ThreadBuffer& b, Pending& p, size_t target, Full&& full) {
   while (left > 0 && p.ok) {
     const size_t at = p.payload.size();
     const size_t most = target < left ? target : left;
-    if (!p.need(p.payload.resize(at + sizeof(format::TrackBlock) + most))) return;
+    if (!p.need(p.payload.grow_to(at + sizeof(format::TrackBlock) + most))) return;
     const size_t n = b.drain(p.payload.data() + at + sizeof(format::TrackBlock), most);
     p.payload.resize(at + sizeof(format::TrackBlock) + n);
     if (n == 0) {
@@ -326,6 +326,7 @@ void* flusher_thread(void* arg) {
     flusher_main(r);
   } catch (...) {  // out of memory: the program goes on, untraced
     tracing_off_after_exception("the flusher");
+    r->flusher_gone.store(true);
   }
   return nullptr;
 }
@@ -405,7 +406,7 @@ void wake_flusher() noexcept {
 bool request_flush_and_wait(bool final, int timeout_ms) noexcept {
   Recorder& r = recorder();
   if (r.state.load() != State::kRunning || r.pid != ::getpid()) return false;
-  if (r.off_for_good.load()) return false;  // the flusher may be gone
+  if (r.flusher_gone.load()) return false;  // nobody to wait for
   if (on_flusher_thread(r)) return false;  // never wait for ourselves
   if (final) r.final_requested.store(true);
   const uint64_t want = r.flush_requested.fetch_add(1) + 1;

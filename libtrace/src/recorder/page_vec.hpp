@@ -62,6 +62,12 @@ class PageVec {
     size_ = n;
     return true;
   }
+  // Grows or shrinks to `n`, new values left as they are (to be written).
+  bool grow_to(size_t n) noexcept {
+    if (!reserve(n)) return false;
+    size_ = n;
+    return true;
+  }
   bool push_back(const T& v) noexcept {
     if (!reserve(size_ + 1)) return false;
     data_[size_++] = v;

@@ -65,6 +65,7 @@ struct Recorder {
   std::unique_ptr<sys::CpuSampler> sampler;
   std::shared_ptr<SamplerSink> sampler_sink;  // its names and rings
   std::atomic<uint32_t> flusher_tid{0};  // published by the flusher as it starts
+  std::atomic<bool> flusher_gone{false};  // it ended on an exception
   std::atomic<sys::CpuSampler*> live_sampler{nullptr};  // sampler, for the fork handler
   // Forked (without exec) from a process whose sampler ran: that sampler
   // reads this process's CPU time as a child's every tick. Here the
