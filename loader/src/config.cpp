@@ -123,6 +123,8 @@ const Knob kKnobs[] = {
        return true;
      }},
     {Id::kLoaderPinned, [](Config& c, std::string_view v, const Var& r) { return set_bool(c.pinned, v, r); }},
+    {Id::kLoaderHugePages,
+     [](Config& c, std::string_view v, const Var& r) { return set_bool(c.huge_pages, v, r); }},
     {Id::kLoaderDropLast,
      [](Config& c, std::string_view v, const Var& r) { return set_bool(c.drop_last, v, r); }},
     {Id::kLoaderProbe, [](Config& c, std::string_view v, const Var& r) { return set_bool(c.probe, v, r); }},

@@ -98,6 +98,7 @@ int Loader::Impl::alloc_slots() noexcept {
   slots = std::vector<Slot>(cfg.prefetch_batches + 1);  // Slot holds atomics: not movable
   const uint64_t arena = max_batch_bytes(true);
   const uint64_t staging = pipe.staging_bytes ? pipe.staging_bytes : max_batch_bytes(false);
+  const Pages pages = cfg.huge_pages ? Pages::kHuge : Pages::kBase;
   std::vector<BufferRange> ranges;
   try {
     arenas.assign(slots.size(), {});
@@ -108,12 +109,12 @@ int Loader::Impl::alloc_slots() noexcept {
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots[i];
     Arena& a = arenas[i];
-    a.base = static_cast<std::byte*>(alloc_locked(arena, false, &a.locked));
+    a.base = static_cast<std::byte*>(alloc_locked(arena, false, &a.locked, pages));
     a.bytes = arena;
     s.arena = static_cast<uint32_t>(i);
     s.staging = device ? device->alloc_host(staging, cfg.pinned) : HostBuffer{};
     if (!device) {
-      s.staging.data = alloc_locked(staging, cfg.pinned, &s.staging.pinned);
+      s.staging.data = alloc_locked(staging, cfg.pinned, &s.staging.pinned, pages);
       s.staging.bytes = staging;
     }
     if (a.base == nullptr || s.staging.data == nullptr) return -ENOMEM;
@@ -157,6 +158,7 @@ std::string Loader::Impl::config_json() const {
          ",\"batch_size\":" + std::to_string(cfg.batch_size) +
          ",\"read_size\":" + std::to_string(cfg.read_size) +
          ",\"direct\":" + quoted(toggle_name(cfg.direct)) + ",\"pinned\":" + b(cfg.pinned) +
+         ",\"huge_pages\":" + b(cfg.huge_pages) +
          ",\"error_policy\":" + quoted(cfg.on_error == ErrorPolicy::kSkip ? "skip" : "fail") + "}";
 }
 

@@ -31,6 +31,7 @@ const Field kFields[] = {
     {"prefetch", [](const Config& c) { return std::to_string(c.prefetch_batches); }},
     {"queue_depth", [](const Config& c) { return std::to_string(c.queue_depth); }},
     {"pinned", [](const Config& c) { return yes_no(c.pinned); }},
+    {"huge_pages", [](const Config& c) { return yes_no(c.huge_pages); }},
     {"batch_size", [](const Config& c) { return std::to_string(c.batch_size); }},
     {"group_size", [](const Config& c) { return std::to_string(c.group_size); }},
     {"read_size", [](const Config& c) { return std::to_string(c.read_size); }},

@@ -30,10 +30,16 @@ BOOST_AUTO_TEST_CASE(variables_and_flags_set_every_knob) {
   BOOST_TEST((c.direct == sl::Toggle::kOff && c.on_error == sl::ErrorPolicy::kSkip));
   BOOST_TEST((c.backend == sl::Backend::kPread && !c.probe));
   std::vector<std::string> rest;
-  BOOST_REQUIRE(sl::apply_flags(c, {"--loader-queue-depth=64", "--lr=3", "--loader-pinned=off"},
+  BOOST_TEST(c.huge_pages);  // the default
+  BOOST_REQUIRE(sl::apply_flags(c, {"--loader-queue-depth=64", "--lr=3", "--loader-pinned=off",
+                                    "--loader-huge-pages=off"},
                                 &err, &rest) == 0);
   BOOST_TEST(c.queue_depth == 64u);
   BOOST_TEST(!c.pinned);
+  BOOST_TEST(!c.huge_pages);
+  g_env = {{"STALLSCOPE_LOADER_HUGE_PAGES", "on"}};
+  BOOST_REQUIRE(sl::apply_env(c, fake_getenv, &err) == 0);
+  BOOST_TEST(c.huge_pages);
   BOOST_TEST(rest == std::vector<std::string>{"--lr=3"}, boost::test_tools::per_element());
 }
 

@@ -1,11 +1,16 @@
 // The emulated device (timing from its model, no host core while it
-// holds a copy), the CUDA fallback line, and locked memory refused by a
-// memlock limit without CAP_IPC_LOCK (RELIABILITY.md 23).
+// holds a copy), the CUDA fallback line, locked memory refused by a
+// memlock limit without CAP_IPC_LOCK (RELIABILITY.md 23), and host memory
+// with and without the huge-page advice.
 #include <boost/test/unit_test.hpp>
 
 #include <time.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "loader_fixtures.hpp"
 #include "stallscope/loader/device.hpp"
@@ -33,6 +38,21 @@ boost::test_tools::assertion_result without_a_cuda_driver(boost::unit_test::test
   boost::test_tools::assertion_result r(emulated);
   r.message() << "a CUDA driver is present";
   return r;
+}
+// The VmFlags line of /proc/self/smaps for the mapping that holds p ("" if none).
+std::string vm_flags_of(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(in, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') inside = lo <= at && at < hi;
+    else if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
 }
 }  // namespace
 
@@ -98,6 +118,28 @@ BOOST_AUTO_TEST_CASE(memlock_refused_falls_back_to_unlocked_and_unregistered) {
   const auto root = run_cmd({loader_probe_path(), "epoch", files.root(), "--loader-device=emulated",
                              "--loader-backend=uring", "--loader-direct=on", "--loader-probe=0"});
   BOOST_TEST(root.value("fixed_reads") > 0, root.out << root.err);  // with CAP_IPC_LOCK: registered
+}
+
+// HUGE_PAGES=off (Pages::kBase) maps a large buffer without MADV_HUGEPAGE
+// ("hg" in the mapping's VmFlags); both kinds are usable and freed alike.
+BOOST_AUTO_TEST_CASE(base_pages_are_mapped_without_the_huge_page_advice) {
+  const uint64_t bytes = 4u << 20;
+  bool locked = true;
+  void* huge = sl::alloc_locked(bytes, false, &locked, sl::Pages::kHuge);
+  void* base = sl::alloc_locked(bytes, false, &locked, sl::Pages::kBase);
+  BOOST_REQUIRE((huge != nullptr && base != nullptr));
+  BOOST_TEST(!locked);
+  std::memset(huge, 1, bytes);
+  std::memset(base, 1, bytes);
+  BOOST_TEST(reinterpret_cast<uintptr_t>(huge) % (2u << 20) == 0u);
+  const std::string hf = vm_flags_of(huge), bf = vm_flags_of(base);
+  BOOST_TEST(!bf.empty());
+  BOOST_TEST(bf.find(" hg") == std::string::npos, bf);
+  // The advice is refused where THP is compiled out (EINVAL): nothing to see.
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (thp) BOOST_TEST(hf.find(" hg") != std::string::npos, hf);
+  sl::free_locked(huge, bytes, false);
+  sl::free_locked(base, bytes, false);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -153,6 +153,8 @@ enum class Type : uint8_t {
     "O_DIRECT reads")                                                                              \
   X(kLoaderPinned, "STALLSCOPE_LOADER_PINNED", kKnob, 0, 0, "", "on|off", "", "loader",            \
     "Pinned staging buffers")                                                                      \
+  X(kLoaderHugePages, "STALLSCOPE_LOADER_HUGE_PAGES", kKnob, 0, 0, "", "on|off", "", "loader",     \
+    "Buffers advised onto transparent huge pages (MADV_HUGEPAGE)")                                 \
   X(kLoaderDropLast, "STALLSCOPE_LOADER_DROP_LAST", kKnob, 0, 0, "", "on|off", "", "loader",       \
     "Drop an epoch's last, incomplete batch")                                                      \
   X(kLoaderProbe, "STALLSCOPE_LOADER_PROBE", kKnob, 0, 0, "", "1|0", "", "loader",                 \

@@ -36,6 +36,7 @@ struct Config {
   uint32_t pread_threads = 8;     // threads of the pread backend
   Toggle direct = Toggle::kAuto;  // O_DIRECT: auto = where the filesystem allows
   bool pinned = true;             // stage batches in pinned (locked) host memory
+  bool huge_pages = true;         // buffers from 512 KiB advised onto THP (MADV_HUGEPAGE)
   bool drop_last = false;         // drop a last partial batch
   bool probe = true;              // storage probe at start (<= 0.5 s)
   ErrorPolicy on_error = ErrorPolicy::kFail;

@@ -79,10 +79,21 @@ STALLSCOPE_LOADER_API std::unique_ptr<Device> make_cuda_device(std::string* why)
 STALLSCOPE_LOADER_API std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceModel& m,
                                                           std::string* why) noexcept;
 
+// The pages alloc_locked asks for (Config::huge_pages). kHuge: a buffer of
+// 512 KiB or more is mapped 2 MiB-aligned, a whole number of 2 MiB pages,
+// and advised MADV_HUGEPAGE (huge pages where THP is "always" or
+// "madvise"). kBase: a plain mapping of the same size, not advised — the
+// system's default for anonymous memory, as a malloc'd buffer gets (4 KiB
+// pages unless THP is "always").
+enum class Pages : uint8_t { kHuge, kBase };
+
 // Page-aligned host memory, mlock'ed where permitted. On refusal (EPERM,
 // ENOMEM from RLIMIT_MEMLOCK) the memory stays usable, unlocked, and
-// *locked is false. nullptr only when no memory could be had.
+// *locked is false. nullptr only when no memory could be had. Without
+// `pages`: Pages::kHuge. Either kind is freed by free_locked.
 STALLSCOPE_LOADER_API void* alloc_locked(uint64_t bytes, bool want_lock, bool* locked) noexcept;
+STALLSCOPE_LOADER_API void* alloc_locked(uint64_t bytes, bool want_lock, bool* locked,
+                                         Pages pages) noexcept;
 STALLSCOPE_LOADER_API void free_locked(void* p, uint64_t bytes, bool locked) noexcept;
 
 }  // namespace stallscope::loader
