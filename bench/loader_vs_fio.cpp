@@ -29,11 +29,20 @@
 //                moved was served from a cache (flagged "cached"; expected
 //                in the warm row). The counters are the whole device's:
 //                other programs' reads only add to them.
-//   buffers      the loader's are 2 MiB THP pages (madvise); fio's are
-//                put in hugetlb pages (--iomem=shmhuge) when enough are
-//                reserved (vm.nr_hugepages), else the O_DIRECT rows are
-//                INVALID: on a virtio disk a 1 MiB O_DIRECT read from
-//                4 KiB pages is several times slower than from one page.
+//   buffers      by default (pages=4k) both sides on the system's default
+//                pages: the loader with HUGE_PAGES off (no MADV_HUGEPAGE),
+//                fio's malloc'd buffers; 4 KiB pages unless THP is
+//                "always" (then THP for both). pages=huge: the loader's on
+//                2 MiB THP pages (madvise), fio's in hugetlb pages
+//                (--iomem=shmhuge) when enough are reserved
+//                (vm.nr_hugepages), else the O_DIRECT rows are INVALID: on
+//                a virtio disk a 1 MiB O_DIRECT read from 4 KiB pages is
+//                several times slower than from one page. The footprint
+//                control and the p99 lines use the same pages.
+//   huge pages   one line for what they buy: on the 1 MiB sequential
+//                O_DIRECT QD 8 row, the loader with HUGE_PAGES on against
+//                itself with it off, ABBA over `rounds` on the rotating
+//                regions (median of the per-round ratios).
 //   footprint    after each row, a control: the row's reads from the
 //                loader's own io_uring reader in a bare loop (no batches,
 //                no consumer, no trace), time-based as above, at fio's
@@ -61,9 +70,9 @@
 // at BATCH_SIZE 64 and untraced (capture off), and the warm row at
 // PREFETCH 1 and against fio at QD 40 (the loader's buffer footprint),
 // for what each costs.
-//   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8] [rows=all]
+//   loader_vs_fio [file_mib=2048] [rounds=8] [chunk_s=1] [ref_s=8] [rows=all] [pages=4k]
 //   (rows: a comma-separated list of row names, e.g. for a profile of one;
-//   the extra lines run with their row)
+//   the extra lines run with their row; pages: 4k or huge, as above)
 //   (fio in PATH; file under /tmp, removed)
 #include <fcntl.h>
 #include <signal.h>
@@ -217,7 +226,11 @@ struct LoaderOpts {
   uint32_t batch = 0;      // BATCH_SIZE; 0: default_batch()
   uint32_t prefetch = 0;   // PREFETCH; 0: the loader's default
   bool traced = true;      // false: capture off, the loader records nothing
+  int huge_pages = -1;     // HUGE_PAGES 1 on, 0 off; -1: the bench's pages
 };
+
+// The pages the compared sides use (the pages argument).
+sl::Pages g_pages = sl::Pages::kBase;
 
 // Runs the loader on `reg` for ramp + chunk seconds (the epoch lists the
 // region's samples enough times over not to end first).
@@ -243,6 +256,7 @@ Run run_loader(const std::string& file, uint64_t size, const Row& r, Region reg,
   if (o.prefetch) c.prefetch_batches = o.prefetch;
   c.shuffle = r.random;
   c.direct = r.direct ? sl::Toggle::kOn : sl::Toggle::kOff;
+  c.huge_pages = o.huge_pages < 0 ? g_pages == sl::Pages::kHuge : o.huge_pages == 1;
   sl::Pipeline p;
   p.collate = [](std::span<const sl::Sample>, std::span<std::byte>) -> int64_t { return 0; };
   if (o.transform) p.transform = [](sl::Sample&) { return 0; };
@@ -350,7 +364,7 @@ std::vector<std::string> fio_cmd(const std::string& file, const Row& r, Region r
           "--invalidate=0",  // fio drops the file's cache by default: "warm" would be cold
           "--output-format=json",
           "--output=" + out};
-  if (g_buffers.fio_huge) a.push_back("--iomem=shmhuge");  // hugetlb pages, as the loader's THP
+  if (g_buffers.fio_shmhuge) a.push_back("--iomem=shmhuge");  // hugetlb pages, as the loader's THP
   return a;
 }
 
@@ -400,7 +414,7 @@ Run run_bare(const std::string& file, const Row& r, Region reg, uint64_t bytes, 
   }
   const uint64_t slots = std::max<uint64_t>(r.qd, bytes / r.bs);
   bool locked = false;
-  auto* buf = static_cast<char*>(sl::alloc_locked(slots * r.bs, false, &locked));
+  auto* buf = static_cast<char*>(sl::alloc_locked(slots * r.bs, false, &locked, g_pages));
   if (buf == nullptr) {
     ::close(fd);
     std::fprintf(stderr, "footprint control: cannot map %llu bytes\n",
@@ -480,7 +494,7 @@ std::pair<double, double> reader_p99(sl::Backend b, const std::string& file, uin
   auto rd = sl::make_reader(b, {r.qd, 8}, sl::real_sys(), &why);
   const int fd = ::open(file.c_str(), O_RDONLY | O_DIRECT);
   bool locked;
-  auto* buf = static_cast<char*>(sl::alloc_locked(r.qd * r.bs, false, &locked));
+  auto* buf = static_cast<char*>(sl::alloc_locked(r.qd * r.bs, false, &locked, g_pages));
   std::vector<double> start(r.qd), lat;
   std::vector<uint32_t> free_slots;
   for (uint32_t i = 0; i < r.qd; ++i) free_slots.push_back(i);
@@ -647,6 +661,35 @@ Control footprint_control(const std::string& file, const Row& r, int rounds, dou
   return c;
 }
 
+// What huge pages buy the loader: HUGE_PAGES on against off on the row's
+// shape, ABBA over `rounds` on the rotating regions; the per-round ratio
+// is on ÷ off.
+struct PagesGain {
+  double huge = 0, base = 0, ratio = 0, lo = 0, hi = 0;
+};
+
+PagesGain huge_vs_base(const std::string& file, uint64_t size, const Row& r, int rounds,
+                       double ramp, double chunk, const Region* reg, const DiskReader& dr) {
+  std::vector<double> on, off, ratio;
+  int k = 0;
+  for (int i = 0; i < rounds; ++i) {
+    Run a, b;
+    for (int side = 0; side < 2; ++side) {
+      const bool huge = (side == 0) == loader_first(i);
+      if (r.direct) sl::drop_cache(file);
+      (huge ? a : b) =
+          run_loader(file, size, r, reg[k++ % 3], ramp, chunk, {.huge_pages = huge ? 1 : 0}, dr);
+    }
+    on.push_back(a.mb_s), off.push_back(b.mb_s);
+    ratio.push_back(b.mb_s > 0 ? a.mb_s / b.mb_s : 0);
+  }
+  PagesGain g;
+  g.huge = median(on), g.base = median(off), g.ratio = median(ratio);
+  const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+  g.lo = *lo, g.hi = *hi;
+  return g;
+}
+
 const char* cached(double delivered, const Disk& d) {
   return stallscope::bench::served_from_cache(delivered, d) ? " cached" : "";
 }
@@ -662,6 +705,12 @@ int main(int argc, char** argv) {
   const double ramp = 0.5;
   const std::string rows_arg = argc > 5 ? argv[5] : "all";
   const std::string only = rows_arg == "all" || rows_arg.empty() ? "" : "," + rows_arg + ",";
+  const std::string pages_arg = argc > 6 ? argv[6] : "4k";
+  if (pages_arg != "4k" && pages_arg != "huge") {
+    std::fprintf(stderr, "loader_vs_fio: pages must be 4k or huge, not '%s'\n", pages_arg.c_str());
+    return 2;
+  }
+  g_pages = pages_arg == "huge" ? sl::Pages::kHuge : sl::Pages::kBase;
   auto selected = [&](const char* name) {
     return only.empty() || only.find(std::string(",") + name + ",") != std::string::npos;
   };
@@ -698,15 +747,22 @@ int main(int argc, char** argv) {
   std::printf("fio: --ioengine=io_uring defaults (fixedbufs=0 registerfiles=0 sqthread_poll=0 "
               "hipri=0)\n");
   // fio's largest job: 32 x 1 MiB in flight, with room for fio's own.
-  g_buffers = stallscope::bench::fio_buffers(slurp_file("/sys/kernel/mm/transparent_hugepage/enabled"),
-                                             slurp_file("/proc/meminfo"), 48ull << 20);
-  std::printf("buffers: loader %s; fio %s%s\n",
-              g_buffers.loader_huge ? "2 MiB THP pages (madvise)" : "4 KiB pages (THP off)",
-              g_buffers.fio_huge ? "hugetlb pages (--iomem=shmhuge)" : "4 KiB pages (malloc)",
-              g_buffers.like_for_like()
-                  ? ""
-                  : ": NOT like for like, the O_DIRECT rows are INVALID; reserve hugetlb pages "
-                    "(sysctl vm.nr_hugepages=32, 64 MiB) and run again");
+  const std::string thp = slurp_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  g_buffers = stallscope::bench::fio_buffers(thp, slurp_file("/proc/meminfo"), 48ull << 20,
+                                             g_pages == sl::Pages::kHuge);
+  if (!g_buffers.advised)
+    std::printf("buffers (pages=4k): loader HUGE_PAGES=off, fio malloc: both on the system's "
+                "default pages, %s; pages=huge compares on huge pages\n",
+                g_buffers.loader_huge ? "THP (\"always\") where the kernel backs them"
+                                      : "4 KiB pages");
+  else
+    std::printf("buffers (pages=huge): loader %s; fio %s%s\n",
+                g_buffers.loader_huge ? "2 MiB THP pages (madvise)" : "4 KiB pages (THP off)",
+                g_buffers.fio_shmhuge ? "hugetlb pages (--iomem=shmhuge)" : "4 KiB pages (malloc)",
+                g_buffers.like_for_like()
+                    ? ""
+                    : ": NOT like for like, the O_DIRECT rows are INVALID; reserve hugetlb pages "
+                      "(sysctl vm.nr_hugepages=32, 64 MiB), or compare on 4 KiB pages (pages=4k)");
   std::printf("%-24s %6s %6s %6s %-19s| CPU s/GB %6s %6s %5s | disk loader: %-27s | fio: %-27s\n",
               "row", "ref", "loader", "fio", "MB/s ratio", "loader", "fio", "ratio",
               "GB deliv/dev reads qms", "GB deliv/dev reads qms");
@@ -817,6 +873,16 @@ int main(int argc, char** argv) {
                 r.name, same_qd, static_cast<unsigned long long>(footprint_mib), y.loader,
                 y.ratio, y.fio, y.cpu_l, y.cpu_ratio);
   }
+  PagesGain gain;
+  if (selected(rows[1].name)) {
+    // What the huge pages buy: the loader against itself, HUGE_PAGES on ÷ off.
+    const Row& r = rows[1];
+    gain = huge_vs_base(file, size, r, rounds, ramp, chunk, reg, dr);
+    std::printf("%-24s loader with huge pages %.0f MB/s, with 4 KiB pages %.0f MB/s: %.2f "
+                "[%4.2f-%4.2f] (THP: %s)\n",
+                r.name, gain.huge, gain.base, gain.ratio, gain.lo, gain.hi,
+                thp.empty() ? "not in this kernel" : thp.substr(0, thp.find('\n')).c_str());
+  }
   // Net of the footprint: the row's ratio over what the footprint alone
   // costs the bare loop (its MB/s and CPU at the loader's footprint / at
   // fio's): what is left is the loader's own.
@@ -850,6 +916,9 @@ int main(int argc, char** argv) {
     result(std::string("loader_vs_fio_cpu_net_") + name,
            c.cpu_ratio > 0 ? x.cpu_ratio / c.cpu_ratio : 0, "<=", 1.0, valid);
   }
+  if (selected(rows[1].name))
+    result(std::string("loader_huge_vs_4k_pages_") + rows[1].name, gain.ratio, ">=", 0.95,
+           gain.ratio > 0);
   for (const Row& r : {rows[1], rows[4]}) {
     if (!selected(r.name)) continue;
     std::vector<double> u_p99, u_cpu, p_p99, p_cpu;  // alternating rounds, medians

@@ -52,26 +52,36 @@ inline bool served_from_cache(double delivered_bytes, const Disk& d) {
   return delivered_bytes > 1.05 * double(d.sectors) * 512;
 }
 
-// What fio's buffers must be for a like-for-like row. The loader's
-// buffers are 2 MiB-aligned and madvise(MADV_HUGEPAGE)d: with THP in
-// "always" or "madvise" mode they are huge pages, and O_DIRECT reads into
-// them go to the device as one segment per page, not one per 4 KiB (on a
-// virtio disk, several times the throughput). fio's malloc'd buffers get
-// 4 KiB pages; --iomem=shmhuge puts them in hugetlb pages, which must be
-// reserved (vm.nr_hugepages).
+// What fio's buffers must be for a like-for-like row. With HUGE_PAGES on
+// (`advised`) the loader's buffers are 2 MiB-aligned and
+// madvise(MADV_HUGEPAGE)d: with THP in "always" or "madvise" mode they are
+// huge pages, and O_DIRECT reads into them go to the device as one segment
+// per page, not one per 4 KiB (on a virtio disk, several times the
+// throughput). fio's malloc'd buffers get the system's default pages;
+// --iomem=shmhuge puts them in hugetlb pages, which must be reserved
+// (vm.nr_hugepages). With HUGE_PAGES off the loader's buffers are not
+// advised either: both sides get the system's default pages (4 KiB, or
+// THP where it is "always" for both), like for like on any machine.
 struct FioBuffers {
+  bool advised = true;       // the loader runs with HUGE_PAGES on
   bool loader_huge = false;  // THP would back the loader's buffers
-  bool fio_huge = false;     // enough free hugetlb pages: --iomem=shmhuge
+  bool fio_huge = false;     // fio's buffers on huge pages (see fio_shmhuge)
+  bool fio_shmhuge = false;  // enough free hugetlb pages: --iomem=shmhuge
   bool like_for_like() const noexcept { return loader_huge == fio_huge; }
 };
 
 // From /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise]
 // never"), /proc/meminfo and the bytes fio's largest job needs.
 inline FioBuffers fio_buffers(const std::string& thp_enabled, const std::string& meminfo,
-                              uint64_t need_bytes) {
+                              uint64_t need_bytes, bool advised = true) {
   FioBuffers b;
-  b.loader_huge = thp_enabled.find("[always]") != std::string::npos ||
-                  thp_enabled.find("[madvise]") != std::string::npos;
+  b.advised = advised;
+  const bool always = thp_enabled.find("[always]") != std::string::npos;
+  if (!advised) {  // neither side asks: the same default pages on both
+    b.loader_huge = b.fio_huge = always;
+    return b;
+  }
+  b.loader_huge = always || thp_enabled.find("[madvise]") != std::string::npos;
   uint64_t free_pages = 0, page_kb = 0;
   std::istringstream in(meminfo);
   std::string key;
@@ -81,7 +91,7 @@ inline FioBuffers fio_buffers(const std::string& thp_enabled, const std::string&
     if (key == "Hugepagesize:") page_kb = v;
     in.ignore(256, '\n');
   }
-  b.fio_huge = b.loader_huge && free_pages * page_kb * 1024 >= need_bytes;
+  b.fio_huge = b.fio_shmhuge = b.loader_huge && free_pages * page_kb * 1024 >= need_bytes;
   return b;
 }
 

@@ -83,3 +83,19 @@ BOOST_AUTO_TEST_CASE(fio_buffers_match_the_loaders_pages) {
   b = sb::fio_buffers("", "", 1);  // no THP in this kernel
   BOOST_TEST(b.like_for_like());
 }
+
+// HUGE_PAGES off: neither side advises, so both get the system's default
+// pages and every row compares like for like, reserved pages or not.
+BOOST_AUTO_TEST_CASE(unadvised_buffers_are_like_for_like_on_any_machine) {
+  const std::string mem_none = "MemTotal: 24683648 kB\nHugePages_Total: 0\nHugePages_Free: 0\n"
+                               "Hugepagesize: 2048 kB\n";
+  for (const char* thp : {"always [madvise] never\n", "[always] madvise never\n",
+                          "always madvise [never]\n", ""}) {
+    const auto b = sb::fio_buffers(thp, mem_none, 64ull << 20, false);
+    BOOST_TEST(b.like_for_like(), thp);
+    BOOST_TEST(!b.fio_shmhuge, thp);
+    BOOST_TEST(!b.advised);
+  }
+  BOOST_TEST(!sb::fio_buffers("always [madvise] never\n", mem_none, 1, false).loader_huge);
+  BOOST_TEST(sb::fio_buffers("[always] madvise never\n", mem_none, 1, false).loader_huge);
+}
