@@ -296,6 +296,7 @@ BOOST_AUTO_TEST_CASE(a_program_with_file_capabilities_is_refused_by_name,
   const RunResult root = run({kCli, "run", "--out", dir / "out/b", "--", prog}, {}, false);
   BOOST_TEST(root.exit_code == 0, root.err);
   BOOST_TEST(root.err.find("file capabilities") == std::string::npos, root.err);
+  BOOST_TEST(load_run(dir / "out/b").files.size() == 1u);  // and it was traced
   // Started by a traced program of that user: named on stderr.
   const std::string data = make_file(dir / "data", std::string(64, 'x'));
   argv = as_nobody;
