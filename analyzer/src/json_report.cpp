@@ -1,6 +1,9 @@
 // The JSON report (docs/report-schema.md): one object per rank with the
 // summary, parts, stages, CPU budget, remedies, outliers and the step table.
+#include <charconv>
 #include <ostream>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -144,24 +147,122 @@ json host_gaps_json(const HostGapReport& g) {
           {"launches_per_step", g.launches}};
 }
 
+constexpr std::pair<uint8_t, std::string_view> kSplitNames[] = {
+    {kSplitLineage, "lineage"}, {kSplitInferred, "inferred"}, {kSplitNone, "none"}, {kSplitExact, "exact"}};
+
 json split_json(uint8_t bits) {
   json a = json::array();
-  if (bits & kSplitLineage) a.push_back("lineage");
-  if (bits & kSplitInferred) a.push_back("inferred");
-  if (bits & kSplitNone) a.push_back("none");
-  if (bits & kSplitExact) a.push_back("exact");
+  for (const auto& [bit, name] : kSplitNames)
+    if (bits & bit) a.push_back(name);
   return a;
 }
 
-json step_json(const StepResult& s) {
-  json parts = json::array(), gaps = json::array();
-  for (int64_t v : s.parts) parts.push_back(v);
-  for (int64_t v : s.gap_ns) gaps.push_back(v);
-  return {{"index", s.index}, {"start_ns", s.start_ns}, {"wall_ns", s.wall()}, {"warmup", s.warmup},
-          {"outlier", s.outlier}, {"closed_by_analyzer", s.closed_by_analyzer},
-          {"split", split_json(s.split)}, {"parts_ns", std::move(parts)},
-          {"gap_ns", std::move(gaps)}};
-}
+// The step table as a dump at indent 1 would write it, `depth` spaces deep,
+// written directly: a DOM of every step cost more than all the rest of a
+// many-rank report (its nodes, their keys, the serializer's walk).
+class StepTableWriter {
+ public:
+  StepTableWriter(std::string& buf, int depth) : buf_(buf), depth_(depth) {}
+
+  // `flush()` after each step: the caller may take the text written so far.
+  template <class Flush>
+  void write(const SpillVector<StepResult>& steps, Flush&& flush) {
+    if (steps.size() == 0) {
+      buf_ += "[]";
+      return;
+    }
+    buf_ += '[';
+    bool first = true;
+    for (const StepResult& s : steps) {
+      buf_ += first ? "\n" : ",\n";
+      first = false;
+      step(s, depth_ + 1);
+      flush();
+    }
+    line(depth_);
+    buf_ += ']';
+  }
+
+ private:
+  void line(int depth) {
+    buf_ += '\n';
+    buf_.append(static_cast<size_t>(depth), ' ');
+  }
+  void key(std::string_view k, int depth, bool first) {
+    if (!first) buf_ += ',';
+    line(depth);
+    buf_ += '"';
+    buf_ += k;
+    buf_ += "\": ";
+  }
+  template <class T>
+  void number(T v) {
+    char text[24];
+    buf_.append(text, std::to_chars(text, text + sizeof text, v).ptr);
+  }
+  void boolean(bool v) { buf_ += v ? "true" : "false"; }
+  template <class Values>
+  void numbers(const Values& v, int depth) {
+    if (v.empty()) {
+      buf_ += "[]";
+      return;
+    }
+    buf_ += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) buf_ += ',';
+      line(depth + 1);
+      number(v[i]);
+    }
+    line(depth);
+    buf_ += ']';
+  }
+  void split(uint8_t bits, int depth) {
+    bool first = true;
+    for (const auto& [bit, name] : kSplitNames) {
+      if ((bits & bit) == 0) continue;
+      buf_ += first ? "[" : ",";
+      first = false;
+      line(depth + 1);
+      buf_ += '"';
+      buf_ += name;
+      buf_ += '"';
+    }
+    if (first) {
+      buf_ += "[]";
+      return;
+    }
+    line(depth);
+    buf_ += ']';
+  }
+  // Keys in the order a JSON object sorts them.
+  void step(const StepResult& s, int depth) {
+    buf_.append(static_cast<size_t>(depth), ' ');
+    buf_ += '{';
+    key("closed_by_analyzer", depth + 1, true);
+    boolean(s.closed_by_analyzer);
+    key("gap_ns", depth + 1, false);
+    numbers(s.gap_ns, depth + 1);
+    key("index", depth + 1, false);
+    number(s.index);
+    key("outlier", depth + 1, false);
+    boolean(s.outlier);
+    key("parts_ns", depth + 1, false);
+    numbers(s.parts, depth + 1);
+    key("split", depth + 1, false);
+    split(s.split, depth + 1);
+    key("start_ns", depth + 1, false);
+    number(s.start_ns);
+    key("wall_ns", depth + 1, false);
+    number(s.wall());
+    key("warmup", depth + 1, false);
+    boolean(s.warmup);
+    line(depth);
+    buf_ += '}';
+  }
+
+  std::string& buf_;
+  const int depth_;
+};
 
 json cpu_json(const CpuBudget& c) {
   return {{"known", c.known}, {"affinity_cpus", c.affinity_cpus}, {"quota_cores", c.quota_cores},
@@ -249,11 +350,9 @@ json rank_json(const RankReport& r, size_t ranks) {
   j["step_buckets"] = buckets_json(r, ranks);
   j["timelines"] = timelines_json(r);
   j["outliers"] = json::array();
-  j["step_table"] = json::array();
-  for (const auto& s : r.steps) {
+  for (const auto& s : r.steps)
     if (s.outlier) j["outliers"].push_back(s.index);
-    j["step_table"].push_back(step_json(s));
-  }
+  j["step_table"] = nullptr;  // stands where StepTableWriter writes the table
   return j;
 }
 
@@ -261,13 +360,37 @@ json rank_json(const RankReport& r, size_t ranks) {
 // UTF-8: replaced with U+FFFD, never an exception halfway through the file.
 std::string dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
 
-// `text` (a dump at indent 1) as it appears `depth` levels deep.
-void write_indented(std::ostream& out, const std::string& text, int depth) {
-  const std::string pad(static_cast<size_t>(depth), ' ');
+// Appends `text` (a dump at indent 1) as it appears `depth` levels deep.
+void append_indented(std::string& buf, std::string_view text, int depth) {
   size_t at = 0;
-  for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
-    out << std::string_view(text).substr(at, nl + 1 - at) << pad;  // no raw newline inside a JSON string
-  out << std::string_view(text).substr(at);
+  for (size_t nl; (nl = text.find('\n', at)) != std::string_view::npos; at = nl + 1) {
+    buf.append(text.substr(at, nl + 1 - at));  // no raw newline inside a JSON string
+    buf.append(static_cast<size_t>(depth), ' ');
+  }
+  buf.append(text.substr(at));
+}
+
+// One rank's object, `depth` levels deep, its step table in place of the
+// placeholder rank_json leaves. The text goes out in pieces of about
+// kFlushBytes, one stream write each.
+void write_rank(std::ostream& out, const RankReport& r, size_t ranks, int depth) {
+  constexpr size_t kFlushBytes = size_t{1} << 20;
+  const std::string doc = dump(rank_json(r, ranks));
+  const std::string key = "\n \"step_table\": null";
+  const size_t at = doc.find(key);  // keys sit at one space, strings hold no newline
+  if (at == std::string::npos) throw std::logic_error("JSON report: no step table placeholder");
+  const size_t value_at = at + key.size() - 4;
+  std::string buf;
+  buf.reserve(2 * kFlushBytes);
+  append_indented(buf, std::string_view(doc).substr(0, value_at), depth);
+  StepTableWriter table(buf, depth + 1);
+  table.write(r.steps, [&] {
+    if (buf.size() < kFlushBytes) return;
+    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.clear();
+  });
+  append_indented(buf, std::string_view(doc).substr(at + key.size()), depth);
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
 }  // namespace
@@ -285,12 +408,8 @@ void write_json(std::ostream& out, const Report& r) {
   j["ranks"] = nullptr;  // stands where the ranks are written
   const std::string doc = dump(j);
   const std::string key = "\n \"ranks\": null";
-  const size_t at = doc.find(key);
-  if (at == std::string::npos) {  // (cannot happen: keys sit at one space, strings hold no newline)
-    for (const auto& rank : r.ranks) j["ranks"].push_back(rank_json(rank, r.ranks.size()));
-    out << dump(j) << "\n";
-    return;
-  }
+  const size_t at = doc.find(key);  // keys sit at one space, strings hold no newline
+  if (at == std::string::npos) throw std::logic_error("JSON report: no ranks placeholder");
   out << std::string_view(doc).substr(0, at + key.size() - 4);
   if (r.ranks.empty()) {
     out << "[]";
@@ -298,7 +417,7 @@ void write_json(std::ostream& out, const Report& r) {
     out << "[\n  ";
     for (size_t i = 0; i < r.ranks.size(); ++i) {
       if (i > 0) out << ",\n  ";
-      write_indented(out, dump(rank_json(r.ranks[i], r.ranks.size())), 2);
+      write_rank(out, r.ranks[i], r.ranks.size(), 2);
     }
     out << "\n ]";
   }
