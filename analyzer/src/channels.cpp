@@ -108,8 +108,16 @@ void take_activities(const HostActivity* v, size_t n, size_t& cursor,
 }  // namespace
 
 void ActivityChannel::prepare() {
-  std::stable_sort(pending_.begin() + static_cast<long>(cursor_), pending_.end(),
-                   [](const HostActivity& x, const HostActivity& y) { return x.a < y.a; });
+  // Only what arrived since the last call is sorted, then merged into the
+  // sorted rest: the order a stable sort of everything not taken gives
+  // (ties stay in arrival order), without moving the sorted part each batch.
+  const auto by_start = [](const HostActivity& x, const HostActivity& y) { return x.a < y.a; };
+  const auto first = pending_.begin() + static_cast<long>(cursor_);
+  const auto mid = pending_.begin() + static_cast<long>(std::max(sorted_, cursor_));
+  if (!std::is_sorted(mid, pending_.end(), by_start)) std::stable_sort(mid, pending_.end(), by_start);
+  if (first != mid && mid != pending_.end() && by_start(*mid, *(mid - 1)))
+    std::inplace_merge(first, mid, pending_.end(), by_start);
+  sorted_ = pending_.size();
 }
 
 void ActivityChannel::take(int64_t s, int64_t e, std::vector<HostActivity>& out) {
@@ -119,12 +127,14 @@ void ActivityChannel::take(int64_t s, int64_t e, std::vector<HostActivity>& out)
 void ActivityChannel::trim() {
   if (cursor_ * 2 < pending_.size()) return;
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(cursor_));
+  sorted_ = sorted_ > cursor_ ? sorted_ - cursor_ : 0;
   cursor_ = 0;
 }
 
 void ActivityChannel::drop_before(int64_t t) {
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(cursor_));
   cursor_ = 0;
+  sorted_ = 0;
   std::erase_if(pending_, [t](const HostActivity& x) { return x.b < t; });
   std::erase_if(carry_, [t](const HostActivity& x) { return x.b < t; });
 }

@@ -60,6 +60,7 @@ class ActivityChannel {
  private:
   std::vector<HostActivity> pending_, carry_;
   size_t cursor_ = 0;
+  size_t sorted_ = 0;  // pending_[cursor_, sorted_) is sorted by start
 };
 
 // The same over activities already sorted by start (RankTrace::trainer_spans).
