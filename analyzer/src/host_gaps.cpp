@@ -51,7 +51,7 @@ uint8_t name_bits(std::string_view name) {
   return bits;
 }
 
-uint8_t NameFlags::of(uint32_t id) {
+uint8_t NameFlags::decide(uint32_t id) {
   if (id >= names_.size()) return 0;
   if (id >= bits_.size()) bits_.resize(names_.size(), 0);
   uint8_t& b = bits_[id];
@@ -63,9 +63,8 @@ uint8_t NameFlags::of(uint32_t id) {
   return b;
 }
 
-void GapTotals::add_longest(const GapEntry& g) {
+void GapTotals::push_longest(const GapEntry& g) {
   auto shorter = [](const GapEntry& a, const GapEntry& b) { return a.len > b.len; };
-  if (longest.size() == kLongest && g.len <= longest.front().len) return;
   longest.push_back(g);
   std::push_heap(longest.begin(), longest.end(), shorter);
   if (longest.size() > kLongest) {
@@ -148,11 +147,12 @@ void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& a
   launch_dur_.assign(gaps.size(), 0);
   launch_in_.assign(gaps.size(), 0);
   launch_n_.assign(gaps.size(), 0);
+  auto first = gaps.begin();  // the first gap ending after x.a: acts ascend by start
   for (const HostActivity& x : acts) {
     if (x.kind != ActivityKind::kApiCall) continue;
     if (x.name != 0 && (flags_.of(x.name) & kNameLaunch) == 0) continue;
-    auto it = std::partition_point(gaps.begin(), gaps.end(), [&](const Iv& g) { return g.b <= x.a; });
-    for (; it != gaps.end() && it->a < x.b; ++it) {
+    while (first != gaps.end() && first->b <= x.a) ++first;
+    for (auto it = first; it != gaps.end() && it->a < x.b; ++it) {
       const auto g = static_cast<size_t>(it - gaps.begin());
       launch_dur_[g] = std::max(launch_dur_[g], x.b - x.a);
       launch_in_[g] += std::min(x.b, it->b) - std::max(x.a, it->a);
@@ -164,14 +164,15 @@ void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& a
 // Priority: drained after a sync, data loading, launch-bound (the device
 // work that ends the gap is no longer than a launch call in it: the host
 // launches slower than the device runs), a traced CPU activity, untraced.
-GapClass GapClassifier::decide(size_t g, const Ivs& gaps, const Ivs& busy, int64_t traced) const {
+// `next_busy`: the first device-busy interval starting at or after the
+// gap's end, or null.
+GapClass GapClassifier::decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const {
   const int64_t len = gaps[g].len();
   if (2 * after_[g] >= len && after_[g] > 0) return GapClass::kSync;
   if (2 * data_[g] >= len && data_[g] > 0) return GapClass::kData;
-  if (launch_dur_[g] > 0) {
-    auto it = std::partition_point(busy.begin(), busy.end(), [&](const Iv& v) { return v.a < gaps[g].b; });
-    if (it != busy.end() && it->a == gaps[g].b && it->len() <= launch_dur_[g]) return GapClass::kLaunch;
-  }
+  if (launch_dur_[g] > 0 && next_busy != nullptr && next_busy->a == gaps[g].b &&
+      next_busy->len() <= launch_dur_[g])
+    return GapClass::kLaunch;
   if (2 * traced >= len && traced > 0) return GapClass::kCpuOp;
   return GapClass::kUntraced;
 }
@@ -230,9 +231,14 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
   std::erase_if(acts, [&](const HostActivity& x) {
     return x.b <= x.a || (x.kind == ActivityKind::kAnnotation && (flags_.of(x.name) & kNameStep));
   });
-  std::sort(acts.begin(), acts.end(), [](const HostActivity& x, const HostActivity& y) {
+  const auto before = [](const HostActivity& x, const HostActivity& y) {
     return x.a != y.a ? x.a < y.a : x.b > y.b;
-  });
+  };
+  // Mostly in order already. Only a strict order is left as it is: where
+  // two activities tie, the order std::sort gives them stays theirs.
+  const auto tie_or_inversion = [&](const HostActivity& x, const HostActivity& y) { return !before(x, y); };
+  if (std::adjacent_find(acts.begin(), acts.end(), tie_or_inversion) != acts.end())
+    std::sort(acts.begin(), acts.end(), before);
   after_.assign(gaps.size(), 0);
   intersect(gaps, hs.after, tmp_);
   for (size_t g = 0, k = 0; k < tmp_.size(); ++k) {
@@ -244,14 +250,15 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
   coverage(gaps, acts, kNameLogging, log_);
   launches(gaps, acts);
   sweep(gaps, acts);
-  size_t c = 0;
+  size_t c = 0, busy = 0;
   uint32_t opt_name = 0;
   bool opt_known = false;
   for (size_t g = 0; g < gaps.size(); ++g) {
     const size_t from = c;
     int64_t traced = 0;
     for (; c < credits_.size() && credits_[c].gap == g; ++c) traced += credits_[c].ns;
-    const GapClass cls = decide(g, gaps, hs.busy, traced);
+    while (busy < hs.busy.size() && hs.busy[busy].a < gaps[g].b) ++busy;  // gaps ascend
+    const GapClass cls = decide(g, gaps, busy < hs.busy.size() ? &hs.busy[busy] : nullptr, traced);
     const auto ci = static_cast<size_t>(cls);
     ns[ci] += gaps[g].len();
     out.launch_ns[ci] += launch_in_[g];
@@ -263,7 +270,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
       const HostActivity& x = acts[credits_[k].act];
       agg_.push_back({uint64_t(x.kind) << 32 | x.name, credits_[k].ns});
     }
-    std::sort(agg_.begin(), agg_.end());
+    if (agg_.size() > 1) std::sort(agg_.begin(), agg_.end());
     int64_t top_ns = 0;
     for (size_t k = 0; k < agg_.size();) {
       size_t j = k;

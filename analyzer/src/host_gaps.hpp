@@ -36,9 +36,14 @@ class NameFlags {
  public:
   NameFlags(const std::vector<std::string>& names, const std::regex& step_pattern)
       : names_(names), step_(step_pattern) {}
-  uint8_t of(uint32_t id);
+  uint8_t of(uint32_t id) {
+    // Decided names answer inline: a step's classing asks for every activity.
+    if (id < bits_.size() && (bits_[id] & kNameDecided)) return bits_[id];
+    return decide(id);
+  }
 
  private:
+  uint8_t decide(uint32_t id);
   const std::vector<std::string>& names_;
   const std::regex& step_;
   std::vector<uint8_t> bits_;
@@ -83,7 +88,10 @@ struct GapTotals {
   int64_t wall_ns = 0, host_ns = 0;
   GapNs class_ns{};
 
-  void add_longest(const GapEntry& g);
+  void add_longest(const GapEntry& g) {  // every gap of every step comes by
+    if (longest.size() < kLongest || g.len > longest.front().len) push_longest(g);
+  }
+  void push_longest(const GapEntry& g);
   void merge(const GapTotals& o);
 };
 
@@ -105,7 +113,7 @@ class GapClassifier {
   void coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit,
                 std::vector<int64_t>& per_gap);
   void launches(const Ivs& gaps, const std::vector<HostActivity>& acts);
-  GapClass decide(size_t g, const Ivs& gaps, const Ivs& busy, int64_t traced) const;
+  GapClass decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const;
   uint32_t optimizer_name(const std::vector<HostActivity>& acts);
   void sync_call(const Iv& gap, const Ivs& after, const std::vector<HostActivity>& acts,
                  GapEntry& e, GapTotals& out);
