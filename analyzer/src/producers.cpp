@@ -103,14 +103,12 @@ bool ProducerModel::on_handoff(const Ev& e) {
   return true;
 }
 
-void ProducerModel::on_read(const Ev& e) {
-  const uint64_t k = track_key(e.track);
-  auto it = storage_ns_.find(k);
-  if (it == storage_ns_.end()) {
-    if (storage_ns_.size() >= kMaxKeys) return;
-    it = storage_ns_.emplace(k, 0).first;
-  }
-  it->second += e.dur();
+std::map<uint64_t, int64_t> ProducerModel::storage_ns() const {
+  std::map<uint64_t, int64_t> out;
+  if (storage_unknown_ != 0) out[0] += storage_unknown_;
+  for (size_t t = 0; t < storage_by_track_.size(); ++t)
+    if (storage_by_track_[t] != 0) out[track_key(static_cast<uint32_t>(t))] += storage_by_track_[t];
+  return out;
 }
 
 FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double data_share,
@@ -179,12 +177,13 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double da
     if (p.items >= 2 && last > first) p.interval_ms = double(last - first) / 1e6 / double(p.items - 1);
     f.producers.push_back(p);
   }
+  const std::map<uint64_t, int64_t> storage = storage_ns();
   for (auto* v : {&f.producers, &f.relays}) {
     for (Producer& p : *v) {
       p.name = thread_name(p.pid, p.tid);
       const double ns = cpu_of(p.pid, p.tid);
       p.cpu_ms = ns >= 0 ? ns / 1e6 : -1;
-      for (const auto& [k, s] : storage_ns_)
+      for (const auto& [k, s] : storage)
         if (pid_of(k) == p.pid && (p.tid == 0 || tid_of(k) == p.tid)) p.storage_ms += double(s) / 1e6;
     }
   }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "stallscope/analyzer/model.hpp"
 #include "stallscope/analyzer/report.hpp"
@@ -24,8 +25,18 @@ class ProducerModel {
   // other in both directions (a lock both take and release, the
   // interpreter's own condition variables) — its later records are dropped.
   bool on_handoff(const Ev& e);
-  // A storage read: its thread's time blocked in storage.
-  void on_read(const Ev& e);
+  // A storage read: its thread's time blocked in storage. Summed by track
+  // (thread keys at the end), inline: reads are most of a data-heavy trace.
+  void on_read(const Ev& e) {
+    if (e.track < storage_by_track_.size()) {
+      storage_by_track_[e.track] += e.dur();
+    } else if (e.track < trace_.tracks.size()) {
+      storage_by_track_.resize(trace_.tracks.size(), 0);
+      storage_by_track_[e.track] += e.dur();
+    } else {
+      storage_unknown_ += e.dur();
+    }
+  }
   // CPU ns a producer used over the run: (pid, tid), tid 0 = the whole
   // process; negative when unknown.
   using CpuOf = std::function<double(uint32_t pid, uint32_t tid)>;
@@ -53,7 +64,10 @@ class ProducerModel {
   // ways.
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> object_first_;
   std::map<uint64_t, bool> symmetric_;
-  std::map<uint64_t, int64_t> storage_ns_;  // by thread key
+  // Storage ns by thread key, from the sums by track.
+  std::map<uint64_t, int64_t> storage_ns() const;
+  std::vector<int64_t> storage_by_track_;  // by track
+  int64_t storage_unknown_ = 0;            // reads on no known track (thread key 0)
   static constexpr size_t kMaxKeys = 1u << 16;
 };
 
