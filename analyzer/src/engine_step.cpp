@@ -137,6 +137,25 @@ void RankEngine::finalize(const StepCand& c) {
   finalized_until_ = std::max(finalized_until_, c.end);
 }
 
+namespace {
+
+// A timeline's lanes being built: (track, kind) -> lane, in first-seen order.
+struct TimelineLanes {
+  std::vector<std::pair<uint64_t, Lane>> lanes;
+  // `name()` is called only for a new lane: a label is formatted text, and
+  // a lane gets thousands of spans.
+  template <class Name>
+  Lane& at(uint32_t track, size_t kind, Name&& name, const char* key) {
+    const uint64_t k = uint64_t{track} << 8 | kind;
+    for (auto& [x, l] : lanes)
+      if (x == k) return l;
+    lanes.push_back({k, Lane{name(), key, {}}});
+    return lanes.back().second;
+  }
+};
+
+}  // namespace
+
 // Keeps the lanes of the longest step and of a recent typical one (wall
 // within 10 % of the running mean), for the HTML timeline: one lane per
 // device stream and kind, the trainer's data waits and API calls, and one
@@ -153,17 +172,6 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
   constexpr size_t kMaxSpans = 2000;  // per lane
   const int64_t s0 = r.start_ns, s1 = r.end_ns;
   Timeline t{longest ? "longest" : "typical", r.index, r.wall(), {}};
-  // (track, kind) -> lane, in first-seen order within each group.
-  struct Build {
-    std::vector<std::pair<uint64_t, Lane>> lanes;
-    Lane& at(uint32_t track, size_t kind, const std::string& name, const char* key) {
-      const uint64_t k = uint64_t{track} << 8 | kind;
-      for (auto& [x, l] : lanes)
-        if (x == k) return l;
-      lanes.push_back({k, Lane{name, key, {}}});
-      return lanes.back().second;
-    }
-  };
   const auto normalize_spans = [&](Lane& l) {
     std::sort(l.spans.begin(), l.spans.end());
     size_t n = 0;
@@ -175,7 +183,7 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
     }
     l.spans.resize(std::min(n, kMaxSpans));
   };
-  const auto finish = [&](Build& b, const char* rest_name) {
+  const auto finish = [&](TimelineLanes& b, const char* rest_name) {
     // Beyond kMaxLanes, the least busy lanes are merged per kind.
     for (auto& [k, l] : b.lanes) normalize_spans(l);
     if (b.lanes.size() > kMaxLanes) {
@@ -208,15 +216,16 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
   static constexpr const char* kDevKind[4] = {"compute", "comm", "h2d", "other"};
   static constexpr const char* kDevWords[4] = {"kernels", "collectives", "H2D copies", "other copies"};
   const Ivs* merged_dev[4] = {&in.compute, &in.comm, &in.h2d, &in.other};
-  Build dev;
+  TimelineLanes dev;
   for (size_t k = 0; k < 4; ++k) {
     bool any = false;
     streams_[k].for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) {
-      dev.at(track, k, track_label(track) + ": " + kDevWords[k], kDevKind[k]).spans.push_back(rel(a, b));
+      const auto name = [&] { return track_label(track) + ": " + kDevWords[k]; };
+      dev.at(track, k, name, kDevKind[k]).spans.push_back(rel(a, b));
       any = true;
     });
     if (!any && !merged_dev[k]->empty()) {  // device work on no known stream
-      Lane& l = dev.at(~0u, k, std::string("device: ") + kDevWords[k], kDevKind[k]);
+      Lane& l = dev.at(~0u, k, [&] { return std::string("device: ") + kDevWords[k]; }, kDevKind[k]);
       for (const Iv& v : *merged_dev[k]) l.spans.push_back(rel(v.a, v.b));
     }
   }
@@ -228,10 +237,10 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
     for (size_t i = 0; i < ivs->size() && i < kMaxSpans; ++i) l.spans.push_back(rel((*ivs)[i].a, (*ivs)[i].b));
     t.lanes.push_back(std::move(l));
   }
-  Build prod;
+  TimelineLanes prod;
   const auto producer = [&](uint32_t track, bool read, int64_t a, int64_t b) {
-    prod.at(track, read ? 0 : 1, track_label(track) + (read ? ": reads" : ": preprocess"), read ? "reads" : "preprocess")
-        .spans.push_back(rel(a, b));
+    const auto name = [&] { return track_label(track) + (read ? ": reads" : ": preprocess"); };
+    prod.at(track, read ? 0 : 1, name, read ? "reads" : "preprocess").spans.push_back(rel(a, b));
   };
   reads_.for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, true, a, b); });
   pre_.for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, false, a, b); });
