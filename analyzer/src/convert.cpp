@@ -31,7 +31,7 @@ uint32_t FileConverter::add_track(uint32_t file_track) {
   return rank_track;
 }
 
-uint32_t FileConverter::name_of(uint32_t file_name) {
+uint32_t FileConverter::add_name(uint32_t file_name) {
   if (file_name == 0 || file_name >= kMaxStringIds) return 0;
   if (file_name >= names_.size()) names_.resize(file_name + 1, 0);
   uint32_t& slot = names_[file_name];

@@ -34,7 +34,11 @@ class FileConverter {
     return add_track(file_track);
   }
   uint32_t add_track(uint32_t file_track);  // first sight of a track, or a sparse id
-  uint32_t name_of(uint32_t file_name);
+  uint32_t name_of(uint32_t file_name) {  // every API call and sync asks
+    if (file_name < names_.size() && names_[file_name] != 0) return names_[file_name] - 1;
+    return add_name(file_name);
+  }
+  uint32_t add_name(uint32_t file_name);  // first sight of a name, or an id past kMaxStringIds
   uint32_t file_of(uint32_t file_name) {
     if (file_name < files_.size() && files_[file_name] != 0) return files_[file_name] - 1;
     return add_file(file_name);
