@@ -223,6 +223,17 @@ uint32_t GapClassifier::optimizer_name(const std::vector<HostActivity>& acts) {
   return frame;
 }
 
+// A step's gaps mostly credit the same activity as the gap before (one
+// launch call after the other): its total is found once, not per gap. The
+// map's elements stay where they are when it grows.
+int64_t& GapClassifier::activity(GapTotals& out, uint64_t key) {
+  if (key != last_key_) {
+    last_key_ = key;
+    last_ns_ = &out.activity[key];
+  }
+  return *last_ns_;
+}
+
 GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t step_index,
                               std::vector<HostActivity>& acts, GapTotals& out) {
   GapNs ns{};
@@ -245,6 +256,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
     while (gaps[g].b <= tmp_[k].a) ++g;
     after_[g] += tmp_[k].len();
   }
+  last_key_ = kNoKey;  // `out` may be another step's totals
   coverage(gaps, acts, kNameData, data_);
   coverage(gaps, acts, kNameOptimizer, opt_);
   coverage(gaps, acts, kNameLogging, log_);
@@ -276,7 +288,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
       size_t j = k;
       int64_t sum = 0;
       for (; j < agg_.size() && agg_[j].first == agg_[k].first; ++j) sum += agg_[j].second;
-      if (cls != GapClass::kSync) out.activity[uint64_t(ci) << 40 | agg_[k].first] += sum;
+      if (cls != GapClass::kSync) activity(out, uint64_t(ci) << 40 | agg_[k].first) += sum;
       if (sum > top_ns) {
         top_ns = sum;
         e.top = static_cast<uint32_t>(agg_[k].first);
@@ -287,7 +299,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
     int64_t logging = log_[g];
     if (cls == GapClass::kSync) {
       sync_call(gaps[g], hs.after, acts, e, out);
-      out.activity[uint64_t(ci) << 40 | uint64_t(e.top_kind) << 32 | e.top] += gaps[g].len();
+      activity(out, uint64_t(ci) << 40 | uint64_t(e.top_kind) << 32 | e.top) += gaps[g].len();
       // A sync right before a logging call (loss.item() for a print): the
       // whole drain is the logging's.
       if (logging > 0 || (flags_.of(e.made_frame) & kNameLogging)) logging = gaps[g].len();

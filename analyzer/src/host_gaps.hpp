@@ -115,6 +115,7 @@ class GapClassifier {
   void launches(const Ivs& gaps, const std::vector<HostActivity>& acts);
   GapClass decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const;
   uint32_t optimizer_name(const std::vector<HostActivity>& acts);
+  int64_t& activity(GapTotals& out, uint64_t key);
   void sync_call(const Iv& gap, const Ivs& after, const std::vector<HostActivity>& acts,
                  GapEntry& e, GapTotals& out);
 
@@ -125,6 +126,9 @@ class GapClassifier {
   std::vector<uint32_t> launch_n_;
   Ivs cover_, tmp_;
   std::vector<std::pair<uint64_t, int64_t>> agg_;
+  static constexpr uint64_t kNoKey = ~uint64_t{0};  // (keys use 40 + 8 bits)
+  uint64_t last_key_ = kNoKey;
+  int64_t* last_ns_ = nullptr;  // out.activity[last_key_] of this step
 };
 
 // The report's block from the totals of the steady steps (`names`: the rank's).
