@@ -137,7 +137,7 @@ not_run() {
 
 # Sums up a ctest LOG for the summary: failures, and skips (exit 77), since a
 # skip is not a pass; with DIR, also the Boost.Test cases that a precondition
-# skipped inside tests that passed (tests/test_main.cpp prints one line each,
+# skipped inside tests that passed (tests/skip_visibly.hpp prints one line each,
 # which ctest keeps in DIR/Testing/Temporary/LastTest.log), listed in LOG.
 ctest_note() {
   local failed total skipped cases=0 last=${2:+$2/Testing/Temporary/LastTest.log}

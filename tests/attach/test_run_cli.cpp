@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "skip_visibly.hpp"
 #include "attach/attach_util.hpp"
 
 using namespace attach;
@@ -55,7 +56,7 @@ BOOST_AUTO_TEST_CASE(exits_with_the_commands_status) {
 }
 
 BOOST_AUTO_TEST_CASE(refuses_a_static_binary_clearly,
-                     *boost::unit_test::precondition(have_a_static_binary)) {
+                     *stallscope::test::skip_unless(have_a_static_binary)) {
   const std::string static_bin = ATTACH_STATIC;
   TempDir t;
   const std::string log = t.path() + "/log";

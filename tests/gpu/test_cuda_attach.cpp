@@ -14,6 +14,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "skip_visibly.hpp"
 #include "libtrace/probe_runner.hpp"
 #include "stallscope/cuda/nccl_profiler_v4.h"
 #include "stallscope/cuda/nccl_profiler_v6.h"
@@ -110,7 +111,7 @@ boost::test_tools::assertion_result without_a_cuda_driver(boost::unit_test::test
 BOOST_AUTO_TEST_SUITE(cuda_attach)
 
 BOOST_AUTO_TEST_CASE(without_a_driver_attach_says_so_in_one_line,
-                     *boost::unit_test::precondition(without_a_cuda_driver)) {
+                     *stallscope::test::skip_unless(without_a_cuda_driver)) {
   auto attach = reinterpret_cast<int (*)()>(dlsym(lib(), "stallscope_cuda_attach_v1"));
   BOOST_TEST_REQUIRE(attach != nullptr);
   int rc = 0;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 
+#include "skip_visibly.hpp"
 #include "probe_runner.hpp"
 
 using namespace stallscope;
@@ -60,7 +61,7 @@ boost::test_tools::assertion_result can_switch_user(boost::unit_test::test_unit_
 BOOST_AUTO_TEST_SUITE(recorder_faults)
 
 BOOST_AUTO_TEST_CASE(disk_full_stops_tracing_with_one_warning,
-                     *boost::unit_test::precondition(can_mount_tmpfs)) {
+                     *stallscope::test::skip_unless(can_mount_tmpfs)) {
   TinyTmpfs fs(256);
   BOOST_REQUIRE(fs.ok());
   auto r = run_probe({"threads", "4", "200000"},
@@ -77,7 +78,7 @@ BOOST_AUTO_TEST_CASE(disk_full_stops_tracing_with_one_warning,
 }
 
 BOOST_AUTO_TEST_CASE(unwritable_directory_turns_tracing_off_with_one_warning,
-                     *boost::unit_test::precondition(can_switch_user)) {
+                     *stallscope::test::skip_unless(can_switch_user)) {
   TempDir d;
   ::chmod(d.path().c_str(), 0755);  // owned by root: nobody may not write
   const std::string out = d / "run";

@@ -18,6 +18,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "skip_visibly.hpp"
 #include "stallscope/internal/run_identity.hpp"
 
 namespace fs = std::filesystem;
@@ -310,7 +311,7 @@ BOOST_AUTO_TEST_CASE(claim_reports_an_uncreatable_directory) {
 // ENOSPC (a full 8 KiB tmpfs) and EROFS (a read-only bind mount), made in a
 // private mount namespace of a child: an error naming the path, no directory.
 BOOST_AUTO_TEST_CASE(claim_reports_a_full_or_read_only_file_system,
-                     *boost::unit_test::precondition(can_mount_privately)) {
+                     *stallscope::test::skip_unless(can_mount_privately)) {
   TempDir tmp;
   const fs::path full = tmp.path / "full", ro = tmp.path / "ro";
   fs::create_directories(full);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "skip_visibly.hpp"
 #include "loader_fixtures.hpp"
 #include "stallscope/loader/device.hpp"
 
@@ -86,7 +87,7 @@ BOOST_AUTO_TEST_CASE(emulated_copies_take_the_modelled_time_without_a_host_core)
 }
 
 BOOST_AUTO_TEST_CASE(no_driver_degrades_to_the_emulated_device_with_one_line,
-                     *boost::unit_test::precondition(without_a_cuda_driver)) {
+                     *stallscope::test::skip_unless(without_a_cuda_driver)) {
   std::string why;
   auto dev = sl::make_device(sl::DeviceKind::kAuto, {}, &why);
   BOOST_REQUIRE(dev);

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "skip_visibly.hpp"
 #include "preload/preload_run.hpp"
 
 using namespace stallscope;
@@ -91,14 +92,14 @@ BOOST_AUTO_TEST_SUITE(preload_direct)
 
 // Calibration: the probe sees libc make the calls when nothing is preloaded.
 BOOST_AUTO_TEST_CASE(without_the_shim_libc_makes_the_calls,
-                     *boost::unit_test::precondition(can_trap_reads)) {
+                     *stallscope::test::skip_unless(can_trap_reads)) {
   const Where w = where("");
   BOOST_TEST(w.pread_by == "libc.so.6");
   BOOST_TEST(w.read_by == "libc.so.6");
 }
 
 BOOST_AUTO_TEST_CASE(the_shim_makes_local_reads_itself,
-                     *boost::unit_test::precondition(can_trap_reads)) {
+                     *stallscope::test::skip_unless(can_trap_reads)) {
   const Where w = where(shim());
   BOOST_TEST_REQUIRE(w.tier != 0, "the pread was not traced");
   // /tmp is a local or memory filesystem on every machine the tests run on;
@@ -109,7 +110,7 @@ BOOST_AUTO_TEST_CASE(the_shim_makes_local_reads_itself,
 }
 
 BOOST_AUTO_TEST_CASE(the_off_switch_leaves_the_calls_to_libc,
-                     *boost::unit_test::precondition(can_trap_reads)) {
+                     *stallscope::test::skip_unless(can_trap_reads)) {
   const Where w = where(shim(), {{"STALLSCOPE_PRELOAD_DIRECT", "off"}});
   BOOST_TEST(w.tier != 0);
   BOOST_TEST(w.pread_by == "libc.so.6");
@@ -117,7 +118,7 @@ BOOST_AUTO_TEST_CASE(the_off_switch_leaves_the_calls_to_libc,
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_switch_value_is_named_and_the_default_kept,
-                     *boost::unit_test::precondition(can_trap_reads)) {
+                     *stallscope::test::skip_unless(can_trap_reads)) {
   const Where w = where(shim(), {{"STALLSCOPE_PRELOAD_DIRECT", "maybe"}});
   BOOST_TEST(w.err.find("STALLSCOPE_PRELOAD_DIRECT='maybe': not on or off (expected on, off, 1, 0, "
                         "true, false); using the default on") != std::string::npos,
@@ -126,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_bad_switch_value_is_named_and_the_default_kept,
 }
 
 BOOST_AUTO_TEST_CASE(an_interposer_after_the_shim_still_gets_every_pread,
-                     *boost::unit_test::precondition(can_trap_reads)) {
+                     *stallscope::test::skip_unless(can_trap_reads)) {
   const Where w = where(shim() + ":" + helper("libpread_counter.so"));
   BOOST_TEST(w.tier != 0);
   BOOST_TEST(w.pread_by == "libc.so.6");

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "skip_visibly.hpp"
 #include "cli/cli_run.hpp"
 #include "repro/hostile_json.hpp"
 
@@ -133,7 +134,7 @@ BOOST_AUTO_TEST_CASE(an_input_path_that_cannot_be_reached_is_named_with_the_real
 }
 
 BOOST_AUTO_TEST_CASE(an_input_below_a_directory_the_user_may_not_search_says_so,
-                     *boost::unit_test::precondition(can_switch_user)) {
+                     *stallscope::test::skip_unless(can_switch_user)) {
   TempDir dir;
   ::chmod(dir.path().c_str(), 0755);  // nobody may enter the test's directory …
   std::filesystem::create_directories(dir.file("locked/run"));

@@ -27,6 +27,7 @@
 #include <iterator>
 #include <string>
 
+#include "skip_visibly.hpp"
 #include "preload/preload_run.hpp"
 #include "stallscope/file_summary.hpp"
 
@@ -165,7 +166,7 @@ BOOST_AUTO_TEST_CASE(idle_traced_program_keeps_its_arenas_and_address_space) {
 // reads in a thread started before: it goes on with its own output intact, and the
 // recorder says at most once that tracing is off.
 BOOST_AUTO_TEST_CASE(program_out_of_memory_goes_on_with_one_note,
-                     *boost::unit_test::precondition(has_prlimit)) {
+                     *stallscope::test::skip_unless(has_prlimit)) {
   TempDir dir;
   ::mkdir((dir / "run").c_str(), 0755);
   const std::string data = make_data(dir);
@@ -189,7 +190,7 @@ BOOST_AUTO_TEST_CASE(program_out_of_memory_goes_on_with_one_note,
 // succeeds traced wherever it does untraced, and the recorder names the
 // limit once.
 BOOST_AUTO_TEST_CASE(process_limit_leaves_the_program_its_fork,
-                     *boost::unit_test::precondition(can_switch_user)) {
+                     *stallscope::test::skip_unless(can_switch_user)) {
   TempDir dir;
   ::mkdir((dir / "run").c_str(), 0777);
   ::chmod((dir / "run").c_str(), 0777);
