@@ -124,10 +124,12 @@ void GapClassifier::sweep(const Ivs& gaps, const std::vector<HostActivity>& acts
   advance(gaps.back().b);
 }
 
-// ns of each gap inside activities whose name has `bit`.
+// ns of each gap inside activities whose name has `bit` (`present`: the
+// bits of all the step's activities).
 void GapClassifier::coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit,
-                             std::vector<int64_t>& per_gap) {
+                             uint8_t present, std::vector<int64_t>& per_gap) {
   per_gap.assign(gaps.size(), 0);
+  if ((present & bit) == 0) return;
   cover_.clear();
   for (const HostActivity& x : acts)
     if (flags_.of(x.name) & bit) cover_.push_back({x.a, x.b});
@@ -257,9 +259,11 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
     after_[g] += tmp_[k].len();
   }
   last_key_ = kNoKey;  // `out` may be another step's totals
-  coverage(gaps, acts, kNameData, data_);
-  coverage(gaps, acts, kNameOptimizer, opt_);
-  coverage(gaps, acts, kNameLogging, log_);
+  uint8_t present = 0;
+  for (const HostActivity& x : acts) present |= flags_.of(x.name);
+  coverage(gaps, acts, kNameData, present, data_);
+  coverage(gaps, acts, kNameOptimizer, present, opt_);
+  coverage(gaps, acts, kNameLogging, present, log_);
   launches(gaps, acts);
   sweep(gaps, acts);
   size_t c = 0, busy = 0;

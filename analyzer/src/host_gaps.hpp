@@ -110,7 +110,7 @@ class GapClassifier {
     int64_t ns;
   };
   void sweep(const Ivs& gaps, const std::vector<HostActivity>& acts);
-  void coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit,
+  void coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit, uint8_t present,
                 std::vector<int64_t>& per_gap);
   void launches(const Ivs& gaps, const std::vector<HostActivity>& acts);
   GapClass decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const;

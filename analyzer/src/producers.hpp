@@ -27,7 +27,7 @@ class ProducerModel {
   bool on_handoff(const Ev& e);
   // A storage read: its thread's time blocked in storage. Summed by track
   // (thread keys at the end), inline: reads are most of a data-heavy trace.
-  void on_read(const Ev& e) {
+  [[gnu::always_inline]] void on_read(const Ev& e) {
     if (e.track < storage_by_track_.size()) {
       storage_by_track_[e.track] += e.dur();
     } else if (e.track < trace_.tracks.size()) {
