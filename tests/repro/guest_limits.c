@@ -13,6 +13,10 @@
 //                                TLS (no CLONE_SETTLS) reads FILE N times,
 //                                then the main thread reads it N times;
 //                                prints "reads main N clone N"
+//   guest_limits fiber FILE N    a new thread reads FILE N times on a fiber's
+//                                stack (makecontext), its first traced calls,
+//                                then N times on its own stack; prints
+//                                "reads fiber N thread N"
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +32,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static char out_buf[4096];  // stdout's buffer: printing needs no malloc
@@ -205,6 +210,43 @@ static int clone_reads(const char* file, int n) {
   return 0;
 }
 
+// --- fiber -------------------------------------------------------------
+
+// oneTBB's resumable tasks, greenlets and coroutine libraries run code on
+// stacks of their own: the thread is still its own pthread.
+static ucontext_t g_thread_ctx, g_fiber_ctx;
+static int g_fiber_reads, g_thread_reads;
+
+static void fiber_body(void) {
+  for (int i = 0; i < g_n; ++i)
+    if (read_file(g_file) == 0) ++g_fiber_reads;
+}
+
+static void* fiber_thread(void* arg) {
+  (void)arg;
+  const size_t stack_bytes = 1 << 20;
+  char* stack = mmap(NULL, stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+  if (stack == MAP_FAILED || getcontext(&g_fiber_ctx) != 0) return NULL;
+  g_fiber_ctx.uc_stack.ss_sp = stack;
+  g_fiber_ctx.uc_stack.ss_size = stack_bytes;
+  g_fiber_ctx.uc_link = &g_thread_ctx;
+  makecontext(&g_fiber_ctx, fiber_body, 0);
+  if (swapcontext(&g_thread_ctx, &g_fiber_ctx) != 0) return NULL;
+  for (int i = 0; i < g_n; ++i)
+    if (read_file(g_file) == 0) ++g_thread_reads;
+  return NULL;
+}
+
+static int fiber_reads(const char* file, int n) {
+  g_file = file;
+  g_n = n;
+  pthread_t t;
+  if (pthread_create(&t, NULL, fiber_thread, NULL) != 0 || pthread_join(t, NULL) != 0) return 3;
+  printf("reads fiber %d thread %d\n", g_fiber_reads, g_thread_reads);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, out_buf, _IOFBF, sizeof out_buf);
   if (argc >= 3 && strcmp(argv[1], "idle") == 0) return idle(atol(argv[2]));
@@ -214,6 +256,7 @@ int main(int argc, char** argv) {
   }
   if (argc >= 3 && strcmp(argv[1], "fork") == 0) return fork_child(argv[2]);
   if (argc >= 4 && strcmp(argv[1], "clone") == 0) return clone_reads(argv[2], atoi(argv[3]));
-  fprintf(stderr, "usage: guest_limits idle MS | oom FILE | fork FILE | clone FILE N\n");
+  if (argc >= 4 && strcmp(argv[1], "fiber") == 0) return fiber_reads(argv[2], atoi(argv[3]));
+  fprintf(stderr, "usage: guest_limits idle MS | oom FILE | fork FILE | clone FILE N | fiber FILE N\n");
   return 2;
 }

@@ -259,4 +259,28 @@ BOOST_AUTO_TEST_CASE(raw_clone_thread_sharing_tls_is_counted_as_drops) {
   BOOST_TEST(s.buffer_dropped() == uint64_t{kReads});
 }
 
+// A thread whose first events come from a fiber's stack (oneTBB's resumable
+// tasks in the loader's pool did this) is its own pthread: it registers and
+// every event is kept; none is taken for a clone sharing its thread-locals.
+BOOST_AUTO_TEST_CASE(thread_starting_on_a_fiber_stack_keeps_every_event) {
+  TempDir dir;
+  ::mkdir((dir / "run").c_str(), 0755);
+  const std::string data = make_data(dir);
+  constexpr int kReads = 500;
+  const RunResult r = run_guest(dir, {}, {"fiber", data, std::to_string(kReads)}, true);
+  BOOST_TEST_REQUIRE(r.exit_code == 0, "exit " << r.exit_code << " signal " << r.term_signal
+                                               << ": " << r.err);
+  BOOST_TEST(r.out == "reads fiber 500 thread 500\n", r.out);
+  const RunTrace t = load_run(dir / "run");
+  BOOST_TEST_REQUIRE(t.files.size() == 1u);
+  BOOST_TEST((t.files[0].status == reader::Status::kComplete));
+  const uint32_t pid = t.files[0].pid;
+  size_t thread_reads = 0;
+  for (const Ev& e : t.of_kind(format::Kind::kStorageRead))
+    if (e.name == data && e.tid != pid) ++thread_reads;
+  BOOST_TEST(thread_reads == size_t{2 * kReads});
+  const reader::FileSummary s = reader::summarize_file(t.files[0].path);
+  BOOST_TEST(s.buffer_dropped() == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -435,13 +435,20 @@ bool own_stack(uintptr_t* lo, size_t* bytes) {
   return ok;
 }
 
-// Whether the caller runs on the stack of the pthread its thread-locals
-// belong to: not so on a thread made by a raw clone/clone3 without
-// CLONE_SETTLS, which must not register (its registration would be its
-// creator's; see thread_buffer.hpp). Also false on a signal or fiber stack.
-bool on_own_stack(uintptr_t lo, size_t bytes) {
-  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  return sp - lo < bytes;
+// Whether the calling thread is the pthread its thread-locals belong to:
+// not so on a thread made by a raw clone/clone3 without CLONE_SETTLS, which
+// must not register (its registration would be its creator's; see
+// thread_buffer.hpp). The pthread's kernel thread id is read from its CPU
+// clock id (the kernel's encoding: ~tid << 3 | per-thread | sched), which
+// glibc makes from the thread's descriptor. A thread running on a signal
+// stack or a fiber's stack (oneTBB's resumable tasks, greenlets) is its own
+// pthread all the same: it registers, and its ring's owner check falls back
+// to the thread id off the pthread's stack.
+bool is_own_pthread(uint32_t tid) {
+  clockid_t clock;
+  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return true;  // cannot tell
+  const uint32_t described = ~(static_cast<uint32_t>(clock) >> 3) & ((1u << 29) - 1);
+  return described == tid;
 }
 
 // Makes the calling thread the producer of `b`.
@@ -451,16 +458,17 @@ void own_ring(ThreadBuffer* b, uint32_t tid, uintptr_t lo, size_t bytes) {
 
 ThreadBuffer* register_started_thread(size_t bytes) {
   Recorder& r = recorder();
-  uintptr_t stack_lo = 0;
-  size_t stack_bytes = 0;
-  if (own_stack(&stack_lo, &stack_bytes) && !on_own_stack(stack_lo, stack_bytes)) {
-    // Someone else's thread-locals (or a signal stack before the first
-    // event): nothing registered, the event counted on the process track.
+  const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  if (!is_own_pthread(tid)) {
+    // Someone else's thread-locals: nothing registered, the event counted
+    // on the process track.
     if (r.flusher_buffer != nullptr) r.flusher_buffer->count_foreign_drop();
     return nullptr;
   }
+  uintptr_t stack_lo = 0;
+  size_t stack_bytes = 0;
+  if (!own_stack(&stack_lo, &stack_bytes)) stack_bytes = 0;  // no owner check by stack
   arm_thread_exit();
-  const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   ThreadBuffer* b = r.registry.add_thread(
       tid, thread_name(), bytes != 0 ? round_buffer_size(bytes) : r.cfg.thread_buffer_bytes,
       format::TrackType::kThread, &t_track);
@@ -518,14 +526,15 @@ ThreadBuffer* proxy_buffer(uint32_t tid) {
   if (!ensure_started()) return nullptr;
   Recorder& r = recorder();
   ThreadBuffer* b = nullptr;
+  const auto self = static_cast<uint32_t>(::syscall(SYS_gettid));
+  if (!is_own_pthread(self)) return nullptr;  // the own track, whose ring tells the owner from others
   uintptr_t stack_lo = 0;
   size_t stack_bytes = 0;
-  if (own_stack(&stack_lo, &stack_bytes) && !on_own_stack(stack_lo, stack_bytes))
-    return nullptr;  // the own track, whose ring tells the owner from others
+  if (!own_stack(&stack_lo, &stack_bytes)) stack_bytes = 0;
   try {
     b = r.registry.add_thread(tid, thread_name(), r.cfg.thread_buffer_bytes);
     if (b == nullptr && r.registry.take_alloc_failure()) throw std::bad_alloc();
-    own_ring(b, current_tid(), stack_lo, stack_bytes);
+    own_ring(b, self, stack_lo, stack_bytes);
     if (proxies == nullptr) t_proxies = proxies = new ProxyTracks;
     arm_thread_exit();
     proxies->by_tid[proxies->n++] = {tid, b};
