@@ -1,11 +1,11 @@
 /* A program that knows nothing of stallscope, for the regressions of its
  * notes and of its run directory (test_repro_notes, test_repro_run_dir).
  *   note_target lines N        print "LINE i" for i < N on stdout, exit 0
- *   note_target fd2file DATA   close 0-2, open /dev/null twice and DATA
- *                              (it gets descriptor 2), write a record, fork
+ *   note_target fd2file DATA   close 0-2, put /dev/null at 0 and 1 and
+ *                              DATA at descriptor 2, write a record, fork
  *                              a child that reads and exits, write another
- *                              record, exit 0 (5: DATA not at 2; 6: the
- *                              child failed)
+ *                              record, exit 0 (4, 5: an open or dup2
+ *                              failed; 6: the child failed)
  *   note_target wait FILE      read FILE, print "READY <pid>", wait for
  *                              stdin to close, read FILE again, print
  *                              "DONE", exit 0 */
@@ -35,9 +35,17 @@ static int fd2file(const char* data) {
   close(0);
   close(1);
   close(2);
-  if (open("/dev/null", O_RDONLY) != 0 || open("/dev/null", O_WRONLY) != 1) return 4;
-  const int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd != 2) return 5;
+  /* Placed with dup2 rather than taken as the lowest free numbers: the
+   * recorder's threads open files of their own (/proc, progress/) and may
+   * hold a low number for a moment while this runs. */
+  const int null_in = open("/dev/null", O_RDONLY), null_out = open("/dev/null", O_WRONLY);
+  const int data_fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (null_in < 0 || null_out < 0 || data_fd < 0) return 4;
+  if (dup2(null_in, 0) != 0 || dup2(null_out, 1) != 1 || dup2(data_fd, 2) != 2) return 5;
+  if (null_in > 2) close(null_in);
+  if (null_out > 2) close(null_out);
+  if (data_fd > 2) close(data_fd);
+  const int fd = 2;
   if (put(fd, "program record 1\n") != 0) return 7;
   const pid_t child = fork();
   if (child == 0) _exit(read_some("/proc/self/stat") == 0 ? 0 : 1);
