@@ -205,13 +205,22 @@ ctest_with_rerun() {
   [ -n "$failed" ] || return "$rc"
   local first_note=$note_from_phase
   printf '\n==== %s: running the failed ones again: %s====\n' "$phase" "$failed" | tee -a "$log"
+  local rerun_log=$log.rerun again name passed=""
   within ctest --test-dir "$build_dir" --output-on-failure --timeout 300 --rerun-failed \
-    2>&1 | tee -a "$log"
+    2>&1 | tee "$rerun_log"
   rc=${PIPESTATUS[0]}
-  if [ "$rc" -eq 0 ]; then
-    note_from_phase="$first_note; passed on rerun: ${failed% }"
-  else
-    note_from_phase="$first_note; failed again on rerun: ${failed% }"
+  cat "$rerun_log" >>"$log"
+  again=$(sed -n '/The following tests FAILED:/,$ s/^[[:space:]]*[0-9]\+ - \([^ ]*\) .*/\1/p' \
+    "$rerun_log" | tr '\n' ' ')
+  rm -f "$rerun_log"
+  for name in $failed; do
+    case " $again " in *" $name "*) ;; *) passed+="$name " ;; esac
+  done
+  note_from_phase=$first_note
+  [ -n "$passed" ] && note_from_phase+="; passed on rerun: ${passed% }"
+  if [ "$rc" -ne 0 ]; then
+    note_from_phase+="; failed again on rerun: ${again:-(see the log)}"
+    note_from_phase=${note_from_phase% }
     failure_logs+=("$log")
   fi
   return "$rc"
