@@ -330,8 +330,9 @@ int main(int argc, char** argv) {
               "thread); %.1f bytes per span on disk\n", (unsigned long long)allocs, per_span);
   result("span_steady_vs_two_rdtsc_1thread", one.steady_ratio(), "ratio", "<=", 1.5);
   result("span_steady_vs_two_rdtsc_2threads", two.steady_ratio(), "ratio", "<=", 1.5);
-  result("span_first_fill_vs_two_rdtsc_1thread", one.first_fill_ratio(), "ratio", ">=", 0);
-  result("span_first_fill_vs_two_rdtsc_2threads", two.first_fill_ratio(), "ratio", ">=", 0);
+  // Loose: a minor fault every 4 KiB of records on the first pass.
+  result("span_first_fill_vs_two_rdtsc_1thread", one.first_fill_ratio(), "ratio", "<=", 4);
+  result("span_first_fill_vs_two_rdtsc_2threads", two.first_fill_ratio(), "ratio", "<=", 4);
   result("span_rows_bytes_on_disk_vs_recorded", flushed ? on_disk : 0, "ratio", ">=", 0.999);
   result("reference_vs_two_rdtsc", ref1 / rdtsc2, "ratio", "<=", 1.5);
   result("span_vs_two_clock_gettime_1thread", span1 / gettime2, "ratio", "<=", 1.0);
