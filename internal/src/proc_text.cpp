@@ -14,18 +14,46 @@
 
 namespace stallscope::sys {
 
+namespace {
+
+// A program that closed 0-2 takes them back with its next open or dup2,
+// which may come from another thread while ours reads: a descriptor of
+// ours held there could be closed under the program's file, or make the
+// program's open land elsewhere. So a file opened at 0-2 (`st`: what was
+// opened) moves to 3 or above at once; the low number is closed only while
+// it still names that file, and a copy that is not that file (the program
+// took the number before the move) is dropped. Returns the descriptor, or
+// -errno.
+int off_standard_numbers(int fd, const struct stat& st) {
+  if (fd > 2) return fd;
+  const long high = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  struct stat now {};
+  if (::fstat(fd, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) ::close(fd);
+  if (high < 0) return -EMFILE;
+  if (::fstat(static_cast<int>(high), &now) != 0 || now.st_dev != st.st_dev ||
+      now.st_ino != st.st_ino) {
+    ::close(static_cast<int>(high));
+    return -EAGAIN;
+  }
+  return static_cast<int>(high);
+}
+
+}  // namespace
+
 bool read_text_file(const std::string& path, std::string& out, size_t limit) {
   out.clear();
   // O_NONBLOCK and the type check: a FIFO or device put where a file is
   // expected (RUN/run.json) is never waited on. /proc and /sys files are
   // regular files.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return false;
   }
+  fd = off_standard_numbers(fd, st);
+  if (fd < 0) return false;
   char buf[4096];
   bool ok = true;
   while (out.size() < limit) {
@@ -140,7 +168,7 @@ OwnedFd& OwnedFd::operator=(OwnedFd&& o) noexcept {
 
 int OwnedFd::open_at(int dirfd, const char* path, int flags) {
   reset();
-  const int fd = ::openat(dirfd, path, flags | O_CLOEXEC);
+  int fd = ::openat(dirfd, path, flags | O_CLOEXEC);
   if (fd < 0) return -errno;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -148,6 +176,8 @@ int OwnedFd::open_at(int dirfd, const char* path, int flags) {
     ::close(fd);
     return -err;
   }
+  fd = off_standard_numbers(fd, st);
+  if (fd < 0) return fd;
   fd_ = fd;
   dev_ = st.st_dev;
   ino_ = st.st_ino;

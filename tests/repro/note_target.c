@@ -10,6 +10,7 @@
  *                              stdin to close, read FILE again, print
  *                              "DONE", exit 0 */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,13 +39,23 @@ static int fd2file(const char* data) {
   /* Placed with dup2 rather than taken as the lowest free numbers: the
    * recorder's threads open files of their own (/proc, progress/) and may
    * hold a low number for a moment while this runs. */
-  const int null_in = open("/dev/null", O_RDONLY), null_out = open("/dev/null", O_WRONLY);
-  const int data_fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (null_in < 0 || null_out < 0 || data_fd < 0) return 4;
-  if (dup2(null_in, 0) != 0 || dup2(null_out, 1) != 1 || dup2(data_fd, 2) != 2) return 5;
-  if (null_in > 2) close(null_in);
-  if (null_out > 2) close(null_out);
-  if (data_fd > 2) close(data_fd);
+  int want[3] = {open("/dev/null", O_RDONLY), open("/dev/null", O_WRONLY),
+                 open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+  for (int i = 0; i < 3; ++i) {  /* out of 0-2 first, whichever numbers they got */
+    if (want[i] < 0) return 4;
+    const int high = fcntl(want[i], F_DUPFD, 10);
+    if (high < 0) return 4;
+    close(want[i]);
+    want[i] = high;
+  }
+  for (int i = 0; i < 3; ++i) {
+    /* EBUSY: another thread (the recorder's sampler) is opening a file
+     * that may take number i; Linux asks the caller to try again. */
+    int tries = 0, got;
+    while ((got = dup2(want[i], i)) < 0 && errno == EBUSY && ++tries < 1000) usleep(100);
+    if (got != i) return 5;
+    close(want[i]);
+  }
   const int fd = 2;
   if (put(fd, "program record 1\n") != 0) return 7;
   const pid_t child = fork();
