@@ -107,30 +107,36 @@ inline RunResult run(const std::vector<std::string>& argv,
   return r;
 }
 
-// Runs argv like run(), with perf_event_open refused (errno `refusal`, as
-// perf_event_paranoid 3 refuses it with EACCES) by a seccomp filter
-// installed in the child before exec; stdout and stderr go to files in dir.
-inline RunResult run_with_perf_refused(const TempDir& dir, const std::vector<std::string>& argv,
-                                       std::map<std::string, std::string> env,
-                                       int refusal = EACCES) {
-  env.emplace("LD_PRELOAD", shim());
-  const std::string out = dir / "out.txt", err = dir / "err.txt";
+// Installs, in a child about to exec, a seccomp filter that makes system
+// call `nr` fail with `err`; false when the kernel refused the filter.
+inline bool refuse_syscall(long nr, int err) {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<uint32_t>(err) & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+// Runs argv in a forked child whose stdout and stderr go to `logs`/out.txt
+// and `logs`/err.txt. In the child, `in_child()` runs first (a seccomp
+// filter, a chdir, variables unset: false makes the child exit 125), then
+// `env` is set, then argv is exec'd. Killed past `timeout_s`.
+template <typename Setup>
+RunResult run_to_files(const std::string& logs, const std::vector<std::string>& argv,
+                       const std::map<std::string, std::string>& env, Setup in_child,
+                       int timeout_s = 60) {
+  const std::string out = logs + "/out.txt", err = logs + "/err.txt";
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int o = ::open(out.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     const int e = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
+    if (!in_child()) ::_exit(125);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (refusal & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(125);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -139,12 +145,13 @@ inline RunResult run_with_perf_refused(const TempDir& dir, const std::vector<std
   }
   RunResult r;
   int st = 0;
-  for (int i = 0; i < 600 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(100000);
+  for (int i = 0; i < timeout_s * 10 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(100000);
   if (::waitpid(pid, &st, WNOHANG) == 0) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &st, 0);
   }
   if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
   auto slurp = [](const std::string& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -152,6 +159,17 @@ inline RunResult run_with_perf_refused(const TempDir& dir, const std::vector<std
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+// Runs argv like run(), with perf_event_open refused (errno `refusal`, as
+// perf_event_paranoid 3 refuses it with EACCES) by a seccomp filter
+// installed in the child before exec; stdout and stderr go to files in dir.
+inline RunResult run_with_perf_refused(const TempDir& dir, const std::vector<std::string>& argv,
+                                       std::map<std::string, std::string> env,
+                                       int refusal = EACCES) {
+  env.emplace("LD_PRELOAD", shim());
+  return run_to_files(dir.path(), argv, env,
+                      [refusal] { return refuse_syscall(__NR_perf_event_open, refusal); });
 }
 
 struct Ev {

@@ -75,48 +75,11 @@ RunResult run_guest(const TempDir& dir, const std::vector<std::string>& prefix,
 // limit refuses it, by a seccomp filter installed before the exec: no
 // thread can start (glibc's pthread_create uses clone3), fork() can (clone).
 RunResult run_with_threads_refused(const TempDir& dir, const std::vector<std::string>& args) {
-  const std::string out = dir / "out.txt", err = dir / "err.txt";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
-    ::setenv("STALLSCOPE_OUT", (dir / "run").c_str(), 1);
-    ::setenv("LD_PRELOAD", shim_under_test().c_str(), 1);
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EAGAIN & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(125);
-    std::vector<std::string> argv = {guest()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargs;
-    for (auto& a : argv) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-    ::execv(cargs[0], cargs.data());
-    ::_exit(127);
-  }
-  RunResult r;
-  int st = 0;
-  for (int i = 0; i < 600 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(100000);
-  if (::waitpid(pid, &st, WNOHANG) == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &st, 0);
-  }
-  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  std::vector<std::string> argv = {guest()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_to_files(dir.path(), argv,
+                      {{"STALLSCOPE_OUT", dir / "run"}, {"LD_PRELOAD", shim_under_test()}},
+                      [] { return refuse_syscall(__NR_clone3, EAGAIN); });
 }
 
 boost::test_tools::assertion_result can_switch_user(boost::unit_test::test_unit_id) {

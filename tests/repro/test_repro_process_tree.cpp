@@ -70,34 +70,15 @@ const char* const kRunVars[] = {"STALLSCOPE_OUT", "STALLSCOPE_RUN_KEY", "STALLSC
                                 "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE"};
 
 // Runs argv under the shim in working directory `cwd`, stdout and stderr
-// into `logs`/out and `logs`/err.
+// into `logs`/out.txt and `logs`/err.txt.
 RunResult run_in(const std::string& cwd, const std::string& logs,
                  const std::vector<std::string>& argv,
-                 const std::map<std::string, std::string>& env) {
-  const std::string out = logs + "/out", err = logs + "/err";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::chdir(cwd.c_str()) != 0)
-      ::_exit(126);
+                 std::map<std::string, std::string> env) {
+  env.emplace("LD_PRELOAD", shim());
+  return run_to_files(logs, argv, env, [&cwd] {
     for (const char* v : kRunVars) ::unsetenv(v);
-    ::setenv("LD_PRELOAD", shim().c_str(), 1);
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  RunResult r;
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+    return ::chdir(cwd.c_str()) == 0;
+  });
 }
 
 // The directories under `dir` (not below) whose name starts "stallscope-".
