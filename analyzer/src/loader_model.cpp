@@ -276,14 +276,20 @@ void LoaderModel::cut_after(Ivs& q, uint32_t track, int64_t put, LoaderCut& out)
   for (size_t i = it->second.span_from(put); i < v.size() && walked < kMaxChain && !q.empty();
        ++i) {
     const Span& s = v[i];
-    if (s.b > q.back().b) break;  // spans arrive by end: the rest ended after the receive
     if (s.part != format::SamplePart::kFetch || s.a < put) continue;
+    // Spans arrive by end. A worker runs one fetch at a time, so the first
+    // fetch ending after the receive is the one still running at it (the
+    // feeder waited behind it); every later one began after the receive.
+    const bool last = s.b > q.back().b;
+    if (last && s.a >= q.back().b) break;
     intersect(q, Ivs{{s.a, s.b}}, part);
-    if (part.empty()) continue;
-    cut_fetch(part, track, s, out);
-    subtract(q, part, tmp);
-    q.swap(tmp);
-    ++walked;
+    if (!part.empty()) {
+      cut_fetch(part, track, s, out);
+      subtract(q, part, tmp);
+      q.swap(tmp);
+      ++walked;
+    }
+    if (last) break;
   }
 }
 
@@ -303,7 +309,7 @@ bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, 
     const int64_t put = f.span->b;
     if (put <= std::max(h->asked, a)) {
       // Ready before it was asked for (asked 0: unknown): one batch's
-      // hand-off at the end of the wait (the loader's mean so far), and
+      // hand-off at the end of the wait (its mean put to receive so far), and
       // before it the trainer taking the batches queued ahead of this one
       // — head-of-line. With no mean yet, all of it is the hand-off.
       // Before either, the worker may have held the batch back while it ran
@@ -337,7 +343,7 @@ bool LoaderModel::split(const Ivs& piece, uint32_t track, int64_t a, int64_t b, 
 int64_t LoaderModel::typical_handoff(uint64_t loader) const {
   auto it = acc_.find(loader);
   if (it == acc_.end() || it->second.handoffs_timed == 0) return -1;
-  return static_cast<int64_t>(it->second.handoff_ns / double(it->second.handoffs_timed));
+  return static_cast<int64_t>(it->second.handoff_raw_ns / double(it->second.handoffs_timed));
 }
 
 // The waits inside a step fed the optimizer; so did, for a step holding

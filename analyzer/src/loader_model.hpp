@@ -143,7 +143,8 @@ class LoaderModel {
     DataLoaderReport rep;
     std::vector<Item> items;  // at most kMaxItems
     std::map<std::pair<int32_t, uint32_t>, WorkerAcc> workers;  // by (worker, pid)
-    double handoff_ns = 0;
+    double handoff_ns = 0;      // put to receive, less the worker's next fetches
+    double handoff_raw_ns = 0;  // put to receive: how long a batch takes to arrive
     uint64_t handoffs_timed = 0;
     double in_step_wait_ns = 0;
     std::map<uint32_t, int64_t> gen_start;  // generation -> iterator creation

@@ -110,6 +110,7 @@ void LoaderModel::count_wait(const Wait& w) {
       // The hand-off itself: not the worker's next fetches it waited behind.
       a.handoff_ns += double(h->received - f.span->b -
                              busy_after(f.track, f.span->b, h->received));
+      a.handoff_raw_ns += double(h->received - f.span->b);
       ++a.handoffs_timed;
     }
     if (cut.head_of_line > 0)

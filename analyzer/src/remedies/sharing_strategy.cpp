@@ -7,6 +7,8 @@
 // from the worker's put to the trainer's receive is the hand-off part
 // (data.handoff); the batches were ready, so neither more workers nor a
 // deeper queue shortens it.
+#include <algorithm>
+
 #include "remedy.hpp"
 
 namespace stallscope::analyzer {
@@ -44,11 +46,20 @@ class SharingStrategy final : public RemedyRule {
                                "forkserver workers");
     m.try_command = dataloader_try(c, *l, {{"sharing_strategy", "file_system"}});
     // At best the whole hand-off goes: what remains (the batch's pickle and
-    // the queue's pipe) was not measured apart from the descriptors.
-    m.predicted_step_ms = c.step_ms - handoff;
+    // the queue's pipe) was not measured apart from the descriptors. The
+    // workers still take their fetch time per batch between them.
+    const double produce = l->fetch_ms > 0 ? l->fetch_ms / double(l->num_workers) : 0;
+    m.predicted_step_ms = std::max(c.step_ms - handoff, produce);
+    if (m.predicted_step_ms >= 0.95 * c.step_ms)
+      return reject("sharing_strategy", kTitle,
+                    strf("the hand-off takes %.2f ms per step, but the %u worker(s) take %.2f ms "
+                         "per batch between them (fetch %.2f ms each): a faster hand-off "
+                         "leaves the step where it is",
+                         handoff, l->num_workers, produce, l->fetch_ms));
     m.bound = true;
-    m.model = "step - hand-off (a ready batch's put to its receive, per step): at best, since "
-              "the unpickling that stays was not measured apart from the descriptors";
+    m.model = "max(step - hand-off (a ready batch's put to its receive, per step), fetch per "
+              "batch / num_workers): at best, since the unpickling that stays was not measured "
+              "apart from the descriptors";
     m.evidence = strf(
         "the trainer waits %.2f ms per step (%.0f %% of the step) for batches already put by "
         "the workers (mean put to receive %.2f ms per batch)%s, under the %s strategy",
@@ -58,7 +69,9 @@ class SharingStrategy final : public RemedyRule {
                                     : l->sharing_strategy.c_str());
     m.evidence += "; file_system names a /dev/shm segment per tensor, which a killed job can "
                   "leave behind";
-    m.inputs = {{"handoff_ms_per_step", handoff, "ms"}, {"handoff_ms_per_batch", l->handoff_ms, "ms"}};
+    m.inputs = {{"handoff_ms_per_step", handoff, "ms"},
+                {"handoff_ms_per_batch", l->handoff_ms, "ms"},
+                {"workers_ms_per_batch", produce, "ms"}};
     if (tensors > 0) m.inputs.push_back({"tensors_per_batch", tensors, ""});
     return m;
   }
