@@ -20,7 +20,8 @@ third round where two runs of an arm differ by more than a quarter of the
 gain), every run under `stallscope run` with the same window, and the
 delivered gain read off the pipeline's own step times.
 
-Figures (RESULT lines, targets of this round):
+Figures (RESULT lines, targets of this round; each name ends with the
+torch the pipelines ran on, e.g. accuracy_verdict_torch1):
   accuracy_verdict          top cause matches the truth (share of scored cases)   >= 0.9
   accuracy_first_remedy     first remedy delivered the largest gain, within spread >= 0.8
   accuracy_bias_median      median predicted / delivered gain                      0.8 .. 1.25
@@ -54,6 +55,7 @@ import scenarios as S  # noqa: E402  pylint: disable=wrong-import-position
 PIPELINE = os.path.join(HERE, "accuracy", "pipeline.py")
 START, STEPS = 6, 24
 INPUT_BOUND, COMPUTE_BOUND = 0.25, 0.10
+SUFFIX = [""]  # each figure's name ends with the torch it ran on: _torch1, _torch2
 # The verdict each dominant cost should get: the cause line's words. An
 # off-CPU wait inside the producers is no storage and no hand-off; the
 # report may call it preprocessing (a DataLoader's fetch outside its reads)
@@ -195,10 +197,19 @@ def truth(c, steps, waits):
     wait = statistics.mean(w for w, _ in waits)
     start = statistics.mean(s for _, s in waits)
     share = wait / step if step > 0 else 0
-    if share >= INPUT_BOUND and start > 0.5 * wait:
+    # An epoch's first batch waits for its workers to start and then for
+    # one whole fetch: what the batch's samples cost, by construction.
+    fetch = c["batch"] * (c["decode_ms"] + c["rpc_ms"] +
+                          c["latency_us"] / 1000 * math.ceil(c["sample_kb"] / 128))
+    per_step_fetch = fetch * sum(1 for _, s in waits if s > 0) / len(waits)
+    if share >= INPUT_BOUND and start - per_step_fetch > 0.5 * wait:
         # Workers starting each epoch, whatever the samples cost: the report
         # counts waiting for a worker as preprocessing.
         label = ("preprocessing",)
+    elif share >= INPUT_BOUND and start > 0.5 * wait:
+        # Start-ups and the dominant cost of the first fetches: either.
+        label = tuple(dict.fromkeys(CATEGORY[c["dominant"]] + ("preprocessing",))) \
+            if c["dominant"] != "compute" else ("preprocessing",)
     elif share >= INPUT_BOUND:
         label = CATEGORY[c["dominant"]] if c["dominant"] != "compute" else "unclear"
     elif share < COMPUTE_BOUND:
@@ -300,7 +311,7 @@ def measure(c, a, d, cmd, arms, first_steps):
 # ---- the figures -------------------------------------------------------------
 
 def result(name, value, unit, op, target, ok, fmt="%.2f"):
-    print(f"RESULT {name} {fmt % value} {unit} target {op} {target} {'PASS' if ok else 'MISS'}",
+    print(f"RESULT {name}{SUFFIX[0]} {fmt % value} {unit} target {op} {target} {'PASS' if ok else 'MISS'}",
           flush=True)
 
 
@@ -367,6 +378,7 @@ def main():
         return 77 if a.check else 2
     torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
+    SUFFIX[0] = f"_torch{torch_version.split('.')[0]}" if torch_version else "_native"
     rng = random.Random(a.seed)
     work = a.out or tempfile.mkdtemp(prefix="stallscope-accuracy-")
     os.makedirs(work, exist_ok=True)

@@ -8,7 +8,7 @@
 #
 #   scripts/bench.sh [BUILD_DIR] [--old-cli PATH] [--no-fio] [--fio-args 'ARGS']
 #                    [--only NAME[,NAME…]] [--ledger FILE] [--timeout S] [--keep-logs]
-#                    [--rows]
+#                    [--rows] [--accuracy] [--accuracy-python PY]
 #
 # See usage() below. Each output line:
 #
@@ -46,6 +46,9 @@ defaults, more with --old-cli):
   preload_overhead  the LD_PRELOAD shim's cost on 4 KiB page-cache preads
   pool_overhead     the loader's preprocessing pool against raw oneTBB
   loader_vs_fio     the loader's read path against fio (~10 min)
+  accuracy          the ground-truth harness, bench/accuracy.sh --count 24
+                    (~25 min; only with --accuracy or --only accuracy): run
+                    it before a stop that touched the model
 
 Options:
   --old-cli PATH    a `stallscope` of an older build (scripts/corpus.sh old-cli)
@@ -59,6 +62,11 @@ Options:
   --timeout S       per bench (default 1800)
   --keep-logs       keep each bench's full output (printed path); kept
                     anyway when something failed
+  --accuracy        run the accuracy harness too (long: ~25 min a torch)
+  --accuracy-python PY
+                    a second Python (a torch 2.x venv) whose torch the
+                    harness runs on too, after Debian's torch 1.13; the
+                    figures are per torch (accuracy_*_torch1, _torch2)
   --rows            after the run, print the ledger's rows for what it
                     measured (value, unit, date, commit, the load average at
                     the bench's start), to paste into the ledger by hand
@@ -69,7 +77,7 @@ EOF
 die() { echo "bench.sh: $*" >&2; exit 2; }
 
 build=build old_cli="" no_fio=0 fio_args="" only="" ledger=docs/performance.md
-timeout_s=1800 keep=0 rows=0
+timeout_s=1800 keep=0 rows=0 accuracy=0 accuracy_py=/usr/bin/python3
 while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
@@ -81,11 +89,13 @@ while [ $# -gt 0 ]; do
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; timeout_s=$2; shift 2 ;;
     --keep-logs) keep=1; shift ;;
     --rows) rows=1; shift ;;
+    --accuracy) accuracy=1; shift ;;
+    --accuracy-python) [ $# -ge 2 ] || die "--accuracy-python needs a path"; accuracy_py=$2; shift 2 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) build=$1; shift ;;
   esac
 done
-all_benches="record_bench analyze_bench multirank_bench compare_builds kineto_import preload_overhead pool_overhead loader_vs_fio"
+all_benches="record_bench analyze_bench multirank_bench compare_builds kineto_import preload_overhead pool_overhead loader_vs_fio accuracy"
 if [ -n "$only" ]; then
   for b in ${only//,/ }; do
     case " $all_benches " in *" $b "*) ;; *) die "--only: no bench named '$b' (benches: $all_benches)" ;; esac
@@ -223,6 +233,18 @@ elif need loader_vs_fio "$b/loader_vs_fio"; then
     # shellcheck disable=SC2086 # the arguments are words on purpose
     run_bench loader_vs_fio "$b/loader_vs_fio" $fio_args
   fi
+fi
+
+if [ $accuracy -eq 1 ] || [[ $only == *",accuracy,"* ]]; then
+  # Debian's torch, and the --accuracy-python one too: figures per torch.
+  acc_pys=/usr/bin/python3
+  [ "$accuracy_py" = /usr/bin/python3 ] || acc_pys="$acc_pys $accuracy_py"
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  # The cases as JSON beside the logs (kept with --keep-logs).
+  run_bench accuracy bash -c 'n=0; for py in $2; do n=$((n + 1)); "$1/../bench/accuracy.sh" "$0" --count 24 --seed 1 --python "$py" --json "$3/accuracy-$n.json" || exit; done' \
+    "$build" "$PWD/scripts" "$acc_pys" "$logs"
+elif [ -z "$only" ]; then
+  echo "# accuracy: skipped (long; --accuracy runs it)"
 fi
 
 echo "# bench.sh: $figures figures: $passes PASS, $misses MISS (not PASS), $worse more than 15 % worse than the ledger; $failed benches failed or left a ledger figure out; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
