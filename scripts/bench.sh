@@ -66,7 +66,8 @@ Options:
   --accuracy-python PY
                     a second Python (a torch 2.x venv) whose torch the
                     harness runs on too, after Debian's torch 1.13; the
-                    figures are per torch (accuracy_*_torch1, _torch2)
+                    figures are per torch (accuracy_*_torch1, _torch2;
+                    without it the ledger's _torch2 figures are MISSING)
   --rows            after the run, print the ledger's rows for what it
                     measured (value, unit, date, commit, the load average at
                     the bench's start), to paste into the ledger by hand
