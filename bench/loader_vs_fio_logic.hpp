@@ -4,6 +4,7 @@
 // fio's buffers must be to match the loader's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -44,6 +45,17 @@ inline bool loader_first(int round) { return round % 2 == 0; }
 // (a separate, longer fio run of the row's shape); no reference: valid.
 inline bool row_valid(double fio_mb_s, double ref_mb_s, bool have_ref) {
   return !have_ref || (ref_mb_s > 0 && fio_mb_s >= 0.8 * ref_mb_s);
+}
+
+// A row whose fio fell below 80 % of the reference taken before it gets a
+// second reference after it: a device that slowed down during the row (a
+// virtual disk drifts by 2x within a minute) slowed both sides, which the
+// ABBA order compares fairly, and the row is valid against the slower of
+// the two references. A second reference that failed (0) proves nothing.
+inline bool row_valid_bracketed(double fio_mb_s, double ref_before, double ref_after,
+                                bool have_ref) {
+  if (row_valid(fio_mb_s, ref_before, have_ref)) return true;
+  return have_ref && ref_after > 0 && row_valid(fio_mb_s, std::min(ref_before, ref_after), true);
 }
 
 // A side was served (partly) from a cache when it delivered more than 5 %

@@ -53,6 +53,15 @@ BOOST_AUTO_TEST_CASE(row_invalid_below_80_percent_of_the_reference) {
   BOOST_TEST(sb::row_valid(10, 0, false));
 }
 
+BOOST_AUTO_TEST_CASE(a_device_that_slowed_during_the_row_is_judged_by_the_later_reference) {
+  BOOST_TEST(sb::row_valid_bracketed(900, 1000, 0, true));   // valid before: no second needed
+  BOOST_TEST(sb::row_valid_bracketed(600, 1000, 700, true)); // the device slowed: 600 >= 560
+  BOOST_TEST(!sb::row_valid_bracketed(500, 1000, 700, true));  // fio still below the slower one
+  BOOST_TEST(!sb::row_valid_bracketed(600, 1000, 0, true));  // a failed second reference
+  BOOST_TEST(!sb::row_valid_bracketed(600, 1000, 1200, true));  // the device was not slower
+  BOOST_TEST(sb::row_valid_bracketed(10, 0, 0, false));
+}
+
 BOOST_AUTO_TEST_CASE(cache_flag_when_delivered_exceeds_device_bytes) {
   const sb::Disk d{10, 2048, 0};  // 1 MiB moved
   BOOST_TEST(!sb::served_from_cache(1 << 20, d));
