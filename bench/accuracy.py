@@ -348,6 +348,16 @@ def figures(cases):
     result("accuracy_healthy_errors", healthy_errors, "cases", "<=", 0, healthy_errors == 0, "%d")
 
 
+def positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive count of cases")
+    return n
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--stallscope", required=True)
@@ -355,7 +365,7 @@ def main():
     p.add_argument("--native", default="")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--count", type=int, default=24)
+    p.add_argument("--count", type=positive, default=24)
     p.add_argument("--out", default="", help="keep every case's runs here (default: a "
                    "temporary directory, removed at the end)")
     p.add_argument("--json", default="", help="the cases as JSON (default: "
@@ -367,6 +377,10 @@ def main():
                         "machine was too busy to judge), as the CI subset does")
     a = p.parse_args()
     kinds = a.kinds.split(",")
+    if not set(kinds) <= {"python", "native"}:
+        p.error(f"--kinds '{a.kinds}': a comma-separated list of python and native")
+    if not os.access(a.stallscope, os.X_OK):
+        p.error(f"--stallscope '{a.stallscope}' is not an executable")
     if "native" in kinds and not (a.native and os.access(a.native, os.X_OK)):
         print(f"accuracy: no native pipeline at '{a.native}': python cases only", flush=True)
         kinds = [k for k in kinds if k != "native"]
