@@ -3,7 +3,7 @@
 # pipelines run under `stallscope run`, each report's top remedies applied
 # and measured, and six RESULT lines — verdict accuracy, first-remedy
 # accuracy, the median and the spread of predicted ÷ delivered gain,
-# interval coverage and "healthy" errors. About a minute a case on two
+# interval coverage and "healthy" errors. 20-30 s a case on two
 # cores; run it on a quiet machine, once per torch (--python).
 # Usage: bench/accuracy.sh [BUILD_DIR] [--python PY] [--seed N] [--count N]
 #                          [--out DIR] [--json FILE] [--no-whatif] [--kinds python,native]

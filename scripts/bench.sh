@@ -47,7 +47,7 @@ defaults, more with --old-cli):
   pool_overhead     the loader's preprocessing pool against raw oneTBB
   loader_vs_fio     the loader's read path against fio (~10 min)
   accuracy          the ground-truth harness, bench/accuracy.sh --count 24
-                    (~25 min; only with --accuracy or --only accuracy): run
+                    (~10 min a torch; only with --accuracy or --only accuracy): run
                     it before a stop that touched the model
 
 Options:
@@ -62,7 +62,7 @@ Options:
   --timeout S       per bench (default 1800)
   --keep-logs       keep each bench's full output (printed path); kept
                     anyway when something failed
-  --accuracy        run the accuracy harness too (long: ~25 min a torch)
+  --accuracy        run the accuracy harness too (long: ~10 min a torch)
   --accuracy-python PY
                     a second Python (a torch 2.x venv) whose torch the
                     harness runs on too, after Debian's torch 1.13; the
