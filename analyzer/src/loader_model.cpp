@@ -77,6 +77,7 @@ void LoaderModel::on_sample(const Ev& e) {
   l.spans.push_back(
       {e.start, e.end, s.loader, s.batch, s.index, s.generation, s.count, s.worker, s.part});
   if (s.part != format::SamplePart::kFetch) return;
+  l.max_fetch = std::max(l.max_fetch, e.end - e.start);
   const uint32_t pid = pid_of(e.track);
   fetches_[{pid, s.batch}].push_back({e.track, e.end});
   // Every fetch of a worker, waited for or not: how much of its busy time
@@ -276,10 +277,13 @@ void LoaderModel::cut_after(Ivs& q, uint32_t track, int64_t put, LoaderCut& out)
   for (size_t i = it->second.span_from(put); i < v.size() && walked < kMaxChain && !q.empty();
        ++i) {
     const Span& s = v[i];
+    // Spans arrive by end: a fetch running at the receive ends within the
+    // longest fetch after it.
+    if (s.b - it->second.max_fetch > q.back().b) break;
     if (s.part != format::SamplePart::kFetch || s.a < put) continue;
-    // Spans arrive by end. A worker runs one fetch at a time, so the first
-    // fetch ending after the receive is the one still running at it (the
-    // feeder waited behind it); every later one began after the receive.
+    // A worker runs one fetch at a time, so the first fetch ending after
+    // the receive is the one still running at it (the feeder waited behind
+    // it); every later one began after the receive.
     const bool last = s.b > q.back().b;
     if (last && s.a >= q.back().b) break;
     intersect(q, Ivs{{s.a, s.b}}, part);

@@ -114,6 +114,7 @@ class LoaderModel {
     std::deque<Iv> reads;
     std::deque<uint32_t> read_files;  // beside reads: each read's file id (0 unknown)
     int64_t max_read = 0;  // longest read (queue wait included)
+    int64_t max_fetch = 0;  // longest fetch span
     // The first span ending at or after t (spans arrive as they end).
     size_t span_from(int64_t t) const {
       return static_cast<size_t>(

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
@@ -837,19 +839,24 @@ BOOST_AUTO_TEST_CASE(a_batch_held_back_by_its_workers_next_fetch_is_preprocessin
 // the worker's GIL, as torch's CPU-bound workers make it). The trainer
 // computes 1 ms. The 20 ms are latency, not throughput: the waits are the
 // workers' fetches (preprocessing), and no faster hand-off moves the step
-// below the 22 ms the workers take per batch.
-BOOST_AUTO_TEST_CASE(a_slow_hand_off_beside_busy_workers_is_their_preprocessing) {
+// below the 22 ms the workers take per batch. With 4 samples a batch, and
+// with 200 (more __getitem__ spans ending after a receive than the walk
+// takes fetches: the fetch running at the receive is still found).
+BOOST_DATA_TEST_CASE(a_slow_hand_off_beside_busy_workers_is_their_preprocessing,
+                     boost::unit_test::data::make({4, 200}), samples) {
   RankBuilder b;
   b.t.procs[0].cmdline = {"python3", "train.py"};
   const uint32_t w[2] = {b.worker_thread(201), b.worker_thread(202)};
   b.loader_config(0, kTrain, 2);
   b.mark("dataloader batch loader=7 bytes=4096 tensors=2", 1);
   const int n = 2 * kSteps;
+  const double item = 44.0 / samples;
   for (int i = 0; i < n + 2; ++i) {
     const double f = 22.0 * (i - i % 2);
-    for (int k = 0; k < 4; ++k)
-      b.sample(w[i % 2], f + 11 * k, f + 11 * k + 11, SamplePart::kGetItem, uint64_t(i), 0, i % 2);
-    b.sample(w[i % 2], f, f + 44, SamplePart::kFetch, uint64_t(i), 0, i % 2, 4);
+    for (int k = 0; k < samples; ++k)
+      b.sample(w[i % 2], f + item * k, f + item * (k + 1), SamplePart::kGetItem, uint64_t(i), 0,
+               i % 2);
+    b.sample(w[i % 2], f, f + 44, SamplePart::kFetch, uint64_t(i), 0, i % 2, uint32_t(samples));
   }
   double t = 0;
   for (int i = 0; i < n; ++i) {
