@@ -332,6 +332,20 @@ def figures(cases):
             firsts.append(ap[0]["delivered_gain"] >= best - ap[0]["spread"])
     healthy_errors = sum(1 for r in cases if "truth" in r and r["truth"]["wait_share"] > INPUT_BOUND
                          and not r["cause"].startswith("input-bound"))
+    by_remedy = {}
+    for r in cases:
+        for x in r.get("applied", []):
+            by_remedy.setdefault(x["id"], []).append(x)
+    for rid, xs in sorted(by_remedy.items()):
+        rs = [x["predicted_gain"] / x["delivered_gain"] if x["delivered_gain"] > 0.02 else
+              (math.inf if x["predicted_gain"] > 0.05 else None) for x in xs]
+        rs = [x for x in rs if x is not None]
+        print(f"# {rid}: applied {len(xs)}, predicted "
+              + ", ".join(f"{100 * x['predicted_gain']:.0f}" for x in xs) + " % delivered "
+              + ", ".join(f"{100 * x['delivered_gain']:.0f}" for x in xs) + " %"
+              + (f"; median predicted / delivered {statistics.median(rs):.2f}, "
+                 f"{sum(1 for x in rs if 0.67 <= x <= 1.5)} of {len(rs)} within 0.67-1.5"
+                 if rs else ""), flush=True)
     print(f"# cases {len(cases)}: verdict scored {len(scored)}, first remedy scored "
           f"{len(firsts)}, remedies applied {len(ratios)}, failed "
           f"{sum(1 for r in cases if 'error' in r)}", flush=True)
