@@ -15,10 +15,10 @@ waits), compute-bound below 10 %, in between not scored.
 Per case, the report's top three remedies that can be applied are: those
 with a `--set` (rerun with it), and cache_decoded (decode cost 0) or a
 local copy of the data (storage latency 0), which the generator expresses.
-Each is rerun ABBA-interleaved with the baseline (B V1 V2 V3 V3 V2 V1 B, a
-third round where two runs of an arm differ by more than a quarter of the
-gain), every run under `stallscope run` with the same window, and the
-delivered gain read off the pipeline's own step times.
+Each is rerun ABBA-interleaved with the baseline (B V1 V2 V3 V3 V2 V1 B, and
+that sequence once more where an arm's spread exceeds a quarter of its gain),
+every run under `stallscope run` with the same window, and the delivered
+gain read off the pipeline's own step times.
 
 Figures (RESULT lines, targets of this round; each name ends with the
 torch the pipelines ran on, e.g. accuracy_verdict_torch1):
@@ -274,10 +274,11 @@ def one_case(c, a, work):
 
 
 def measure(c, a, d, cmd, arms, first_steps):
-    """ABBA rounds of the baseline and each arm: the delivered gains."""
+    """ABBA rounds of the baseline and each arm (a second round where an
+    arm is noisy): the delivered gains."""
     base_runs, arm_runs = [statistics.mean(first_steps)], [[] for _ in arms]
     order = list(range(len(arms)))
-    for rnd in range(3):
+    for rnd in range(2):
         seq = order + order[::-1]
         for k, i in enumerate(seq):
             m, sets, over = arms[i]
@@ -292,7 +293,7 @@ def measure(c, a, d, cmd, arms, first_steps):
             gain = base - statistics.mean(arm_runs[i])
             spread = (max(arm_runs[i]) - min(arm_runs[i])) + (max(base_runs) - min(base_runs)) / 2
             noisy = noisy or spread > 0.25 * max(abs(gain), 0.05 * base)
-        if rnd >= 1 or not noisy:
+        if not noisy:
             break
     base = statistics.mean(base_runs)
     base_spread = max(base_runs) - min(base_runs)
