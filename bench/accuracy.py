@@ -396,6 +396,10 @@ def main():
         p.error(f"--kinds '{a.kinds}': a comma-separated list of python and native")
     if not os.access(a.stallscope, os.X_OK):
         p.error(f"--stallscope '{a.stallscope}' is not an executable")
+    if "python" in kinds and not os.access(a.python, os.X_OK):
+        p.error(f"--python '{a.python}' is not an executable")
+    if a.out and os.path.isdir(a.out) and os.listdir(a.out):
+        p.error(f"--out '{a.out}' is not empty: its runs would mix with an earlier harness's")
     if "native" in kinds and not (a.native and os.access(a.native, os.X_OK)):
         print(f"accuracy: no native pipeline at '{a.native}': python cases only", flush=True)
         kinds = [k for k in kinds if k != "native"]
