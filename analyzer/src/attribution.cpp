@@ -29,7 +29,7 @@ void after_sync_windows(const StepInputs& in, const Ivs& busy, Ivs& out) {
                                [](const Iv& v, int64_t t) { return v.b <= t; });
     // Inside device work already: nothing idle follows this return yet.
     if (it != busy.end() && it->a <= r) continue;
-    out.push_back({r, it == busy.end() ? in.end : it->a});
+    append(out, r, it == busy.end() ? in.end : it->a);
   }
   normalize(out);
 }

@@ -35,14 +35,14 @@ void Channel::take(int64_t s, int64_t e, Ivs& out) {
   size_t keep = 0;
   for (const Iv& c : carry_) {
     if (c.b <= s) continue;
-    out.push_back({std::max(c.a, s), std::min(c.b, e)});
+    append(out, std::max(c.a, s), std::min(c.b, e));
     if (c.b > e) carry_[keep++] = c;
   }
   carry_.resize(keep);
   while (cursor_ < pending_.size() && pending_[cursor_].a < e) {
     const Iv iv = pending_[cursor_++];
     if (iv.b <= s) continue;
-    out.push_back({std::max(iv.a, s), std::min(iv.b, e)});
+    append(out, std::max(iv.a, s), std::min(iv.b, e));
     if (iv.b > e) carry_.push_back(iv);
   }
   normalize(out);
@@ -84,11 +84,10 @@ namespace {
 void take_activities(const HostActivity* v, size_t n, size_t& cursor,
                      std::vector<HostActivity>& carry, int64_t s, int64_t e,
                      std::vector<HostActivity>& out) {
-  auto clip = [&](const HostActivity& x) {
-    HostActivity c = x;
-    c.a = std::max(x.a, s);
-    c.b = std::min(x.b, e);
-    out.push_back(c);
+  auto clip = [&](const HostActivity& x) {  // (a clipped copy on the stack: a stalled reload)
+    HostActivity& c = out.emplace_back(x);
+    c.a = std::max(c.a, s);
+    c.b = std::min(c.b, e);
   };
   size_t keep = 0;
   for (const HostActivity& x : carry) {
@@ -171,7 +170,7 @@ void LaneChannel::collect(int64_t s, int64_t e, Ivs& out) const {
                                [](int64_t t, const Iv& x) { return t < x.b; });
     // Sorted by end: once b - max_len >= e, no later interval starts before e.
     for (; it != l.ivs.end() && it->b - l.max_len < e; ++it)
-      if (it->a < e) out.push_back({std::max(it->a, s), std::min(it->b, e)});
+      if (it->a < e) append(out, std::max(it->a, s), std::min(it->b, e));
   }
 }
 

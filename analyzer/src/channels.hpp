@@ -18,7 +18,7 @@ namespace stallscope::analyzer {
 // Intervals of one category, handed out step by step in increasing time.
 class Channel {
  public:
-  void add(int64_t a, int64_t b) { pending_.push_back({a, b}); }
+  void add(int64_t a, int64_t b) { append(pending_, a, b); }
   // Sorts what arrived since the last call (before a run of take()).
   void prepare();
   // The intervals overlapping [s, e), clipped and normalized. Calls must
@@ -48,7 +48,13 @@ class Channel {
 // clipped to the step, those reaching past it kept for the next.
 class ActivityChannel {
  public:
-  void add(const HostActivity& x) { pending_.push_back(x); }
+  void add(int64_t a, int64_t b, uint32_t name, ActivityKind kind) {  // in place (interval.hpp's append)
+    HostActivity& x = pending_.emplace_back();
+    x.a = a;
+    x.b = b;
+    x.name = name;
+    x.kind = kind;
+  }
   // Sorts what was not taken yet by start (before a run of take()).
   void prepare();
   // Appends the activities overlapping [s, e), clipped. Calls must come
@@ -87,7 +93,7 @@ class LaneChannel {
     if (track >= lanes_.size()) lanes_.resize(track + 1);
     Lane& l = lanes_[track];
     if (l.ivs.size() == l.cursor || l.ivs.back().b <= b) {
-      l.ivs.push_back({a, b});
+      append(l.ivs, a, b);
     } else {
       insert_sorted(l, {a, b});
     }

@@ -247,12 +247,12 @@ void RankEngine::route_trainer(const Ev& e) {
       break;
     case Kind::kApiCall:
       c.api.add(e.start, e.end);
-      c.acts.add({e.start, e.end, e.name, ActivityKind::kApiCall});
+      c.acts.add(e.start, e.end, e.name, ActivityKind::kApiCall);
       ++stats_.launches;
       break;
     default:
       c.sync.add(e.start, e.end);
-      c.acts.add({e.start, e.end, e.name, ActivityKind::kSync});
+      c.acts.add(e.start, e.end, e.name, ActivityKind::kSync);
       break;
   }
 }
@@ -261,7 +261,7 @@ void RankEngine::route_trainer(const Ev& e) {
 void RankEngine::route_activity(const Ev& e) {
   if (e.phase != format::kComplete || e.end <= e.start) return;
   if (finder_.decided() && e.track != finder_.trainer_track()) return;
-  chans_[e.track].acts.add({e.start, e.end, e.name, ActivityKind::kAnnotation});
+  chans_[e.track].acts.add(e.start, e.end, e.name, ActivityKind::kAnnotation);
 }
 
 // A stack sample stands for its interval around the moment it was taken.
@@ -272,7 +272,7 @@ void RankEngine::route_sample(const Ev& e) {
   const uint32_t tid = st.tid != 0 ? st.tid : trace_.tracks[e.track].tid;
   if (finder_.decided() && (proc != trainer_proc_ || tid != trainer_tid_)) return;
   const auto half = static_cast<int64_t>(std::min<uint64_t>(st.interval_ns, uint64_t{1} << 40) / 2);
-  samples_[{proc, tid}].add({e.start - half, e.start + half, e.name, ActivityKind::kStackSample});
+  samples_[{proc, tid}].add(e.start - half, e.start + half, e.name, ActivityKind::kStackSample);
 }
 
 void RankEngine::route_data(const Ev& e, std::span<const uint64_t> ids) {

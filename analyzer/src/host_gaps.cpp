@@ -127,8 +127,7 @@ void GapClassifier::sweep(const Ivs& gaps, const std::vector<HostActivity>& acts
 // ns of each gap inside activities whose name has `bit` (`present`: the
 // bits of all the step's activities).
 void GapClassifier::coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit,
-                             uint8_t present, std::vector<int64_t>& per_gap) {
-  per_gap.assign(gaps.size(), 0);
+                             uint8_t present, int64_t PerGap::*field) {
   if ((present & bit) == 0) return;
   cover_.clear();
   for (const HostActivity& x : acts)
@@ -139,16 +138,13 @@ void GapClassifier::coverage(const Ivs& gaps, const std::vector<HostActivity>& a
   size_t g = 0;
   for (const Iv& x : tmp_) {
     while (gaps[g].b <= x.a) ++g;
-    per_gap[g] += x.len();
+    per_gap_[g].*field += x.len();
   }
 }
 
 // Per gap: the longest launch call overlapping it, how many, and their time
 // inside it (a thread's API calls do not nest, so the overlaps add up).
 void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& acts) {
-  launch_dur_.assign(gaps.size(), 0);
-  launch_in_.assign(gaps.size(), 0);
-  launch_n_.assign(gaps.size(), 0);
   auto first = gaps.begin();  // the first gap ending after x.a: acts ascend by start
   for (const HostActivity& x : acts) {
     if (x.kind != ActivityKind::kApiCall) continue;
@@ -156,9 +152,10 @@ void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& a
     while (first != gaps.end() && first->b <= x.a) ++first;
     for (auto it = first; it != gaps.end() && it->a < x.b; ++it) {
       const auto g = static_cast<size_t>(it - gaps.begin());
-      launch_dur_[g] = std::max(launch_dur_[g], x.b - x.a);
-      launch_in_[g] += std::min(x.b, it->b) - std::max(x.a, it->a);
-      ++launch_n_[g];
+      PerGap& p = per_gap_[g];
+      p.launch_dur = std::max(p.launch_dur, x.b - x.a);
+      p.launch_in += std::min(x.b, it->b) - std::max(x.a, it->a);
+      ++p.launch_n;
     }
   }
 }
@@ -168,12 +165,13 @@ void GapClassifier::launches(const Ivs& gaps, const std::vector<HostActivity>& a
 // launches slower than the device runs), a traced CPU activity, untraced.
 // `next_busy`: the first device-busy interval starting at or after the
 // gap's end, or null.
-GapClass GapClassifier::decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const {
+inline GapClass GapClassifier::decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const {
   const int64_t len = gaps[g].len();
-  if (2 * after_[g] >= len && after_[g] > 0) return GapClass::kSync;
-  if (2 * data_[g] >= len && data_[g] > 0) return GapClass::kData;
-  if (launch_dur_[g] > 0 && next_busy != nullptr && next_busy->a == gaps[g].b &&
-      next_busy->len() <= launch_dur_[g])
+  const PerGap& p = per_gap_[g];
+  if (2 * p.after >= len && p.after > 0) return GapClass::kSync;
+  if (2 * p.data >= len && p.data > 0) return GapClass::kData;
+  if (p.launch_dur > 0 && next_busy != nullptr && next_busy->a == gaps[g].b &&
+      next_busy->len() <= p.launch_dur)
     return GapClass::kLaunch;
   if (2 * traced >= len && traced > 0) return GapClass::kCpuOp;
   return GapClass::kUntraced;
@@ -241,30 +239,42 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
   GapNs ns{};
   const Ivs& gaps = hs.host;
   if (gaps.empty()) return ns;
-  std::erase_if(acts, [&](const HostActivity& x) {
-    return x.b <= x.a || (x.kind == ActivityKind::kAnnotation && (flags_.of(x.name) & kNameStep));
-  });
   const auto before = [](const HostActivity& x, const HostActivity& y) {
     return x.a != y.a ? x.a < y.a : x.b > y.b;
   };
-  // Mostly in order already. Only a strict order is left as it is: where
-  // two activities tie, the order std::sort gives them stays theirs.
-  const auto tie_or_inversion = [&](const HostActivity& x, const HostActivity& y) { return !before(x, y); };
-  if (std::adjacent_find(acts.begin(), acts.end(), tie_or_inversion) != acts.end())
-    std::sort(acts.begin(), acts.end(), before);
-  after_.assign(gaps.size(), 0);
-  intersect(gaps, hs.after, tmp_);
-  for (size_t g = 0, k = 0; k < tmp_.size(); ++k) {
-    while (gaps[g].b <= tmp_[k].a) ++g;
-    after_[g] += tmp_[k].len();
+  // One pass: empty activities and the step's own ranges leave; the name
+  // bits present, whether a launch call is there, and whether the rest is
+  // in strict order already are noted. Only a strict order is left as it
+  // is: where two activities tie, the order std::sort gives them stays theirs.
+  uint8_t present = 0;
+  bool sorted = true, any_launch = false;
+  size_t keep = 0;
+  for (size_t i = 0; i < acts.size(); ++i) {
+    const HostActivity& x = acts[i];  // (a copy goes through the stack: a stalled reload)
+    if (x.b <= x.a) continue;
+    const uint8_t bits = flags_.of(x.name);
+    if (x.kind == ActivityKind::kAnnotation && (bits & kNameStep)) continue;
+    present |= bits;
+    any_launch = any_launch || (x.kind == ActivityKind::kApiCall && (x.name == 0 || (bits & kNameLaunch)));
+    if (keep > 0 && !before(acts[keep - 1], x)) sorted = false;
+    if (keep != i) acts[keep] = x;
+    ++keep;
+  }
+  acts.resize(keep);
+  if (!sorted) std::sort(acts.begin(), acts.end(), before);
+  per_gap_.assign(gaps.size(), PerGap{});
+  if (!hs.after.empty()) {
+    intersect(gaps, hs.after, tmp_);
+    for (size_t g = 0, k = 0; k < tmp_.size(); ++k) {
+      while (gaps[g].b <= tmp_[k].a) ++g;
+      per_gap_[g].after += tmp_[k].len();
+    }
   }
   last_key_ = kNoKey;  // `out` may be another step's totals
-  uint8_t present = 0;
-  for (const HostActivity& x : acts) present |= flags_.of(x.name);
-  coverage(gaps, acts, kNameData, present, data_);
-  coverage(gaps, acts, kNameOptimizer, present, opt_);
-  coverage(gaps, acts, kNameLogging, present, log_);
-  launches(gaps, acts);
+  coverage(gaps, acts, kNameData, present, &PerGap::data);
+  coverage(gaps, acts, kNameOptimizer, present, &PerGap::opt);
+  coverage(gaps, acts, kNameLogging, present, &PerGap::log);
+  if (any_launch) launches(gaps, acts);
   sweep(gaps, acts);
   size_t c = 0, busy = 0;
   uint32_t opt_name = 0;
@@ -277,30 +287,40 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
     const GapClass cls = decide(g, gaps, busy < hs.busy.size() ? &hs.busy[busy] : nullptr, traced);
     const auto ci = static_cast<size_t>(cls);
     ns[ci] += gaps[g].len();
-    out.launch_ns[ci] += launch_in_[g];
+    const PerGap& p = per_gap_[g];
+    out.launch_ns[ci] += p.launch_in;
     ++out.gaps[ci];
     GapEntry e{gaps[g].len(), gaps[g].a - step_start, step_index, cls};
-    // The gap's activities by (kind, name), its top one.
-    agg_.clear();
-    for (size_t k = from; k < c; ++k) {
-      const HostActivity& x = acts[credits_[k].act];
-      agg_.push_back({uint64_t(x.kind) << 32 | x.name, credits_[k].ns});
-    }
-    if (agg_.size() > 1) std::sort(agg_.begin(), agg_.end());
-    int64_t top_ns = 0;
-    for (size_t k = 0; k < agg_.size();) {
-      size_t j = k;
-      int64_t sum = 0;
-      for (; j < agg_.size() && agg_[j].first == agg_[k].first; ++j) sum += agg_[j].second;
-      if (cls != GapClass::kSync) activity(out, uint64_t(ci) << 40 | agg_[k].first) += sum;
-      if (sum > top_ns) {
-        top_ns = sum;
-        e.top = static_cast<uint32_t>(agg_[k].first);
-        e.top_kind = static_cast<ActivityKind>(agg_[k].first >> 32);
+    // The gap's activities by (kind, name), its top one. Most gaps lie in
+    // one activity (a launch call between two kernels).
+    if (c - from == 1) {
+      const HostActivity& x = acts[credits_[from].act];
+      if (cls != GapClass::kSync)
+        activity(out, uint64_t(ci) << 40 | uint64_t(x.kind) << 32 | x.name) += credits_[from].ns;
+      e.top = x.name;
+      e.top_kind = x.kind;
+    } else if (c - from > 1) {
+      agg_.clear();
+      for (size_t k = from; k < c; ++k) {
+        const HostActivity& x = acts[credits_[k].act];
+        agg_.push_back({uint64_t(x.kind) << 32 | x.name, credits_[k].ns});
       }
-      k = j;
+      std::sort(agg_.begin(), agg_.end());
+      int64_t top_ns = 0;
+      for (size_t k = 0; k < agg_.size();) {
+        size_t j = k;
+        int64_t sum = 0;
+        for (; j < agg_.size() && agg_[j].first == agg_[k].first; ++j) sum += agg_[j].second;
+        if (cls != GapClass::kSync) activity(out, uint64_t(ci) << 40 | agg_[k].first) += sum;
+        if (sum > top_ns) {
+          top_ns = sum;
+          e.top = static_cast<uint32_t>(agg_[k].first);
+          e.top_kind = static_cast<ActivityKind>(agg_[k].first >> 32);
+        }
+        k = j;
+      }
     }
-    int64_t logging = log_[g];
+    int64_t logging = p.log;
     if (cls == GapClass::kSync) {
       sync_call(gaps[g], hs.after, acts, e, out);
       activity(out, uint64_t(ci) << 40 | uint64_t(e.top_kind) << 32 | e.top) += gaps[g].len();
@@ -308,12 +328,12 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
       // whole drain is the logging's.
       if (logging > 0 || (flags_.of(e.made_frame) & kNameLogging)) logging = gaps[g].len();
     }
-    if (cls == GapClass::kLaunch) out.launches += launch_n_[g];
-    if (cls != GapClass::kData && opt_[g] > 0) {
-      out.optimizer_ns += opt_[g];
+    if (cls == GapClass::kLaunch) out.launches += p.launch_n;
+    if (cls != GapClass::kData && p.opt > 0) {
+      out.optimizer_ns += p.opt;
       if (!opt_known) opt_name = optimizer_name(acts);
       opt_known = true;
-      out.optimizer[opt_name] += opt_[g];
+      out.optimizer[opt_name] += p.opt;
     }
     if (logging > 0) {
       out.logging_ns += logging;

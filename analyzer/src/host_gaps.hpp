@@ -110,8 +110,13 @@ class GapClassifier {
     int64_t ns;
   };
   void sweep(const Ivs& gaps, const std::vector<HostActivity>& acts);
+  struct PerGap {  // one gap of the step, zeroed per step
+    int64_t after = 0, data = 0, opt = 0, log = 0;  // ns in: after a sync, data loading, optimizer, logging
+    int64_t launch_dur = 0, launch_in = 0;  // the longest launch call overlapping it; launch-call ns in it
+    uint32_t launch_n = 0;                  // launch calls overlapping it
+  };
   void coverage(const Ivs& gaps, const std::vector<HostActivity>& acts, uint8_t bit, uint8_t present,
-                std::vector<int64_t>& per_gap);
+                int64_t PerGap::*field);
   void launches(const Ivs& gaps, const std::vector<HostActivity>& acts);
   GapClass decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const;
   uint32_t optimizer_name(const std::vector<HostActivity>& acts);
@@ -122,8 +127,7 @@ class GapClassifier {
   NameFlags& flags_;
   std::vector<Credit> credits_;
   std::vector<uint32_t> stack_;
-  std::vector<int64_t> after_, data_, opt_, log_, launch_dur_, launch_in_;
-  std::vector<uint32_t> launch_n_;
+  std::vector<PerGap> per_gap_;
   Ivs cover_, tmp_;
   std::vector<std::pair<uint64_t, int64_t>> agg_;
   static constexpr uint64_t kNoKey = ~uint64_t{0};  // (keys use 40 + 8 bits)

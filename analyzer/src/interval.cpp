@@ -78,12 +78,12 @@ void subtract(const Ivs& x, const Ivs& y, Ivs& out) {
     while (j < y.size() && y[j].b <= a) ++j;
     size_t k = j;
     while (k < y.size() && y[k].a < v.b) {
-      if (y[k].a > a) out.push_back({a, y[k].a});
+      if (y[k].a > a) append(out, a, y[k].a);
       a = std::max(a, y[k].b);
       if (a >= v.b) break;
       ++k;
     }
-    if (a < v.b) out.push_back({a, v.b});
+    if (a < v.b) append(out, a, v.b);
   }
 }
 
@@ -93,7 +93,7 @@ void intersect(const Ivs& x, const Ivs& y, Ivs& out) {
   size_t i = 0, j = 0;
   while (i < x.size() && j < y.size()) {
     const int64_t a = std::max(x[i].a, y[j].a), b = std::min(x[i].b, y[j].b);
-    if (a < b) out.push_back({a, b});
+    if (a < b) append(out, a, b);
     if (x[i].b < y[j].b) ++i; else ++j;
   }
 }
