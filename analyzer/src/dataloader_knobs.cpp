@@ -1,6 +1,5 @@
-// The exact DataLoader setting a remedy proposes, where it is written and
-// the `stallscope run --set` that tries it (issue #23; the capacity model
-// of #25 will choose values more carefully).
+// The exact DataLoader setting a remedy proposes, where it is written, and
+// the settings (`stallscope run --set`) that try it.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -79,34 +78,37 @@ std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderS
   return out;
 }
 
-std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
-                           const std::vector<LoaderSetting>& s) {
+std::vector<Setting> dataloader_settings(const RemedyContext& c, const DataLoaderReport& l,
+                                         const std::vector<LoaderSetting>& s) {
   const std::optional<std::string> picked = dataloader_selector(c, l);
-  if (!picked) return "";
-  const std::string& sel = *picked;
-  std::string out = "stallscope run";
+  if (!picked) return {};
+  std::vector<Setting> out;
   for (const auto& x : s) {
     // The contract's values: booleans lower-case.
     const std::string v = x.value == "True" ? "true" : x.value == "False" ? "false" : x.value;
-    std::string item = "dataloader";
-    item.append(sel).append(".").append(x.field).append("=").append(v);
-    out.append(" --set ").append(shell_quote(item));
+    out.push_back({"dataloader" + *picked, x.field, v});
   }
-  out += " --";
-  if (c.r.command.empty()) return out.append(" <your command>");
-  for (const auto& a : c.r.command) out.append(" ").append(shell_quote(a));
   return out;
 }
 
-std::string loader_try(const RemedyContext& c, const std::vector<LoaderSetting>& s) {
+std::vector<Setting> loader_settings(const RemedyContext& c, const std::vector<LoaderSetting>& s) {
   // Only stallscope's loader takes loader.* settings: a run without its
-  // configuration (a user's own multiprocessing pipeline) gets no command.
-  if (c.p.workers <= 0) return "";
+  // configuration (a user's own multiprocessing pipeline) gets none.
+  if (c.p.workers <= 0) return {};
+  std::vector<Setting> out;
+  for (const auto& x : s) out.push_back({"loader", x.field, x.value});
+  return out;
+}
+
+std::string setting_item(const Setting& s) { return s.target + "." + s.key + "=" + s.value; }
+
+std::string try_command(const std::vector<Setting>& settings, const std::vector<std::string>& command) {
+  if (settings.empty()) return "";
   std::string out = "stallscope run";
-  for (const auto& x : s) out.append(" --set ").append(shell_quote("loader." + x.field + "=" + x.value));
+  for (const Setting& s : settings) out.append(" --set ").append(shell_quote(setting_item(s)));
   out += " --";
-  if (c.r.command.empty()) return out.append(" <your command>");
-  for (const auto& a : c.r.command) out.append(" ").append(shell_quote(a));
+  if (command.empty()) return out.append(" <your command>");
+  for (const auto& a : command) out.append(" ").append(shell_quote(a));
   return out;
 }
 

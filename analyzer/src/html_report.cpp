@@ -59,7 +59,8 @@ void top_remedy(std::ostream& o, const RankReport& r) {
     o << ": <code>" << esc(m.pytorch_knob) << "</code>";
   o << ". Step " << num("%.2f", m.step_ms) << " ms &rarr; " << (m.bound ? "at best " : "")
     << num("%.2f", m.predicted_step_ms) << " ms (" << pct(m.gain_ms(), m.step_ms) << " faster).";
-  if (m.pytorch_knob.empty() && !m.try_command.empty()) o << " Try it: <code>" << esc(m.try_command) << "</code>";
+  if (const std::string t = try_command(m.settings, r.command); m.pytorch_knob.empty() && !t.empty())
+    o << " Try it: <code>" << esc(t) << "</code>";
   o << "</p>\n";
 }
 
@@ -380,7 +381,8 @@ void remedies(std::ostream& o, const RankReport& r) {
       o << "<p>" << (m.knob_for == "program" ? "in the program" : "PyTorch") << ": <code>" << esc(m.pytorch_knob)
         << "</code></p>";
     if (!m.loader_knob.empty()) o << "<p>stallscope loader: <code>" << esc(m.loader_knob) << "</code></p>";
-    if (!m.try_command.empty()) o << "<p>try: <code>" << esc(m.try_command) << "</code></p>";
+    if (const std::string t = try_command(m.settings, r.command); !t.empty())
+      o << "<p>try: <code>" << esc(t) << "</code></p>";
     o << "<p class=ev>" << esc(m.evidence) << "</p><details><summary>model</summary><p>" << esc(m.model)
       << " [" << esc(m.inputs_from) << "]";
     for (const Number& x : m.inputs)

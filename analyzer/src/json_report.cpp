@@ -10,7 +10,6 @@
 
 #include "multirank/cross_render.hpp"
 #include "stallscope/analyzer/render.hpp"
-#include "stallscope/analyzer/tune.hpp"
 
 namespace stallscope::analyzer {
 
@@ -45,12 +44,14 @@ json stage_json(const Stage& s) {
           {"blocked_per_item_ms", s.blocked_per_item_ms}, {"numbers", std::move(figures)}};
 }
 
-json remedy_json(const Remedy& m) {
+json remedy_json(const Remedy& m, const std::vector<std::string>& command) {
+  json set = json::array();
+  for (const Setting& s : m.settings) set.push_back(setting_item(s));
   return {{"id", m.id}, {"title", m.title}, {"evidence", m.evidence}, {"model", m.model},
           {"loader_knob", m.loader_knob}, {"pytorch_knob", m.pytorch_knob}, {"knob_for", m.knob_for}, {"step_ms", m.step_ms},
           {"predicted_step_ms", m.predicted_step_ms}, {"gain_ms", m.gain_ms()}, {"bound", m.bound},
-          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", m.try_command},
-          {"set", tune::settings_of_try(m.try_command)}};
+          {"inputs_from", m.inputs_from}, {"inputs", numbers(m.inputs)}, {"try", try_command(m.settings, command)},
+          {"set", std::move(set)}};
 }
 
 // The guard-rail facts of more workers (-1 unknown).
@@ -323,7 +324,7 @@ json rank_json(const RankReport& r, size_t ranks) {
   j["stages"] = json::array();
   for (const auto& s : r.stages) j["stages"].push_back(stage_json(s));
   j["remedies"] = json::array();
-  for (const auto& m : r.remedies) j["remedies"].push_back(remedy_json(m));
+  for (const auto& m : r.remedies) j["remedies"].push_back(remedy_json(m, r.command));
   j["dataloaders"] = json::array();
   for (const auto& l : r.dataloaders) {
     j["dataloaders"].push_back(loader_json(l));

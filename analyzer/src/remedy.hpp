@@ -107,14 +107,14 @@ struct LoaderSetting {
 };
 // "DataLoader(num_workers=2) at train.py:42".
 std::string dataloader_knob(const DataLoaderReport& l, const std::vector<LoaderSetting>& s);
-// "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py"
-// (the traced command from the trainer's metadata, else "<your command>").
-std::string dataloader_try(const RemedyContext& c, const DataLoaderReport& l,
-                           const std::vector<LoaderSetting>& s);
+// The settings that try `s` on `l`: "dataloader[train.py:42].num_workers=2"
+// (the selector that picks `l` alone; none when no selector does).
+std::vector<Setting> dataloader_settings(const RemedyContext& c, const DataLoaderReport& l,
+                                         const std::vector<LoaderSetting>& s);
 // The same for stallscope's own loader (and the sample trainer), which take
-// `loader.FIELD=VALUE` settings: "stallscope run --set loader.workers=4 -- CMD";
-// "" for a run without the loader's configuration (not stallscope's loader).
-std::string loader_try(const RemedyContext& c, const std::vector<LoaderSetting>& s);
+// `loader.FIELD=VALUE` settings; none for a run without the loader's
+// configuration (not stallscope's loader).
+std::vector<Setting> loader_settings(const RemedyContext& c, const std::vector<LoaderSetting>& s);
 // Workers the loader needs: ceil(fetch per batch / the trainer's time per
 // batch outside its waits), at most num_workers + idle CPUs during stalls
 // (half a CPU counts; no more than the rank's budget leaves where it is

@@ -90,41 +90,6 @@ void measure_steps(std::vector<double> steps_ms, Measurement* m) {
   m->se_ms = 1.2533 * sigma / std::sqrt(double(steps_ms.size()));
 }
 
-std::vector<std::string> settings_of_try(const std::string& cmd) {
-  // Shell words: plain, '…' (no escapes inside), and \x outside quotes.
-  std::vector<std::string> words;
-  std::string w;
-  bool in_word = false;
-  for (size_t i = 0; i < cmd.size(); ++i) {
-    const char ch = cmd[i];
-    if (ch == '\'') {
-      const size_t end = cmd.find('\'', i + 1);
-      if (end == std::string::npos) return {};  // not a command line we wrote
-      w.append(cmd, i + 1, end - i - 1);
-      i = end;
-      in_word = true;
-    } else if (ch == '\\' && i + 1 < cmd.size()) {
-      w.push_back(cmd[++i]);
-      in_word = true;
-    } else if (ch == ' ' || ch == '\t') {
-      if (in_word) words.push_back(std::move(w));
-      w.clear();
-      in_word = false;
-    } else {
-      w.push_back(ch);
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(std::move(w));
-  std::vector<std::string> out;
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i] == "--") break;
-    if (words[i] == "--set" && i + 1 < words.size()) out.push_back(words[++i]);
-    else if (words[i].starts_with("--set=")) out.push_back(words[i].substr(6));
-  }
-  return out;
-}
-
 std::vector<std::string> merge_settings(const std::vector<std::string>& base,
                                         const std::vector<std::string>& add) {
   std::vector<std::string> out = base;
@@ -190,7 +155,10 @@ bool measurement_from_report(const std::string& text, Measurement* out, std::str
         m.top_title = c.title;
         first = false;
       }
-      c.sets = settings_of_try(x.value("try", ""));
+      // The settings as the report lists them ("set"): its "try" is text for people.
+      if (const auto set = x.find("set"); set != x.end() && set->is_array())
+        for (const auto& item : *set)
+          if (item.is_string()) c.sets.push_back(item.get<std::string>());
       if (!c.sets.empty()) m.remedies.push_back(std::move(c));
     }
     m.ok = true;

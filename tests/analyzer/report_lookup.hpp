@@ -27,6 +27,11 @@ inline double named(const std::vector<analyzer::Number>& v, const std::string& n
   return 0;
 }
 
+// The command the report shows to try `m` on `r`'s run ("" when none).
+inline std::string try_of(const analyzer::RankReport& r, const analyzer::Remedy& m) {
+  return analyzer::try_command(m.settings, r.command);
+}
+
 inline double input(const analyzer::Remedy& m, const std::string& name) {
   return named(m.inputs, name, "remedy " + m.id);
 }

@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(
   const Remedy* m = remedy(r, "more_workers");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
-  BOOST_TEST(m->try_command ==
+  BOOST_TEST(try_of(r, *m) ==
              "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py "
              "--epochs 1");
   BOOST_TEST(m->predicted_step_ms == 10.0, tt::tolerance(1e-3));
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(no_idle_cpu_no_more_workers) {
   const Remedy* m = remedy(u, "tune_dataloader");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob.find("num_workers") == std::string::npos, m->pytorch_knob);
-  BOOST_TEST(m->try_command.empty());
+  BOOST_TEST(try_of(r, *m).empty());
   BOOST_TEST(m->loader_knob.find("12 of the DataLoader's 12 batches") == 0u, m->loader_knob);
 }
 
@@ -344,9 +344,9 @@ BOOST_AUTO_TEST_CASE(a_handoff_bound_loader_gets_the_file_system_sharing_strateg
   BOOST_TEST(m.pytorch_knob.find("set_sharing_strategy('file_system')") != std::string::npos,
              m.pytorch_knob);
   BOOST_TEST(m.pytorch_knob.find("train.py:42") != std::string::npos, m.pytorch_knob);
-  BOOST_TEST(m.try_command.find("dataloader[train.py:42].sharing_strategy=file_system") !=
+  BOOST_TEST(try_of(r, m).find("dataloader[train.py:42].sharing_strategy=file_system") !=
                  std::string::npos,
-             m.try_command);
+             try_of(r, m));
   BOOST_TEST(m.evidence.find("16 tensors per batch") != std::string::npos, m.evidence);
 }
 
@@ -419,7 +419,7 @@ BOOST_AUTO_TEST_CASE(workers_that_keep_up_on_average_get_a_deeper_prefetch) {
   BOOST_TEST(input(*m, "extra_batches") == 1.0);
   BOOST_TEST(m->pytorch_knob == "DataLoader(prefetch_factor=3) at train.py:42");
   BOOST_TEST(
-      m->try_command ==
+      try_of(r, *m) ==
       "stallscope run --set 'dataloader[train.py:42].prefetch_factor=3' -- python3 train.py");
 }
 
@@ -467,8 +467,8 @@ BOOST_AUTO_TEST_CASE(pageable_copies_name_pin_memory_at_the_site) {
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(pin_memory=True) at train.py:42");
   BOOST_TEST(
-      m->try_command.find("--set 'dataloader[train.py:42].pin_memory=true'") != std::string::npos,
-      m->try_command);
+      try_of(r, *m).find("--set 'dataloader[train.py:42].pin_memory=true'") != std::string::npos,
+      try_of(r, *m));
   BOOST_TEST(m->evidence.find("torch turned it off") != std::string::npos, m->evidence);
 }
 
@@ -490,7 +490,7 @@ BOOST_AUTO_TEST_CASE(pageable_copies_beside_a_pinning_dataloader_name_the_tensor
   BOOST_TEST(m->pytorch_knob.find("t.pin_memory() and t.to(device, non_blocking=True)") !=
                  std::string::npos,
              m->pytorch_knob);
-  BOOST_TEST(m->try_command.empty(), m->try_command);
+  BOOST_TEST(try_of(r, *m).empty(), try_of(r, *m));
   BOOST_TEST(m->evidence.find("not its batches") != std::string::npos, m->evidence);
 }
 
@@ -551,7 +551,7 @@ BOOST_AUTO_TEST_CASE(loading_on_the_trainer_thread_proposes_workers_never_prefet
   const Remedy* m = remedy(r, "more_workers");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->pytorch_knob == "DataLoader(num_workers=2) at train.py:42");
-  BOOST_TEST(m->try_command ==
+  BOOST_TEST(try_of(r, *m) ==
              "stallscope run --set 'dataloader[train.py:42].num_workers=2' -- python3 train.py");
   BOOST_TEST(m->bound);
 }
@@ -714,7 +714,7 @@ BOOST_AUTO_TEST_CASE(workers_started_again_every_short_epoch_propose_persistent_
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(r.remedies.front().id == "persistent_workers");
   BOOST_TEST(m->pytorch_knob == "DataLoader(persistent_workers=True) at train.py:42");
-  BOOST_TEST(m->try_command ==
+  BOOST_TEST(try_of(r, *m) ==
              "stallscope run --set 'dataloader[train.py:42].persistent_workers=true' -- python3 "
              "train.py");
   // Three restarts of 159.5 ms waits, each keeping a 10 ms fetch, over 15 steps.
@@ -829,7 +829,7 @@ BOOST_AUTO_TEST_CASE(a_batch_held_back_by_its_workers_next_fetch_is_preprocessin
   BOOST_TEST(l.split.preprocess_ms + l.split.collate_ms > 10.0 * l.split.handoff_ms);
   const Remedy* m = remedy(r, "more_workers");
   BOOST_TEST_REQUIRE(m != nullptr);
-  BOOST_TEST(m->try_command.find("num_workers=2") != std::string::npos, m->try_command);
+  BOOST_TEST(try_of(r, *m).find("num_workers=2") != std::string::npos, try_of(r, *m));
 }
 
 // Two workers that never idle (pids 201, 202), 44 ms a batch each, batch i
@@ -943,7 +943,7 @@ BOOST_AUTO_TEST_CASE(slow_samples_at_the_head_of_the_line_are_named_with_their_f
   const Remedy* m = remedy(r, "slow_samples");
   BOOST_REQUIRE(m != nullptr);
   BOOST_TEST(m->bound);
-  BOOST_TEST(m->try_command.empty());
+  BOOST_TEST(try_of(r, *m).empty());
   BOOST_TEST(m->pytorch_knob.find("samples 17 (/data/0001.z), 42 (/data/0002.z) take up to 30.0 ms "
                                   "against a 2.00 ms median") != std::string::npos,
              m->pytorch_knob);

@@ -504,7 +504,7 @@ BOOST_AUTO_TEST_CASE(fewer_workers_when_the_trainer_waits_for_a_cpu_its_workers_
   BOOST_TEST(input(*m, "trainer_ms_per_batch") == 19.8, tt::tolerance(1e-3));
   BOOST_TEST(m->pytorch_knob.find("DataLoader(num_workers=1) at train.py:42; or keep the workers off "
                                   "the trainer's core") == 0u, m->pytorch_knob);
-  BOOST_TEST(m->try_command ==
+  BOOST_TEST(try_of(r, *m) ==
              "stallscope run --set 'dataloader[train.py:42].num_workers=1' -- python3 train.py");
   BOOST_TEST(m->bound);
   const double blocked = input(*m, "host_blocked_ms");

@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(more_workers_fires_with_idle_cpus) {
   BOOST_TEST(quiet(r, "cache_decoded"));
   // Not stallscope's loader (no loader configuration): loader.* would not
   // reach it, so no command to try.
-  BOOST_TEST(m.try_command.empty(), m.try_command);
+  BOOST_TEST(try_of(r, m).empty(), try_of(r, m));
 }
 
 BOOST_AUTO_TEST_CASE(more_workers_on_stallscopes_loader_carries_the_setting_to_try) {
@@ -206,8 +206,8 @@ BOOST_AUTO_TEST_CASE(more_workers_on_stallscopes_loader_carries_the_setting_to_t
   b.t.procs[0].cmdline = {"./trainer", "--loader-workers=1"};
   const auto r = analyze_all(std::move(b));
   const an::Remedy& m = fired(r, "more_workers");
-  BOOST_TEST(m.try_command == "stallscope run --set loader.workers=4 -- ./trainer --loader-workers=1",
-             m.try_command);
+  BOOST_TEST(try_of(r, m) == "stallscope run --set loader.workers=4 -- ./trainer --loader-workers=1",
+             try_of(r, m));
   BOOST_TEST(m.loader_knob.find("--loader-workers=4") != std::string::npos, m.loader_knob);
 }
 

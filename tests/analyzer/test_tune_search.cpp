@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stallscope/analyzer/report.hpp"
 #include "stallscope/analyzer/tune.hpp"
 
 namespace tune = stallscope::analyzer::tune;
@@ -266,16 +267,18 @@ BOOST_AUTO_TEST_CASE(the_baseline_failing_is_reported) {
   BOOST_CHECK(r.stop_reason.starts_with("the first run failed: exit status 135"));
 }
 
-BOOST_AUTO_TEST_CASE(settings_are_read_from_try_commands_and_merged) {
-  const auto s = tune::settings_of_try(
-      "stallscope run --set 'dataloader[train.py:42].num_workers=4' --set loader.workers=2 "
-      "--set 'dataloader[it'\\''s.py:1].x=1' -- python3 train.py --set no");
-  BOOST_REQUIRE_EQUAL(s.size(), 3u);
-  BOOST_CHECK_EQUAL(s[0], "dataloader[train.py:42].num_workers=4");
-  BOOST_CHECK_EQUAL(s[1], "loader.workers=2");
-  BOOST_CHECK_EQUAL(s[2], "dataloader[it's.py:1].x=1");
-  BOOST_CHECK(tune::settings_of_try("").empty());
-  BOOST_CHECK(tune::settings_of_try("stallscope run --set 'unterminated").empty());
+// The settings are typed; the command line is only ever rendered from them.
+BOOST_AUTO_TEST_CASE(settings_render_a_quoted_try_command_and_merge) {
+  namespace a = stallscope::analyzer;
+  const std::vector<a::Setting> s = {{"dataloader[train.py:42]", "num_workers", "4"},
+                                     {"loader", "workers", "2"},
+                                     {"dataloader[it's.py:1]", "x", "1"}};
+  BOOST_CHECK_EQUAL(a::setting_item(s[0]), "dataloader[train.py:42].num_workers=4");
+  BOOST_CHECK_EQUAL(a::try_command(s, {"python3", "train.py", "--lr", "1e-3 x"}),
+                    "stallscope run --set 'dataloader[train.py:42].num_workers=4' --set loader.workers=2 "
+                    "--set 'dataloader[it'\\''s.py:1].x=1' -- python3 train.py --lr '1e-3 x'");
+  BOOST_CHECK_EQUAL(a::try_command({s[1]}, {}), "stallscope run --set loader.workers=2 -- <your command>");
+  BOOST_CHECK_EQUAL(a::try_command({}, {"python3"}), "");
   const auto m = tune::merge_settings({"a.x=1", "b.y=2"}, {"b.y=3", "c.z=4"});
   BOOST_REQUIRE_EQUAL(m.size(), 3u);
   BOOST_CHECK_EQUAL(m[0], "a.x=1");
@@ -293,10 +296,14 @@ BOOST_AUTO_TEST_CASE(a_report_is_read_as_a_measurement) {
                   {"wall_ns":21000000,"warmup":false,"outlier":false},
                   {"wall_ns":80000000,"warmup":false,"outlier":true}],
     "remedies":[{"id":"cache_decoded","title":"cache decoded samples","step_ms":20,
-                 "predicted_step_ms":8,"bound":true,"try":"","pytorch_knob":"a cache"},
+                 "predicted_step_ms":8,"bound":true,"try":"","set":[],"pytorch_knob":"a cache"},
+                {"id":"raise_prefetch","title":"raise prefetch","step_ms":20,"predicted_step_ms":9,
+                 "bound":false,"pytorch_knob":"DataLoader(prefetch_factor=4)",
+                 "try":"stallscope run --set 'dataloader.prefetch_factor=4' -- python3 t.py"},
                 {"id":"more_workers","title":"more workers","step_ms":20,"predicted_step_ms":10,
                  "bound":false,"pytorch_knob":"DataLoader(num_workers=4)",
-                 "try":"stallscope run --set 'dataloader.num_workers=4' -- python3 t.py"}]}]})J";
+                 "try":"stallscope run --set 'dataloader.num_workers=4' -- python3 t.py",
+                 "set":["dataloader.num_workers=4"]}]}]})J";
   tune::Measurement m;
   std::string error;
   BOOST_REQUIRE_MESSAGE(tune::measurement_from_report(doc, &m, &error), error);
@@ -306,7 +313,9 @@ BOOST_AUTO_TEST_CASE(a_report_is_read_as_a_measurement) {
   BOOST_CHECK_CLOSE(m.mean_ms, 35, 1e-6);  // the outlier in, as the remedies' step
   BOOST_CHECK_CLOSE(m.top_gain_ms, 12, 1e-9);
   BOOST_CHECK_EQUAL(m.top_title, "cache decoded samples");
+  // Settings come from "set" only: raise_prefetch's "try" text alone is not read.
   BOOST_REQUIRE_EQUAL(m.remedies.size(), 1u);
+  BOOST_CHECK_EQUAL(m.remedies[0].id, "more_workers");
   BOOST_CHECK_EQUAL(m.remedies[0].sets[0], "dataloader.num_workers=4");
   BOOST_CHECK_EQUAL(m.remedies[0].edit, "DataLoader(num_workers=4)");
   BOOST_CHECK(!tune::measurement_from_report("{\"schema\":\"x\"}", &m, &error));

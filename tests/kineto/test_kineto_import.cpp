@@ -80,7 +80,8 @@ BOOST_AUTO_TEST_CASE(single_process_iterator_proposes_workers_not_prefetch) {
   BOOST_TEST(r.remedies[0].id == "tune_dataloader");
   BOOST_TEST(r.remedies[0].pytorch_knob.find("num_workers=1 or more") != std::string::npos);
   BOOST_TEST(r.remedies[0].pytorch_knob.find("prefetch_factor=") == std::string::npos);
-  BOOST_TEST(r.remedies[0].try_command == "stallscope run --set dataloader.num_workers=1 -- <your command>");
+  BOOST_TEST(stallscope::analyzer::try_command(r.remedies[0].settings, r.command) ==
+             "stallscope run --set dataloader.num_workers=1 -- <your command>");
   bool noted = false;
   for (const auto& w : r.warnings) noted = noted || w.find("without workers") != std::string::npos;
   BOOST_TEST(noted);

@@ -157,9 +157,11 @@ BOOST_AUTO_TEST_CASE(every_suggested_try_line_is_accepted_by_run) {
   TempDir t;
   size_t checked = 0;
   for (const auto& m : r.remedies) {
-    if (!has(m.try_command, "dataloader")) continue;
-    BOOST_TEST_CONTEXT(m.try_command) {
-      const auto items = stallscope::analyzer::tune::settings_of_try(m.try_command);
+    const std::string cmd = stallscope::analyzer::try_command(m.settings, r.command);
+    if (!has(cmd, "dataloader")) continue;
+    BOOST_TEST_CONTEXT(cmd) {
+      std::vector<std::string> items;
+      for (const auto& s : m.settings) items.push_back(stallscope::analyzer::setting_item(s));
       BOOST_TEST_REQUIRE(!items.empty());
       std::vector<std::string> sets;
       std::string joined;

@@ -41,7 +41,7 @@ void single_process_loader(const ImportedRank& imp, RankReport& r, std::vector<s
     m.title = "Load batches in DataLoader workers";
     m.pytorch_knob = "DataLoader(num_workers=1 or more) (it had num_workers=0: loading ran on the "
                      "trainer thread; prefetch_factor and persistent_workers need workers)";
-    m.try_command = "stallscope run --set dataloader.num_workers=1 -- <your command>";
+    m.settings = {{"dataloader", "num_workers", "1"}};
   }
 }
 

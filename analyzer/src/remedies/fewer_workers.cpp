@@ -46,7 +46,7 @@ class FewerWorkers final : public RemedyRule {
                            "none", dataloader_knob(*l, {{"num_workers", v}}));
     m.pytorch_knob += "; or keep the workers off the trainer's core: os.sched_setaffinity(0, "
                       "<the other CPUs>) in worker_init_fn";
-    m.try_command = dataloader_try(c, *l, {{"num_workers", v}});
+    m.settings = dataloader_settings(c, *l, {{"num_workers", v}});
     // With no more workers than the CPUs beside the trainer's, it always
     // finds one; otherwise its wait shrinks with the workers that run at once.
     const double kept = needed <= beside ? 0 : double(needed) / n;

@@ -67,7 +67,7 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   Remedy m = make_remedy(c, "more_workers",
                          l.num_workers == 0 ? "Load batches in DataLoader workers" : "Add DataLoader workers",
                          "none", dataloader_knob(l, {{"num_workers", n}}));
-  m.try_command = dataloader_try(c, l, {{"num_workers", n}});
+  m.settings = dataloader_settings(c, l, {{"num_workers", n}});
   m.predicted_step_ms = plan->predicted_step_ms;
   m.bound = l.num_workers == 0;
   m.model = "workers = ceil(fetch_per_batch / trainer_per_batch), at most num_workers + idle CPUs "
@@ -224,7 +224,7 @@ class MoreWorkers final : public RemedyRule {
     Remedy m = make_remedy(c, "more_workers", "Add preprocessing workers",
                            "--loader-workers=" + n + " (or --set loader.workers=" + n + ")",
                            "DataLoader(num_workers=...)");
-    m.try_command = loader_try(c, {{"workers", n}});
+    m.settings = loader_settings(c, {{"workers", n}});
     m.predicted_step_ms = c.step_ms - pre * (1 - workers / w2);
     m.model = "step - preprocess_stall * (1 - workers / (workers + usable idle CPUs))";
     m.evidence = strf("%.1f CPUs of the rank's budget were idle during data stalls; "

@@ -54,7 +54,7 @@ class PersistentWorkers final : public RemedyRule {
                          e.restart_wait_ms, fetch));
     Remedy m = make_remedy(c, "persistent_workers", "Keep DataLoader workers between epochs",
                            "none", dataloader_knob(*l, {{"persistent_workers", "True"}}));
-    m.try_command = dataloader_try(c, *l, {{"persistent_workers", "True"}});
+    m.settings = dataloader_settings(c, *l, {{"persistent_workers", "True"}});
     m.predicted_step_ms = c.step_ms - per_step;
     m.model =
         "step - sum over the epochs after the first that started new workers of max(0, the "

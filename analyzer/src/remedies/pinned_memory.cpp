@@ -28,7 +28,7 @@ class PinnedMemory final : public RemedyRule {
                            "--loader-pinned=on (or --set loader.pinned=true)",
                            "DataLoader(pin_memory=True); for tensors not from a DataLoader, "
                            "t.pin_memory() and t.to(device, non_blocking=True)");
-    m.try_command = loader_try(c, {{"pinned", "true"}});
+    m.settings = loader_settings(c, {{"pinned", "true"}});
     const double page_bw = c.figure(StageKind::kPinH2D, Fig::kPageableBandwidth).value_or(0);
     double pin_bw = c.figure(StageKind::kPinH2D, Fig::kPinnedBandwidth).value_or(0);
     m.inputs = {{"h2d_exposed_ms", h2d, "ms"}, {"pageable_bandwidth", page_bw, "B/s"}};
@@ -68,12 +68,12 @@ class PinnedMemory final : public RemedyRule {
         m.pytorch_knob =
             "t.pin_memory() and t.to(device, non_blocking=True) for the tensors copied "
             "outside the DataLoader's batches (its pin_memory is on already)";
-        m.try_command.clear();
+        m.settings.clear();
         m.evidence += "; the DataLoader pins its batches, yet these copies are pageable (not its batches)";
         return m;
       }
       m.pytorch_knob = dataloader_knob(*l, {{"pin_memory", "True"}});
-      m.try_command = dataloader_try(c, *l, {{"pin_memory", "True"}});
+      m.settings = dataloader_settings(c, *l, {{"pin_memory", "True"}});
       if (l->pin_memory == "inactive")
         m.evidence += "; the DataLoader asked for pin_memory=True but torch turned it off (no "
                       "accelerator seen when the iterator started)";

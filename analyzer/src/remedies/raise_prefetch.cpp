@@ -93,7 +93,7 @@ class RaisePrefetch final : public RemedyRule {
       const double next = extra > 0 ? c.p.prefetch_batches + extra : 2 * c.p.prefetch_batches;
       const std::string depth = strf("%.0f", next);
       m.loader_knob = "--loader-prefetch=" + depth + " (or --set loader.prefetch=" + depth + ")";
-      m.try_command = loader_try(c, {{"prefetch", depth}});
+      m.settings = loader_settings(c, {{"prefetch", depth}});
     }
     if (l != nullptr) {
       // In flight: num_workers × prefetch_factor (torch's default 2); the
@@ -104,7 +104,7 @@ class RaisePrefetch final : public RemedyRule {
       const std::string pf = std::to_string(pf1);
       m.loader_knob = "none";
       m.pytorch_knob = dataloader_knob(*l, {{"prefetch_factor", pf}});
-      m.try_command = dataloader_try(c, *l, {{"prefetch_factor", pf}});
+      m.settings = dataloader_settings(c, *l, {{"prefetch_factor", pf}});
       m.inputs.push_back({"prefetch_factor", double(l->prefetch_factor), ""});
     }
     return m;

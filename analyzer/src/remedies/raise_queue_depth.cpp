@@ -37,7 +37,7 @@ class RaiseQueueDepth final : public RemedyRule {
       m.inputs.push_back({"probe_queue_depth", best->queue_depth, ""});
       const std::string qd_s = strf("%.0f", best->queue_depth);
       m.loader_knob = "--loader-queue-depth=" + qd_s + " (or --set loader.queue_depth=" + qd_s + ")";
-      m.try_command = loader_try(c, {{"queue_depth", qd_s}});
+      m.settings = loader_settings(c, {{"queue_depth", qd_s}});
       m.inputs.push_back({"probe_bandwidth", best->bytes_per_s, "B/s"});
       m.model = "step - storage_stall * (1 - run_bandwidth / probe_bandwidth)";
     } else {

@@ -44,7 +44,7 @@ class SharingStrategy final : public RemedyRule {
                            std::string(kKnob) + " before the DataLoader" + site +
                                " starts its workers, and in worker_init_fn with spawn or "
                                "forkserver workers");
-    m.try_command = dataloader_try(c, *l, {{"sharing_strategy", "file_system"}});
+    m.settings = dataloader_settings(c, *l, {{"sharing_strategy", "file_system"}});
     // At best the whole hand-off goes: what remains (the batch's pickle and
     // the queue's pipe) was not measured apart from the descriptors. The
     // workers still take their fetch time per batch between them.

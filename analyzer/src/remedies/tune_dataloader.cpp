@@ -39,7 +39,7 @@ void with_setting(const RemedyContext& c, const DataLoaderReport& l, double data
   const std::string n = std::to_string(l.num_workers + static_cast<uint32_t>(extra));
   m.title = "Feed the trainer faster: more DataLoader workers";
   m.pytorch_knob = dataloader_knob(l, {{"num_workers", n}});
-  m.try_command = dataloader_try(c, l, {{"num_workers", n}});
+  m.settings = dataloader_settings(c, l, {{"num_workers", n}});
   m.inputs.push_back({"suggested_workers", double(l.num_workers + extra), ""});
 }
 

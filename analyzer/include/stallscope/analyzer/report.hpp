@@ -184,6 +184,22 @@ struct CpuBudget {
   double headroom() const noexcept { return demand > 0 ? capacity / demand : 0; }
 };
 
+// A setting that tries a remedy without editing the program: the item of
+// `stallscope run --set TARGET.KEY=VALUE` (docs/attach.md, "Trying a setting").
+struct Setting {
+  std::string target;  // "loader", "dataloader", "dataloader[train.py:42]"
+  std::string key;     // "num_workers"
+  std::string value;   // "2", "true", "file_system"
+  bool operator==(const Setting&) const = default;
+};
+// "TARGET.KEY=VALUE".
+std::string setting_item(const Setting& s);
+// The command that tries `settings` on the traced command line `command`
+// ("<your command>" when it is not known), each word shell-quoted where it
+// needs it: "stallscope run --set 'dataloader[train.py:42].num_workers=2'
+// -- python3 train.py". "" for no settings.
+std::string try_command(const std::vector<Setting>& settings, const std::vector<std::string>& command);
+
 struct Remedy {
   std::string id;             // stable: "raise_prefetch", …
   std::string title;
@@ -200,9 +216,9 @@ struct Remedy {
   bool bound = false;         // prediction is a bound ("at best"): an input was not measured
   std::string inputs_from;    // "run", "probe:<name>", "topology", "assumed"
   std::vector<Number> inputs;
-  // The command that tries it without editing the program
-  // ("stallscope run --set '…' -- python3 train.py"), "" when none.
-  std::string try_command;
+  // What tries it without editing the program (rendered with the rank's
+  // command by try_command()); empty when nothing does.
+  std::vector<Setting> settings;
   // Not empty: the rule considered this remedy and did not propose it, for
   // this reason (a sentence with the numbers, and the fix where a guard rail
   // failed). propose_remedies moves such a Remedy to

@@ -50,11 +50,6 @@ void measure_steps(std::vector<double> steps_ms, Measurement* m);
 // step.
 bool measurement_from_report(const std::string& json_text, Measurement* out, std::string* error);
 
-// The --set items of a `stallscope run --set '…' --set '…' -- CMD` command
-// line as the remedies write it (single-quoted where needed); empty when
-// it has none.
-std::vector<std::string> settings_of_try(const std::string& try_command);
-
 // `base` with `add` applied: an item whose key (the text before '=') is in
 // `base` replaces it there, others are appended.
 std::vector<std::string> merge_settings(const std::vector<std::string>& base,
