@@ -7,15 +7,6 @@
 
 namespace stallscope::analyzer {
 
-bool is_input_remedy(std::string_view id) {
-  static constexpr std::string_view kInput[] = {
-      "cache_decoded",  "direct_io",        "fewer_workers",  "local_copy",
-      "more_workers",   "numa_workers",     "pack_shards",    "persistent_workers",
-      "raise_prefetch", "raise_queue_depth", "sharing_strategy", "slow_samples",
-      "tune_dataloader"};
-  return std::find(std::begin(kInput), std::end(kInput), id) != std::end(kInput);
-}
-
 double data_stall_ms(const RankReport& r) {
   double share = 0;
   for (size_t p = 0; p < kPartCount; ++p)

@@ -54,7 +54,7 @@ struct RemedyContext {
 class RemedyRule {
  public:
   virtual ~RemedyRule() = default;
-  virtual std::string_view id() const = 0;
+  virtual RemedyId id() const = 0;
   // A remedy when the evidence holds; reject(...) when it partly held; else
   // nothing (its subject is absent).
   virtual std::optional<Remedy> evaluate(const RemedyContext& c) const = 0;
@@ -64,11 +64,11 @@ class RemedyRule {
 std::span<const RemedyRule* const> remedy_table();
 
 // A remedy with the common fields filled; predicted_step_ms = c.step_ms.
-Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
+Remedy make_remedy(const RemedyContext& c, RemedyId id, std::string title,
                    std::string loader_knob, std::string pytorch_knob);
 // "Considered, not proposed": a Remedy carrying only its id, title and the
 // reason (Remedy::rejected), which propose_remedies sets aside.
-Remedy reject(std::string id, std::string title, std::string reason);
+Remedy reject(RemedyId id, std::string title, std::string reason);
 // printf into a std::string (evidence and model texts).
 std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Runs every rule, in the report's order (order_remedies: a healthy verdict

@@ -10,8 +10,56 @@
 
 namespace stallscope::analyzer {
 
+namespace {
+
+// One row per RemedyId, in its order: the published key, the family.
+struct CatalogRow {
+  RemedyId id;
+  std::string_view key;
+  RemedyFamily family;
+};
+using F = RemedyFamily;
+constexpr CatalogRow kCatalog[] = {
+    {RemedyId::kRaisePrefetch, "raise_prefetch", F::kInput},
+    {RemedyId::kRaiseQueueDepth, "raise_queue_depth", F::kInput},
+    {RemedyId::kDirectIo, "direct_io", F::kInput},
+    {RemedyId::kLocalCopy, "local_copy", F::kInput},
+    {RemedyId::kPackShards, "pack_shards", F::kInput},
+    {RemedyId::kMoreWorkers, "more_workers", F::kInput},
+    {RemedyId::kCacheDecoded, "cache_decoded", F::kInput},
+    {RemedyId::kPinnedMemory, "pinned_memory", F::kCopy},
+    {RemedyId::kH2dBelowLink, "h2d_below_link", F::kCopy},
+    {RemedyId::kNumaWorkers, "numa_workers", F::kInput},
+    {RemedyId::kOverlapCopies, "overlap_copies", F::kCopy},
+    {RemedyId::kOverlapComm, "overlap_comm", F::kComm},
+    {RemedyId::kCollectivesBelowLink, "collectives_below_link", F::kComm},
+    {RemedyId::kAvoidSync, "avoid_sync", F::kHost},
+    {RemedyId::kCudaGraphs, "cuda_graphs", F::kHost},
+    {RemedyId::kFusedOptimizer, "fused_optimizer", F::kHost},
+    {RemedyId::kLoggingOffStep, "logging_off_step", F::kHost},
+    {RemedyId::kLargerBatch, "larger_batch", F::kHost},
+    {RemedyId::kTuneDataloader, "tune_dataloader", F::kInput},
+    {RemedyId::kPersistentWorkers, "persistent_workers", F::kInput},
+    {RemedyId::kSlowSamples, "slow_samples", F::kInput},
+    {RemedyId::kFewerWorkers, "fewer_workers", F::kInput},
+    {RemedyId::kSharingStrategy, "sharing_strategy", F::kInput},
+    {RemedyId::kHealthy, "healthy", F::kVerdict},
+};
+static_assert(std::size(kCatalog) == kRemedyCount);
+constexpr bool catalog_in_order() {
+  for (size_t i = 0; i < std::size(kCatalog); ++i)
+    if (static_cast<size_t>(kCatalog[i].id) != i) return false;
+  return true;
+}
+static_assert(catalog_in_order(), "kCatalog lists RemedyId in its order");
+
+}  // namespace
+
+std::string_view remedy_key(RemedyId id) { return kCatalog[static_cast<size_t>(id)].key; }
+RemedyFamily remedy_family(RemedyId id) { return kCatalog[static_cast<size_t>(id)].family; }
+
 std::span<const RemedyRule* const> remedy_table() {
-  static const std::array<const RemedyRule*, 24> kTable = {
+  static const std::array<const RemedyRule*, kRemedyCount> kTable = {
       &raise_prefetch_rule(),  &raise_queue_depth_rule(), &direct_io_rule(),
       &local_copy_rule(),      &pack_shards_rule(),       &more_workers_rule(),
       &cache_decoded_rule(),   &pinned_memory_rule(),     &h2d_below_link_rule(),
@@ -45,10 +93,11 @@ std::string gap_top_text(const GapClassStat& a, const GapClassStat* b) {
   return s;
 }
 
-Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
+Remedy make_remedy(const RemedyContext& c, RemedyId id, std::string title,
                    std::string loader_knob, std::string pytorch_knob) {
   Remedy m;
-  m.id = std::move(id);
+  m.kind = id;
+  m.id = remedy_key(id);
   m.title = std::move(title);
   m.loader_knob = std::move(loader_knob);
   m.pytorch_knob = std::move(pytorch_knob);
@@ -58,9 +107,10 @@ Remedy make_remedy(const RemedyContext& c, std::string id, std::string title,
   return m;
 }
 
-Remedy reject(std::string id, std::string title, std::string reason) {
+Remedy reject(RemedyId id, std::string title, std::string reason) {
   Remedy m;
-  m.id = std::move(id);
+  m.kind = id;
+  m.id = remedy_key(id);
   m.title = std::move(title);
   m.rejected = reason.empty() ? "not proposed" : std::move(reason);
   return m;
@@ -75,7 +125,7 @@ std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max,
     auto m = rule->evaluate(c);
     if (!m) continue;
     if (!m->rejected.empty()) {
-      no.push_back({m->id.empty() ? std::string(rule->id()) : m->id, m->title, m->rejected});
+      no.push_back({m->kind, m->id, m->title, m->rejected});
       continue;
     }
     m->predicted_step_ms = std::clamp(m->predicted_step_ms, 0.0, c.step_ms);
@@ -84,7 +134,7 @@ std::vector<Remedy> propose_remedies(const RemedyContext& c, size_t max,
   if (rejected != nullptr) {
     // A remedy proposed by one path (producers, our loader) is not also "not proposed".
     std::erase_if(no, [&](const RejectedRemedy& x) {
-      return std::any_of(out.begin(), out.end(), [&](const Remedy& m) { return m.id == x.id; });
+      return std::any_of(out.begin(), out.end(), [&](const Remedy& m) { return m.kind == x.kind; });
     });
     *rejected = std::move(no);
   }
@@ -156,7 +206,8 @@ double order_gain_ms(const Remedy& m) {
 
 void order_remedies(std::vector<Remedy>& v) {
   std::stable_sort(v.begin(), v.end(), [](const Remedy& a, const Remedy& b) {
-    if ((a.id == "healthy") != (b.id == "healthy")) return a.id == "healthy";
+    const bool ha = a.kind == RemedyId::kHealthy, hb = b.kind == RemedyId::kHealthy;
+    if (ha != hb) return ha;
     return order_gain_ms(a) > order_gain_ms(b);
   });
 }

@@ -318,7 +318,7 @@ void remedies(std::ostream& o, const RankReport& r, const TextOptions& opt, cons
     if (m.loader_knob != "none") o << "     loader: " << m.loader_knob << " | " << label << m.pytorch_knob << "\n";
     else if (!m.pytorch_knob.empty()) o << "     " << label << m.pytorch_knob << "\n";
     if (const std::string t = try_command(m.settings, r.command); !t.empty()) o << "     try: " << t << "\n";
-    if (r.headspace.ceiling_ms > 0 && is_input_remedy(m.id))
+    if (r.headspace.ceiling_ms > 0 && remedy_family(m.kind) == RemedyFamily::kInput)
       o << "     ceiling: " << f("%.2f ms", r.headspace.ceiling_ms) << " measured with data for free"
         << (m.predicted_step_ms < r.headspace.ceiling_ms ? ", above this prediction" : "") << "\n";
   }

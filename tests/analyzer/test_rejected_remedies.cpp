@@ -540,7 +540,7 @@ BOOST_AUTO_TEST_CASE(whose_cpu_splits_the_other_ranks_from_other_programs) {
     r.cpu.budget_cores = 1;
     r.cpu.used_cores = used;
     r.cpu.idle_during_stalls = 0.2;
-    r.rejected_remedies.push_back({"more_workers", "more workers",
+    r.rejected_remedies.push_back({an::RemedyId::kMoreWorkers, "more_workers", "more workers",
                                    "no usable CPU: " + an::cpu_whose(r.cpu) + ": more workers …"});
     rep.ranks.push_back(std::move(r));
   }

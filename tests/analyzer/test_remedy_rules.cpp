@@ -55,6 +55,24 @@ BOOST_AUTO_TEST_SUITE(remedy_rules)
 
 // ---- raise_prefetch: data stall >= 5 %, every measured input stage keeps up
 
+// The catalog: one rule per RemedyId, in its order, each with its own
+// published key; input remedies are the ones the headspace ceiling caps.
+BOOST_AUTO_TEST_CASE(the_catalog_has_one_rule_per_id_in_order) {
+  const auto table = an::remedy_table();
+  BOOST_REQUIRE_EQUAL(table.size(), an::kRemedyCount);
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < table.size(); ++i) {
+    BOOST_TEST(static_cast<size_t>(table[i]->id()) == i);
+    keys.emplace_back(an::remedy_key(an::RemedyId(i)));
+  }
+  std::sort(keys.begin(), keys.end());
+  BOOST_TEST((std::adjacent_find(keys.begin(), keys.end()) == keys.end()));
+  BOOST_TEST(an::remedy_key(an::RemedyId::kMoreWorkers) == "more_workers");
+  BOOST_TEST((an::remedy_family(an::RemedyId::kMoreWorkers) == an::RemedyFamily::kInput));
+  BOOST_TEST((an::remedy_family(an::RemedyId::kPinnedMemory) == an::RemedyFamily::kCopy));
+  BOOST_TEST((an::remedy_family(an::RemedyId::kHealthy) == an::RemedyFamily::kVerdict));
+}
+
 BOOST_AUTO_TEST_CASE(raise_prefetch_fires_when_stages_keep_up_yet_the_trainer_waits) {
   const auto r = analyze_all(late_batch(8));
   BOOST_TEST(r.steady_steps == 7u);
@@ -543,6 +561,7 @@ BOOST_AUTO_TEST_CASE(tune_dataloader_fires_on_an_unsplit_stall_of_a_recorded_ran
 namespace {
 an::Remedy gain(const std::string& id, double predicted, bool bound) {
   an::Remedy m;
+  m.kind = id == "healthy" ? an::RemedyId::kHealthy : an::RemedyId::kMoreWorkers;
   m.id = id;
   m.step_ms = 100.0;
   m.predicted_step_ms = predicted;

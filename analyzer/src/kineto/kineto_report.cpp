@@ -37,7 +37,7 @@ void single_process_loader(const ImportedRank& imp, RankReport& r, std::vector<s
   notes.push_back("the DataLoader ran without workers (_SingleProcessDataLoaderIter): its loading "
                   "ran on the trainer thread, inside each data wait");
   for (Remedy& m : r.remedies) {
-    if (m.id != "tune_dataloader") continue;
+    if (m.kind != RemedyId::kTuneDataloader) continue;
     m.title = "Load batches in DataLoader workers";
     m.pytorch_knob = "DataLoader(num_workers=1 or more) (it had num_workers=0: loading ran on the "
                      "trainer thread; prefetch_factor and persistent_workers need workers)";

@@ -152,7 +152,7 @@ void drop_below_link_across_hosts(std::vector<RankReport>& ranks, const multiran
     if (!across) continue;
     auto& v = ranks[i].remedies;
     v.erase(std::remove_if(v.begin(), v.end(),
-                           [](const Remedy& m) { return m.id == "collectives_below_link"; }),
+                           [](const Remedy& m) { return m.kind == RemedyId::kCollectivesBelowLink; }),
             v.end());
   }
 }

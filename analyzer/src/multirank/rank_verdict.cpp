@@ -38,7 +38,7 @@ void refresh_overlap_comm(RankReport& r) {
   const RemedyContext ctx{r, stats, probes, mean_step_ms(r)};
   const auto fresh = overlap_comm_rule().evaluate(ctx);
   auto it = std::find_if(r.remedies.begin(), r.remedies.end(),
-                         [](const Remedy& m) { return m.id == "overlap_comm"; });
+                         [](const Remedy& m) { return m.kind == RemedyId::kOverlapComm; });
   if (it == r.remedies.end()) return;  // never proposed: less transfer cannot make it apply
   if (fresh)
     *it = *fresh;
@@ -50,7 +50,7 @@ void refresh_overlap_comm(RankReport& r) {
 // it would shorten changed.
 void refresh_below_link(RankReport& r) {
   auto it = std::find_if(r.remedies.begin(), r.remedies.end(),
-                         [](const Remedy& m) { return m.id == "collectives_below_link"; });
+                         [](const Remedy& m) { return m.kind == RemedyId::kCollectivesBelowLink; });
   if (it == r.remedies.end()) return;
   const double step = mean_step_ms(r), transfer = mean_part_ms(r, Part::kCommTransfer);
   double bw = 0, link = 0;

@@ -10,14 +10,14 @@ namespace {
 
 class AvoidSync final : public RemedyRule {
  public:
-  std::string_view id() const override { return "avoid_sync"; }
+  RemedyId id() const override { return RemedyId::kAvoidSync; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double after = c.ms(Part::kHostAfterSync);
     const double launch = c.ms(Part::kHostLaunch);
     const HostGapReport& g = c.r.host_gaps;
     const double drained = g.analyzed ? g.of(GapClass::kSync).ms : after;
     if (drained < 0.1 * c.step_ms) return std::nullopt;
-    Remedy m = make_remedy(c, "avoid_sync", "Avoid per-step device-to-host syncs",
+    Remedy m = make_remedy(c, RemedyId::kAvoidSync, "Avoid per-step device-to-host syncs",
                            "none (trainer side)",
                            "read loss.item() every N steps; keep metrics on the device");
     m.inputs = {{"host_after_sync_ms", after, "ms"}, {"host_launch_ms", launch, "ms"}};

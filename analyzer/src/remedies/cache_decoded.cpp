@@ -9,7 +9,7 @@ namespace {
 
 class CacheDecoded final : public RemedyRule {
  public:
-  std::string_view id() const override { return "cache_decoded"; }
+  RemedyId id() const override { return RemedyId::kCacheDecoded; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double pre = c.ms(Part::kDataPreprocess);
     const auto& cpu = c.r.cpu;
@@ -36,13 +36,13 @@ class CacheDecoded final : public RemedyRule {
     constexpr const char* kTitle = "cache decoded samples";
     if (const DataLoaderReport* l = fed_loader(c.r); l != nullptr) {
       if (transform_share(*l) < 0.5)
-        return reject("cache_decoded", kTitle,
+        return reject(RemedyId::kCacheDecoded, kTitle,
                       strf("the DataLoader's transforms (preprocessing and collate) are %.0f %% of "
                            "its waits outside the hand-off; the rest (waiting for a worker to "
                            "start or take the batch, unsplit waits) caching does not shorten",
                            100 * transform_share(*l)));
       if (const auto plan = dataloader_workers(c, *l))
-        return reject("cache_decoded", kTitle,
+        return reject(RemedyId::kCacheDecoded, kTitle,
                       strf("the CPUs leave room for the %d worker(s) the DataLoader needs (%.1f "
                            "idle during stalls): the CPU is not what runs out",
                            plan->proposed, plan->idle));
@@ -52,11 +52,11 @@ class CacheDecoded final : public RemedyRule {
                                                   : cpu.used_cores >= 0.9 * cpu.budget_cores);
     if (!saturated && cpu.throttled_periods <= 0) {
       if (!cpu.known) return std::nullopt;
-      return reject("cache_decoded", kTitle,
+      return reject(RemedyId::kCacheDecoded, kTitle,
                     "the CPUs did not run out: " + cpu_whose(cpu) + " (more workers use them)");
     }
     Remedy m = make_remedy(
-        c, "cache_decoded", "Cache decoded samples or augment on the GPU",
+        c, RemedyId::kCacheDecoded, "Cache decoded samples or augment on the GPU",
         "cache decoded samples (loader dataset cache) or lighten the transform",
         "cache decoded tensors; GPU augmentation (DALI, torchvision.transforms.v2 on cuda)");
     // A DataLoader the hooks recorded: the dataset whose items to cache and

@@ -44,7 +44,7 @@ double p90(std::vector<float> v) {
 
 class CollectivesBelowLink final : public RemedyRule {
  public:
-  std::string_view id() const override { return "collectives_below_link"; }
+  RemedyId id() const override { return RemedyId::kCollectivesBelowLink; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double transfer = c.ms(Part::kCommTransfer);
     if (transfer < 0.1 * c.step_ms || c.s.large_bus_bw.values().size() < 3 || c.p.ranks_on_node <= 0)
@@ -60,7 +60,7 @@ class CollectivesBelowLink final : public RemedyRule {
     const double bw = p90(c.s.large_bus_bw.values());
     if (bw <= 0 || bw >= kBelow * link.bytes_per_s) return std::nullopt;
     Remedy m = make_remedy(
-        c, "collectives_below_link", "Collectives run far below the GPUs' link",
+        c, RemedyId::kCollectivesBelowLink, "Collectives run far below the GPUs' link",
         "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH: check the transport (P2P/NVLink, not "
         "SHM or NET) and that NCCL_P2P_DISABLE / NCCL_SHM_DISABLE are unset",
         "the same NCCL checks; DDP(bucket_cap_mb=...) for fewer, larger all-reduces");

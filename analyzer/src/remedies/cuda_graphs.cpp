@@ -10,14 +10,14 @@ namespace {
 
 class CudaGraphs final : public RemedyRule {
  public:
-  std::string_view id() const override { return "cuda_graphs"; }
+  RemedyId id() const override { return RemedyId::kCudaGraphs; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double launch = c.ms(Part::kHostLaunch);
     const HostGapReport& g = c.r.host_gaps;
     const double gaps = g.analyzed ? g.of(GapClass::kLaunch).ms : 0;
     const double recoverable = std::max(launch, gaps);
     if (recoverable < 0.1 * c.step_ms) return std::nullopt;
-    Remedy m = make_remedy(c, "cuda_graphs", "Capture the step in a CUDA graph or fuse kernels",
+    Remedy m = make_remedy(c, RemedyId::kCudaGraphs, "Capture the step in a CUDA graph or fuse kernels",
                            "none (trainer side)",
                            "torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")");
     m.predicted_step_ms = c.step_ms - recoverable;

@@ -10,12 +10,12 @@ constexpr double kCopyShare = 0.2;  // assumed: the page-cache copy's share of r
 
 class DirectIo final : public RemedyRule {
  public:
-  std::string_view id() const override { return "direct_io"; }
+  RemedyId id() const override { return RemedyId::kDirectIo; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double storage = c.ms(Part::kDataStorage);
     const double mean_read = c.figure(StageKind::kStorage, Fig::kMeanReadBytes).value_or(0);
     if (storage < 0.1 * c.step_ms || mean_read < kMinReadBytes) return std::nullopt;
-    Remedy m = make_remedy(c, "direct_io", "Read with O_DIRECT (large sequential reads)",
+    Remedy m = make_remedy(c, RemedyId::kDirectIo, "Read with O_DIRECT (large sequential reads)",
                            "--loader-direct=on", "no DataLoader knob: open files with O_DIRECT in the Dataset");
     m.predicted_step_ms = c.step_ms - kCopyShare * storage;
     m.bound = true;

@@ -18,7 +18,7 @@ constexpr double kSlack = 1.25;
 
 class FewerWorkers final : public RemedyRule {
  public:
-  std::string_view id() const override { return "fewer_workers"; }
+  RemedyId id() const override { return RemedyId::kFewerWorkers; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const DataLoaderReport* l = fed_loader(c.r);
     const CpuBudget& cpu = c.r.cpu;
@@ -36,13 +36,13 @@ class FewerWorkers final : public RemedyRule {
     const int needed = std::max(1, int(std::ceil(kSlack * l->fetch_ms / l->consume_ms - 1e-9)));
     const int beside = std::max(1, int(std::floor(cpu.budget_cores + 1e-9)) - 1);  // CPUs beside the trainer's
     if (needed >= n)
-      return reject("fewer_workers", "fewer workers",
+      return reject(RemedyId::kFewerWorkers, "fewer workers",
                     strf("the trainer is off CPU %.2f ms per step outside its waits with the CPUs "
                          "full, but all %d workers are needed: %.2f x fetch %.2f ms / trainer %.2f ms "
                          "per batch = %d",
                          blocked, n, kSlack, l->fetch_ms, l->consume_ms, needed));
     const std::string v = std::to_string(needed);
-    Remedy m = make_remedy(c, "fewer_workers", "Fewer DataLoader workers (the trainer waits for a CPU)",
+    Remedy m = make_remedy(c, RemedyId::kFewerWorkers, "Fewer DataLoader workers (the trainer waits for a CPU)",
                            "none", dataloader_knob(*l, {{"num_workers", v}}));
     m.pytorch_knob += "; or keep the workers off the trainer's core: os.sched_setaffinity(0, "
                       "<the other CPUs>) in worker_init_fn";

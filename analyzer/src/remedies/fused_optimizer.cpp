@@ -18,13 +18,13 @@ std::string optimizer_class(const std::string& name) {
 
 class FusedOptimizer final : public RemedyRule {
  public:
-  std::string_view id() const override { return "fused_optimizer"; }
+  RemedyId id() const override { return RemedyId::kFusedOptimizer; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const HostGapReport& g = c.r.host_gaps;
     if (!g.analyzed || g.optimizer_ms < 0.1 * c.step_ms) return std::nullopt;
     std::string cls = optimizer_class(g.optimizer);
     if (cls.empty()) cls = "<Optimizer>";
-    Remedy m = make_remedy(c, "fused_optimizer", "Use a fused or foreach optimizer",
+    Remedy m = make_remedy(c, RemedyId::kFusedOptimizer, "Use a fused or foreach optimizer",
                            "none (trainer side)",
                            "torch.optim." + cls + "(params, fused=True) (or foreach=True)");
     m.predicted_step_ms = c.step_ms - g.optimizer_ms;

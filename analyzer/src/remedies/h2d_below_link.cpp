@@ -21,7 +21,7 @@ constexpr const char* kPytorchKnob =
 
 class H2dBelowLink final : public RemedyRule {
  public:
-  std::string_view id() const override { return "h2d_below_link"; }
+  RemedyId id() const override { return RemedyId::kH2dBelowLink; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double h2d = c.ms(Part::kCopyH2D);
     const double pageable = double(c.s.h2d_bytes[0]), pinned = double(c.s.h2d_bytes[1]);
@@ -33,7 +33,7 @@ class H2dBelowLink final : public RemedyRule {
     const double observed = pinned / (double(c.s.h2d_ns[1]) / 1e9);  // B/s
     const double link_bw = link->gbps * 1e9;
     if (observed >= 0.5 * link_bw) return std::nullopt;
-    Remedy m = make_remedy(c, "h2d_below_link", kTitle, kLoaderKnob, kPytorchKnob);
+    Remedy m = make_remedy(c, RemedyId::kH2dBelowLink, kTitle, kLoaderKnob, kPytorchKnob);
     m.predicted_step_ms = c.step_ms - h2d * (1 - observed / (kAttainable * link_bw));
     m.bound = true;
     m.inputs_from = "topology";

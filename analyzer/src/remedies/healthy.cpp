@@ -7,11 +7,11 @@ namespace {
 
 class Healthy final : public RemedyRule {
  public:
-  std::string_view id() const override { return "healthy"; }
+  RemedyId id() const override { return RemedyId::kHealthy; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double share = c.share(Part::kCompute);
     if (share < 0.9) return std::nullopt;
-    Remedy m = make_remedy(c, "healthy", "Healthy: compute-bound", "none", "none");
+    Remedy m = make_remedy(c, RemedyId::kHealthy, "Healthy: compute-bound", "none", "none");
     m.model = "compute >= 90 % of step time";
     m.evidence = strf("compute is %.0f %% of step time", share * 100);
     m.inputs = {{"compute_share", share, ""}};

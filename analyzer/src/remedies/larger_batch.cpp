@@ -11,7 +11,7 @@ constexpr double kFactor = 2;  // the batch multiple the prediction is for
 
 class LargerBatch final : public RemedyRule {
  public:
-  std::string_view id() const override { return "larger_batch"; }
+  RemedyId id() const override { return RemedyId::kLargerBatch; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const HostGapReport& g = c.r.host_gaps;
     if (!g.analyzed || c.step_ms <= 0) return std::nullopt;
@@ -20,7 +20,7 @@ class LargerBatch final : public RemedyRule {
     // Per-sample time at k× the batch, in the units of today's step.
     const double step_k = fixed + kFactor * (c.step_ms - fixed);
     const double ratio = kFactor * c.step_ms / step_k;  // samples/s after ÷ before
-    Remedy m = make_remedy(c, "larger_batch", "Raise the batch size", "none (trainer side)",
+    Remedy m = make_remedy(c, RemedyId::kLargerBatch, "Raise the batch size", "none (trainer side)",
                            "DataLoader(batch_size=2 × today's) with the learning rate scaled");
     m.predicted_step_ms = step_k / kFactor;
     m.inputs_from = "assumed";

@@ -7,14 +7,14 @@ namespace {
 
 class LocalCopy final : public RemedyRule {
  public:
-  std::string_view id() const override { return "local_copy"; }
+  RemedyId id() const override { return RemedyId::kLocalCopy; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double storage = c.ms(Part::kDataStorage);
     const auto& net = c.s.tiers[static_cast<size_t>(format::Tier::kNetwork)];
     uint64_t bytes = 0;
     for (const auto& t : c.s.tiers) bytes += t.bytes;
     if (storage < 0.1 * c.step_ms || bytes == 0 || net.bytes * 2 < bytes) return std::nullopt;
-    Remedy m = make_remedy(c, "local_copy", "Copy or cache the dataset on local NVMe",
+    Remedy m = make_remedy(c, RemedyId::kLocalCopy, "Copy or cache the dataset on local NVMe",
                            "point the loader's dataset at a local copy",
                            "copy the dataset to local disk first (or a caching Dataset)");
     const double net_bw = net.busy_ns > 0 ? double(net.bytes) / (double(net.busy_ns) / 1e9) : 0;

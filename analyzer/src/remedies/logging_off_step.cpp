@@ -7,11 +7,11 @@ namespace {
 
 class LoggingOffStep final : public RemedyRule {
  public:
-  std::string_view id() const override { return "logging_off_step"; }
+  RemedyId id() const override { return RemedyId::kLoggingOffStep; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const HostGapReport& g = c.r.host_gaps;
     if (!g.analyzed || g.logging_ms < 0.1 * c.step_ms) return std::nullopt;
-    Remedy m = make_remedy(c, "logging_off_step", "Log and compute metrics off the step",
+    Remedy m = make_remedy(c, RemedyId::kLoggingOffStep, "Log and compute metrics off the step",
                            "none (trainer side)",
                            "log every N steps, or from a background thread; accumulate metrics "
                            "on the device (no .item() per step)");

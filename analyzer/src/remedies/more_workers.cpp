@@ -23,7 +23,7 @@ std::optional<Remedy> why_no_plan(const RemedyContext& c, const DataLoaderReport
   if (l.fetch_ms <= 0 || consume <= 0) return std::nullopt;  // not measured: nothing to say
   const int needed = std::max(1, int(std::ceil(l.fetch_ms / consume - 1e-9)));
   if (needed <= int(l.num_workers))
-    return reject("more_workers", kTitle,
+    return reject(RemedyId::kMoreWorkers, kTitle,
                   strf("the %u worker(s) keep up on average: a batch's fetch takes %.2f ms and "
                        "the trainer %.2f ms per batch outside its waits, so %d are enough (the "
                        "stalls come in bursts or at epoch starts)",
@@ -35,7 +35,7 @@ std::optional<Remedy> why_no_plan(const RemedyContext& c, const DataLoaderReport
                 std::max(0.0, cpu.affinity_cpus - cpu.idle_during_stalls), cpu.affinity_cpus, needed);
   else
     busy = strf("%d worker(s) would keep up, but no usable CPU is idle; ", needed);
-  return reject("more_workers", kTitle,
+  return reject(RemedyId::kMoreWorkers, kTitle,
                 busy + cpu_whose(cpu) + ": more workers would share the same busy CPUs");
 }
 
@@ -48,7 +48,7 @@ std::optional<Remedy> why_no_plan(const RemedyContext& c, const DataLoaderReport
 std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderReport& l) {
   if (c.data_ms() < 0.1 * c.step_ms) return std::nullopt;
   if (fetch_share(l) < 0.5)
-    return reject("more_workers", kTitle,
+    return reject(RemedyId::kMoreWorkers, kTitle,
                   strf("%.0f %% of the waits on the DataLoader are outside its fetches (hand-offs, "
                        "head-of-line waits, unsplit): more workers fetch no faster",
                        100 * (1 - fetch_share(l))));
@@ -58,13 +58,13 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   const int planned = plan->proposed;
   if (guard.most < planned) {
     if (guard.most <= plan->current)
-      return reject("more_workers", kTitle,
+      return reject(RemedyId::kMoreWorkers, kTitle,
                     strf("%d worker(s) would keep up, but ", planned) + guard.why +
                         "; fix: " + guard.fix);
     plan = workers_at(c, l, *plan, guard.most);
   }
   const std::string n = std::to_string(plan->proposed);
-  Remedy m = make_remedy(c, "more_workers",
+  Remedy m = make_remedy(c, RemedyId::kMoreWorkers,
                          l.num_workers == 0 ? "Load batches in DataLoader workers" : "Add DataLoader workers",
                          "none", dataloader_knob(l, {{"num_workers", n}}));
   m.settings = dataloader_settings(c, l, {{"num_workers", n}});
@@ -166,7 +166,7 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   const bool processes = busiest->tid == 0;
   const std::string what = processes ? "producer processes" : "producer threads";
   Remedy m = make_remedy(
-      c, "more_workers", "Add " + what, "none",
+      c, RemedyId::kMoreWorkers, "Add " + what, "none",
       strf("%d %s feeding the trainer (now %.0f)%s", proposed, what.c_str(), w,
            f.relays.empty() ? "" : strf(": Pool(processes=%d) / ProcessPoolExecutor(max_workers=%d)",
                                         proposed, proposed).c_str()));
@@ -203,7 +203,7 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
 
 class MoreWorkers final : public RemedyRule {
  public:
-  std::string_view id() const override { return "more_workers"; }
+  RemedyId id() const override { return RemedyId::kMoreWorkers; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     if (const DataLoaderReport* l = fed_loader(c.r)) return for_dataloader(c, *l);
     if (auto m = for_producers(c, c.r.feed)) return m;
@@ -215,13 +215,13 @@ class MoreWorkers final : public RemedyRule {
     const double add = std::floor(std::min(idle, spare) + 0.5);
     if (pre < 0.1 * c.step_ms || workers <= 0) return std::nullopt;
     if (add < 1 && c.r.cpu.known)
-      return reject("more_workers", kTitle,
+      return reject(RemedyId::kMoreWorkers, kTitle,
                     strf("preprocessing stalls %.2f ms per step with %.0f workers, but ", pre, workers) +
                         cpu_whose(c.r.cpu) + ": more workers would share the same busy CPUs");
     if (add < 1) return std::nullopt;
     const double w2 = workers + add;
     const std::string n = strf("%.0f", w2);
-    Remedy m = make_remedy(c, "more_workers", "Add preprocessing workers",
+    Remedy m = make_remedy(c, RemedyId::kMoreWorkers, "Add preprocessing workers",
                            "--loader-workers=" + n + " (or --set loader.workers=" + n + ")",
                            "DataLoader(num_workers=...)");
     m.settings = loader_settings(c, {{"workers", n}});

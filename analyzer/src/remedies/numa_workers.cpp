@@ -22,7 +22,7 @@ constexpr double kRemotePreprocessLoss = 0.10;
 
 class NumaWorkers final : public RemedyRule {
  public:
-  std::string_view id() const override { return "numa_workers"; }
+  RemedyId id() const override { return RemedyId::kNumaWorkers; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const GpuLink* gpu = rank_gpu(c.p);
     if (gpu == nullptr || gpu->numa < 0 || c.p.host_numa_nodes < 2 || c.procs.empty())
@@ -45,7 +45,7 @@ class NumaWorkers final : public RemedyRule {
     const double h2d = c.ms(Part::kCopyH2D), data = c.data_ms();
     if (h2d + data < 0.1 * c.step_ms) return std::nullopt;
     Remedy m = make_remedy(
-        c, "numa_workers", "Run the data workers on the GPU's NUMA node",
+        c, RemedyId::kNumaWorkers, "Run the data workers on the GPU's NUMA node",
         strf("numactl --cpunodebind=%d --membind=%d <trainer>", gpu->numa, gpu->numa),
         strf("numactl --cpunodebind=%d --membind=%d python train.py (or os.sched_setaffinity "
              "to CPUs %s in the DataLoader's worker_init_fn)",

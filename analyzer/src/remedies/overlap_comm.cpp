@@ -14,13 +14,13 @@ constexpr double kBackwardShare = 2.0 / 3.0;
 
 class OverlapComm final : public RemedyRule {
  public:
-  std::string_view id() const override { return "overlap_comm"; }
+  RemedyId id() const override { return RemedyId::kOverlapComm; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double transfer = c.ms(Part::kCommTransfer);
     const double compute = c.ms(Part::kCompute);
     if (transfer < 0.1 * c.step_ms) return std::nullopt;
     Remedy m = make_remedy(
-        c, "overlap_comm", "Overlap communication with compute, or larger per-rank batches",
+        c, RemedyId::kOverlapComm, "Overlap communication with compute, or larger per-rank batches",
         "none (trainer side)", "DDP(bucket_cap_mb=...), gradient accumulation / larger batch");
     m.predicted_step_ms = c.step_ms - std::min(transfer, kBackwardShare * compute);
     m.model = "step - min(exposed_transfer, backward_share * compute)";

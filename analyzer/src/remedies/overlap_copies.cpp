@@ -9,12 +9,12 @@ namespace {
 
 class OverlapCopies final : public RemedyRule {
  public:
-  std::string_view id() const override { return "overlap_copies"; }
+  RemedyId id() const override { return RemedyId::kOverlapCopies; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double h2d = c.ms(Part::kCopyH2D) + c.ms(Part::kCopyOther);
     const double compute = c.ms(Part::kCompute);
     if (h2d < 0.05 * c.step_ms || compute <= 0) return std::nullopt;
-    Remedy m = make_remedy(c, "overlap_copies", "Overlap copies with compute",
+    Remedy m = make_remedy(c, RemedyId::kOverlapCopies, "Overlap copies with compute",
                            "--loader-prefetch >= 2 (the loader copies on its own stream)",
                            "non_blocking=True with pin_memory=True, a side CUDA stream, double buffering");
     m.predicted_step_ms = c.step_ms - std::min(h2d, compute);

@@ -7,7 +7,7 @@ namespace {
 
 class PackShards final : public RemedyRule {
  public:
-  std::string_view id() const override { return "pack_shards"; }
+  RemedyId id() const override { return RemedyId::kPackShards; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double storage = c.ms(Part::kDataStorage);
     uint64_t reads = 0, small = 0;
@@ -17,7 +17,7 @@ class PackShards final : public RemedyRule {
     }
     const double files = double(c.s.files.size());
     if (storage < 0.1 * c.step_ms || reads == 0 || small * 2 < reads || files < 100) return std::nullopt;
-    Remedy m = make_remedy(c, "pack_shards", "Pack small files into shards",
+    Remedy m = make_remedy(c, RemedyId::kPackShards, "Pack small files into shards",
                            "a sharded dataset (one file per shard, --loader-read-size >= 1 MiB)",
                            "WebDataset / tar shards, or a Dataset over packed files");
     m.predicted_step_ms = c.step_ms - storage;

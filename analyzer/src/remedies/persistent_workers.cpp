@@ -29,7 +29,7 @@ std::string startups_text(const DataLoaderReport& l) {
 
 class PersistentWorkers final : public RemedyRule {
  public:
-  std::string_view id() const override { return "persistent_workers"; }
+  RemedyId id() const override { return RemedyId::kPersistentWorkers; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const DataLoaderReport* l = fed_loader(c.r);
     if (l == nullptr || l->num_workers == 0 || l->persistent_workers || c.r.steady_steps == 0)
@@ -39,7 +39,7 @@ class PersistentWorkers final : public RemedyRule {
     if (e.restarts == 0 || run <= 0) return std::nullopt;
     constexpr const char* kTitle = "persistent workers";
     if (e.startup_ms < 0.1 * run)
-      return reject("persistent_workers", kTitle,
+      return reject(RemedyId::kPersistentWorkers, kTitle,
                     strf("the workers started %d time(s) after the first epoch, but their "
                          "start-ups (%s) are %.1f %% of the run's %.0f ms, under 10 %%",
                          e.restarts, startups_text(*l).c_str(), 100.0 * e.startup_ms / run, run));
@@ -48,11 +48,11 @@ class PersistentWorkers final : public RemedyRule {
     const double saved = std::max(0.0, e.restart_wait_ms - e.restarts * fetch);
     const double per_step = saved / double(c.r.steady_steps);
     if (per_step <= 0)
-      return reject("persistent_workers", kTitle,
+      return reject(RemedyId::kPersistentWorkers, kTitle,
                     strf("the trainer's waits for each restarted epoch's first batch (%.1f ms in "
                          "all) are no longer than a batch's fetch (%.2f ms): nothing to save",
                          e.restart_wait_ms, fetch));
-    Remedy m = make_remedy(c, "persistent_workers", "Keep DataLoader workers between epochs",
+    Remedy m = make_remedy(c, RemedyId::kPersistentWorkers, "Keep DataLoader workers between epochs",
                            "none", dataloader_knob(*l, {{"persistent_workers", "True"}}));
     m.settings = dataloader_settings(c, *l, {{"persistent_workers", "True"}});
     m.predicted_step_ms = c.step_ms - per_step;

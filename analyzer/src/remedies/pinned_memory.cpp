@@ -8,13 +8,13 @@ namespace {
 
 class PinnedMemory final : public RemedyRule {
  public:
-  std::string_view id() const override { return "pinned_memory"; }
+  RemedyId id() const override { return RemedyId::kPinnedMemory; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double h2d = c.ms(Part::kCopyH2D);
     const double pageable = double(c.s.h2d_bytes[0]), pinned = double(c.s.h2d_bytes[1]);
     if (h2d < 0.05 * c.step_ms) return std::nullopt;
     if (pageable <= pinned)
-      return reject("pinned_memory", "pinned memory",
+      return reject(RemedyId::kPinnedMemory, "pinned memory",
                     pageable + pinned <= 0
                         ? strf("exposed H2D takes %.2f ms per step, but no copy's bytes were "
                                "recorded as pageable or pinned", h2d)
@@ -24,7 +24,7 @@ class PinnedMemory final : public RemedyRule {
     // Without a DataLoader record (an imported profiler trace, a loader of
     // the program's own) the copies may come from a DataLoader or not: both
     // settings, the DataLoader's and the tensor's.
-    Remedy m = make_remedy(c, "pinned_memory", "Stage host-to-device copies in pinned memory",
+    Remedy m = make_remedy(c, RemedyId::kPinnedMemory, "Stage host-to-device copies in pinned memory",
                            "--loader-pinned=on (or --set loader.pinned=true)",
                            "DataLoader(pin_memory=True); for tensors not from a DataLoader, "
                            "t.pin_memory() and t.to(device, non_blocking=True)");

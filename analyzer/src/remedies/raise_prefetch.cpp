@@ -13,7 +13,7 @@ constexpr const char* kTitle = "deeper prefetch";
 
 class RaisePrefetch final : public RemedyRule {
  public:
-  std::string_view id() const override { return "raise_prefetch"; }
+  RemedyId id() const override { return RemedyId::kRaisePrefetch; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     // Without workers a DataLoader has no prefetch at all. Its waits for
     // each later epoch's first batch are no burst a deeper queue absorbs:
@@ -22,7 +22,7 @@ class RaisePrefetch final : public RemedyRule {
     const DataLoaderReport* l = fed_loader(c.r);
     if (l != nullptr && l->num_workers == 0) {
       if (c.data_ms() < 0.05 * c.step_ms) return std::nullopt;
-      return reject("raise_prefetch", kTitle,
+      return reject(RemedyId::kRaisePrefetch, kTitle,
                     "the DataLoader loads on the trainer thread (num_workers=0): it has no "
                     "prefetch queue to deepen");
     }
@@ -32,7 +32,7 @@ class RaisePrefetch final : public RemedyRule {
     const double share = l != nullptr ? fetch_share(*l) : 1.0;
     if (l != nullptr && share < 0.5) {
       if (c.data_ms() < 0.05 * c.step_ms) return std::nullopt;
-      return reject("raise_prefetch", kTitle,
+      return reject(RemedyId::kRaisePrefetch, kTitle,
                     strf("the trainer's waits are mostly hand-offs (%.0f %% in the workers' "
                          "fetches): the batches were ready, no deeper queue makes them come sooner",
                          100 * share));
@@ -55,7 +55,7 @@ class RaisePrefetch final : public RemedyRule {
       const Stage* st = c.stage(k);
       if (st == nullptr || !st->measured) continue;
       if (st->headroom() < 1.0)  // a stage is too slow: depth won't help
-        return reject("raise_prefetch", kTitle,
+        return reject(RemedyId::kRaisePrefetch, kTitle,
                       strf("the %s stage does not keep up on average (%.1f batches/s against a "
                            "demand of %.1f): a deeper queue only delays the stall",
                            std::string(st->name()).c_str(), st->capacity, st->demand));
@@ -63,7 +63,7 @@ class RaisePrefetch final : public RemedyRule {
       demand = st->demand;
     }
     if (min_capacity == 0) return std::nullopt;
-    Remedy m = make_remedy(c, "raise_prefetch", "Raise prefetch depth",
+    Remedy m = make_remedy(c, RemedyId::kRaisePrefetch, "Raise prefetch depth",
                            "--loader-prefetch / STALLSCOPE_LOADER_PREFETCH",
                            "DataLoader(prefetch_factor=...)");
     m.predicted_step_ms = std::max(c.step_ms - data, 1000.0 / min_capacity);

@@ -12,7 +12,7 @@ constexpr double kReachedShare = 0.5;  // mean reads in flight / configured queu
 
 class RaiseQueueDepth final : public RemedyRule {
  public:
-  std::string_view id() const override { return "raise_queue_depth"; }
+  RemedyId id() const override { return RemedyId::kRaiseQueueDepth; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double storage = c.ms(Part::kDataStorage);
     // Without a recorded queue depth (reads not issued by stallscope's
@@ -23,7 +23,7 @@ class RaiseQueueDepth final : public RemedyRule {
     // Reads in flight far below the configured depth: something else (the
     // prefetch depth times the batch size) limits them, a deeper queue not.
     if (c.p.queue_depth > 0 && qd < kReachedShare * c.p.queue_depth) return std::nullopt;
-    Remedy m = make_remedy(c, "raise_queue_depth", "Raise io_uring queue depth or read size",
+    Remedy m = make_remedy(c, RemedyId::kRaiseQueueDepth, "Raise io_uring queue depth or read size",
                            "--loader-queue-depth, --loader-read-size",
                            "more DataLoader num_workers (one read in flight each) or larger reads");
     const double bw = c.figure(StageKind::kStorage, Fig::kReadBandwidth).value_or(0);

@@ -19,7 +19,7 @@ constexpr const char* kKnob = "torch.multiprocessing.set_sharing_strategy('file_
 
 class SharingStrategy final : public RemedyRule {
  public:
-  std::string_view id() const override { return "sharing_strategy"; }
+  RemedyId id() const override { return RemedyId::kSharingStrategy; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const DataLoaderReport* l = fed_loader(c.r);
     if (l == nullptr || l->num_workers == 0 || c.r.steady_steps == 0) return std::nullopt;
@@ -27,7 +27,7 @@ class SharingStrategy final : public RemedyRule {
     if (handoff < 0.1 * c.step_ms) return std::nullopt;
     const double tensors = l->batch_tensors;
     if (l->sharing_strategy == "file_system")
-      return reject("sharing_strategy", kTitle,
+      return reject(RemedyId::kSharingStrategy, kTitle,
                     strf("the hand-off (%.2f ms per step) already uses the file_system strategy: "
                          "what is left is moving and unpickling the batch%s",
                          handoff,
@@ -35,12 +35,12 @@ class SharingStrategy final : public RemedyRule {
                                             "collate_fn, pass faster)", tensors).c_str()
                                      : ""));
     if (tensors >= 0 && tensors < 2)
-      return reject("sharing_strategy", kTitle,
+      return reject(RemedyId::kSharingStrategy, kTitle,
                     strf("the hand-off takes %.2f ms per step, but a batch holds %.0f tensor(s): "
                          "it is the batch's bytes and pickle, not descriptors per tensor",
                          handoff, tensors));
     const std::string site = l->site.empty() ? "" : " at " + l->site;
-    Remedy m = make_remedy(c, "sharing_strategy", "Pass batches by shared-memory name", "none",
+    Remedy m = make_remedy(c, RemedyId::kSharingStrategy, "Pass batches by shared-memory name", "none",
                            std::string(kKnob) + " before the DataLoader" + site +
                                " starts its workers, and in worker_init_fn with spawn or "
                                "forkserver workers");
@@ -51,7 +51,7 @@ class SharingStrategy final : public RemedyRule {
     const double produce = l->fetch_ms > 0 ? l->fetch_ms / double(l->num_workers) : 0;
     m.predicted_step_ms = std::max(c.step_ms - handoff, produce);
     if (m.predicted_step_ms >= 0.95 * c.step_ms)
-      return reject("sharing_strategy", kTitle,
+      return reject(RemedyId::kSharingStrategy, kTitle,
                     strf("the hand-off takes %.2f ms per step, but the %u worker(s) take %.2f ms "
                          "per batch between them (fetch %.2f ms each): a faster hand-off "
                          "leaves the step where it is",

@@ -24,7 +24,7 @@ std::string named(const DataLoaderReport& l, size_t most) {
 
 class SlowSamples final : public RemedyRule {
  public:
-  std::string_view id() const override { return "slow_samples"; }
+  RemedyId id() const override { return RemedyId::kSlowSamples; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const DataLoaderReport* l = fed_loader(c.r);
     const double data = c.data_ms();
@@ -39,7 +39,7 @@ class SlowSamples final : public RemedyRule {
     if (per_step < 0.02 * c.step_ms) return std::nullopt;
     const LoaderSlowSample& top = l->slow_samples.front();
     Remedy m = make_remedy(
-        c, "slow_samples", "Make the slowest samples as fast as the rest", "none",
+        c, RemedyId::kSlowSamples, "Make the slowest samples as fast as the rest", "none",
         strf("dataset %s, samples %s take up to %.1f ms against a %.2f ms median: re-encode, "
              "shrink or split those items, move their files to faster storage, or cache them",
              l->dataset.empty() ? "?" : l->dataset.c_str(), named(*l, 4).c_str(), top.ms,

@@ -49,7 +49,7 @@ void with_setting(const RemedyContext& c, const DataLoaderReport& l, double data
 std::optional<Remedy> for_feed(const RemedyContext& c, double data) {
   if (producer_workers(c)) return std::nullopt;
   const FeedReport& f = c.r.feed;
-  Remedy m = make_remedy(c, "tune_dataloader", "Feed the trainer faster: its producers do not keep up",
+  Remedy m = make_remedy(c, RemedyId::kTuneDataloader, "Feed the trainer faster: its producers do not keep up",
                          "none", "more producers, or less work per item in them (cache, lighter transforms)");
   m.knob_for = "program";
   m.evidence = strf("the trainer waits %.2f ms per step (%.0f %% of the step) for objects from %s",
@@ -66,12 +66,12 @@ std::optional<Remedy> for_feed(const RemedyContext& c, double data) {
 
 class TuneDataloader final : public RemedyRule {
  public:
-  std::string_view id() const override { return "tune_dataloader"; }
+  RemedyId id() const override { return RemedyId::kTuneDataloader; }
   std::optional<Remedy> evaluate(const RemedyContext& c) const override {
     const double data = c.ms(Part::kDataUnknown);
     if (c.step_ms <= 0 || data < 0.05 * c.step_ms) return std::nullopt;
     if (c.r.feed.found && fed_loader(c.r) == nullptr) return for_feed(c, data);
-    Remedy m = make_remedy(c, "tune_dataloader",
+    Remedy m = make_remedy(c, RemedyId::kTuneDataloader,
                            "Feed the trainer faster: DataLoader workers, prefetch, pinned memory",
                            "", "DataLoader(num_workers=..., prefetch_factor=..., pin_memory=True, "
                                "persistent_workers=True)");

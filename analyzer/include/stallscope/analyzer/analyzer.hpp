@@ -83,8 +83,6 @@ RankReport analyze_rank(const RankTrace& trace, const AnalyzeOptions& opt);
 // the first), and the loading's cost beyond its waits (step − data stall −
 // ceiling, where over 5 % of the step). `from` names the headspace run.
 void apply_headspace(Report& rep, const Report& headspace, const std::string& from);
-// Remedies whose gain comes off the data parts: no better than the ceiling.
-bool is_input_remedy(std::string_view id);
 // The data parts of a rank's median steady step, in ms.
 double data_stall_ms(const RankReport& r);
 

@@ -184,6 +184,22 @@ struct CpuBudget {
   double headroom() const noexcept { return demand > 0 ? capacity / demand : 0; }
 };
 
+// The remedy catalog's entries (remedy_table.cpp), in its order.
+enum class RemedyId : uint8_t {
+  kRaisePrefetch, kRaiseQueueDepth, kDirectIo, kLocalCopy, kPackShards, kMoreWorkers,
+  kCacheDecoded, kPinnedMemory, kH2dBelowLink, kNumaWorkers, kOverlapCopies, kOverlapComm,
+  kCollectivesBelowLink, kAvoidSync, kCudaGraphs, kFusedOptimizer, kLoggingOffStep, kLargerBatch,
+  kTuneDataloader, kPersistentWorkers, kSlowSamples, kFewerWorkers, kSharingStrategy, kHealthy,
+};
+inline constexpr size_t kRemedyCount = static_cast<size_t>(RemedyId::kHealthy) + 1;
+// What a remedy acts on: the input pipeline (its gain is capped by the
+// headspace ceiling), host-to-device copies, the host's own work between
+// kernels, communication; a verdict acts on nothing.
+enum class RemedyFamily : uint8_t { kInput, kCopy, kHost, kComm, kVerdict };
+// The stable id the reports publish: "raise_prefetch".
+std::string_view remedy_key(RemedyId id);
+RemedyFamily remedy_family(RemedyId id);
+
 // A setting that tries a remedy without editing the program: the item of
 // `stallscope run --set TARGET.KEY=VALUE` (docs/attach.md, "Trying a setting").
 struct Setting {
@@ -201,7 +217,8 @@ std::string setting_item(const Setting& s);
 std::string try_command(const std::vector<Setting>& settings, const std::vector<std::string>& command);
 
 struct Remedy {
-  std::string id;             // stable: "raise_prefetch", …
+  RemedyId kind{};            // what the catalog's rule set (make_remedy)
+  std::string id;             // remedy_key(kind): "raise_prefetch", …
   std::string title;
   std::string evidence;       // one sentence with the numbers
   std::string model;          // the formula used
@@ -231,7 +248,8 @@ struct Remedy {
 // subject is there — a DataLoader, pageable copies, data stalls — but a
 // condition failed). Rules whose subject is absent list nothing.
 struct RejectedRemedy {
-  std::string id;      // the rule's id: "more_workers"
+  RemedyId kind{};
+  std::string id;      // remedy_key(kind): "more_workers"
   std::string title;   // "more workers"
   std::string reason;  // "1.96 of 2.0 usable CPUs busy during stalls: …"
 };
