@@ -196,14 +196,14 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double da
     f.wait_ms_per_handoff = double(wait_ns) / 1e6 / double(f.handoffs);
   }
   if (f.items > 0) {
-    double cpu = 0, storage = 0;
+    double cpu = 0, storage_ms = 0;
     bool cpu_known = true;
     for (const Producer& p : f.producers) {
       cpu_known = cpu_known && p.cpu_ms >= 0;
       cpu += std::max(p.cpu_ms, 0.0);
-      storage += p.storage_ms;
+      storage_ms += p.storage_ms;
     }
-    f.storage_ms_per_item = storage / double(f.items);
+    f.storage_ms_per_item = storage_ms / double(f.items);
     if (cpu_known) {
       f.cpu_ms_per_item = cpu / double(f.items);
       f.busy_ms_per_item = f.cpu_ms_per_item + f.storage_ms_per_item;
