@@ -2,7 +2,7 @@
 """Field-by-field diff of JSON reports written by two builds.
 
 Usage: report_diff.py OLD_DIR NEW_DIR [--rel 1e-6] [--abs 1e-9] [--ignore PATH_REGEX]...
-                      [--added-ok]
+                      [--added-ok] [--ordered]
 
 Compares OLD_DIR/X.json with NEW_DIR/X.json for every X in either. Numbers
 agree when |a - b| <= abs + rel * max(|a|, |b|) (floating-point sums taken
@@ -10,7 +10,8 @@ in another order); strings, booleans, nulls and the shape of objects and
 arrays must agree exactly. Prints one line per differing field, as
 `run: path: old -> new`, then a count per field path with runs collapsed
 (array indices become []; arrays of objects with a unique name, id or rank
-are matched by it), and exits 1 when anything differs. Standard
+are matched by it, and with --ordered their order must agree too: the
+first remedy is the answer), and exits 1 when anything differs. Standard
 library only.
 """
 import argparse
@@ -81,6 +82,8 @@ def diff(a, b, path, out, args):
         key = keyed(a)
         ka = {x[key]: x for x in a}
         kb = {x[key]: x for x in b}
+        if args.ordered and list(ka) != list(kb):
+            out.append(("%s(order of %s)" % (path, key), short(list(ka)), short(list(kb))))
         for k in list(ka) + [k for k in kb if k not in ka]:
             p = "%s[%s=%s]" % (path, key, k)
             if k not in ka:
@@ -116,6 +119,9 @@ def main():
     ap.add_argument("--added-ok", action="store_true",
                     help="fields only the new report has are additions: counted apart, "
                          "not differences")
+    ap.add_argument("--ordered", action="store_true",
+                    help="arrays matched by name, id or rank must also list them in the "
+                         "same order")
     args = ap.parse_args()
     ignore = [re.compile(p) for p in DEFAULT_IGNORE + args.ignore]
     names = sorted({n for d in (args.old, args.new) for n in os.listdir(d) if n.endswith(".json")})
