@@ -7,3 +7,22 @@ if(STALLSCOPE_SANITIZE)
   add_compile_options(-fsanitize=${STALLSCOPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${STALLSCOPE_SANITIZE})
 endif()
+
+# stallscope_own_cxx_runtime(TARGET): links the C++ runtime and libgcc into
+# TARGET, and keeps their symbols inside it. For the libraries loaded into
+# programs stallscope did not build (the preload shim and the recorder it
+# brings): a NEEDED libstdc++.so.6 there is loaded before the program's own
+# libraries, so the system's copy would win over the newer one a conda
+# environment ships (found through its RPATH), and the program's extensions
+# that need the newer GLIBCXX would then fail to load. Not under
+# sanitizers, whose runtimes expect the shared C++ runtime. The whole of
+# stallscope_cxx_runtime_compat (internal/src/own_cxx_runtime.cpp) keeps the
+# static runtime's glibc needs at the library's own: linked whole, since
+# the references it answers come from libstdc++.a, after it on the line.
+function(stallscope_own_cxx_runtime target)
+  if(NOT STALLSCOPE_SANITIZE)
+    target_link_libraries(${target} PRIVATE
+      "$<LINK_LIBRARY:WHOLE_ARCHIVE,stallscope_cxx_runtime_compat>")
+    target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc LINKER:--exclude-libs,ALL)
+  endif()
+endfunction()

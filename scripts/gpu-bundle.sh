@@ -2,15 +2,19 @@
 # Builds what scripts/gpu-check.sh runs on the lent GPU machine, here, and
 # gathers it into gpu-bundle/ (ignored by git; carry it to the machine):
 #
-#   gpu-bundle/bin/   stallscope, gpu_workload, test_gpu_cupti, trainer (the
-#                     sample trainer, --device cuda) and gen_dataset
-#   gpu-bundle/lib/   libstallscope_*.so and every Debian library they need
-#                     (apt-get download + dpkg -x), found through RPATH
-#                     $ORIGIN/../lib; the machine's own CUDA, CUPTI, NCCL and
-#                     driver libraries are used, never shipped — except
-#                     libcudart.so.13, which the loader and trainer link
-#                     (a machine may carry only an older runtime)
-#   gpu-bundle/share/stallscope/python/   the Python hooks of `stallscope run`
+#   gpu-bundle/wheel/ the product as users get it: the repaired wheel of
+#                     scripts/package.sh (the command, the shim, the CUDA
+#                     library, the hooks, and the libraries they need);
+#                     gpu-check.sh installs it into a venv there
+#   gpu-bundle/bin/   the test programs: gpu_workload, test_gpu_cupti, trainer
+#                     (the sample trainer, --device cuda) and gen_dataset
+#   gpu-bundle/lib/   the libraries of the test programs: libstallscope_*.so
+#                     and every Debian library they need (apt-get download +
+#                     dpkg -x), found through RPATH $ORIGIN/../lib; the
+#                     machine's own CUDA, CUPTI, NCCL and driver libraries are
+#                     used, never shipped — except libcudart.so.13, which the
+#                     loader and trainer link (a machine may carry only an
+#                     older runtime)
 #
 # The GPU machine has nvcc, CMake and PyTorch but none of our Debian
 # libraries, no package manager and no network. Built for Hopper
@@ -39,14 +43,22 @@ nice cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   { tail -20 "$BUILD/bundle-configure.log"; die "configure failed (log: $BUILD/bundle-configure.log)"; }
 grep -q "CUDA ON (CUPTI ON" "$BUILD/bundle-configure.log" || die "CMake did not find CUDA with CUPTI"
 
-TARGETS="stallscope stallscope_cuda stallscope_preload gpu_workload test_gpu_cupti trainer gen_dataset"
+TARGETS="gpu_workload test_gpu_cupti trainer gen_dataset"
 say "building $TARGETS"
 nice cmake --build "$BUILD" --target $TARGETS -j"${JOBS:-2}" >"$BUILD/bundle-build.log" 2>&1 ||
   { tail -30 "$BUILD/bundle-build.log"; die "build failed (log: $BUILD/bundle-build.log)"; }
 
+say "building the wheel (scripts/package.sh wheel)"
+scripts/package.sh wheel >"$BUILD/bundle-wheel.log" 2>&1 ||
+  { tail -30 "$BUILD/bundle-wheel.log"; die "the wheel failed (log: $BUILD/bundle-wheel.log)"; }
+wheel=$(ls dist/wheelhouse/stallscope-*.whl)
+/usr/bin/python3 -m zipfile -l "$wheel" | grep -q 'stallscope/_core/lib/libstallscope_cuda.so' ||
+  die "$(basename "$wheel") has no libstallscope_cuda.so (built without the CUDA toolkit?)"
+
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/share/stallscope"
-for b in stallscope gpu_workload; do cp "$BUILD/bin/$b" "$OUT/bin/"; done
+mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/wheel"
+cp "$wheel" "$OUT/wheel/"
+cp "$BUILD/bin/gpu_workload" "$OUT/bin/"
 cp "$BUILD/tests/gpu/test_gpu_cupti" "$OUT/bin/"
 cp "$BUILD/samples/trainer" "$BUILD/samples/gen_dataset" "$OUT/bin/"
 for lib in $(find "$BUILD/loader" -maxdepth 1 -name 'libstallscope_loader.so*'); do
@@ -56,12 +68,9 @@ cudart=$(find /usr/local/cuda/lib /usr/local/cuda/lib64 /usr/local/cuda/targets/
   -maxdepth 1 -name 'libcudart.so.[0-9]*' 2>/dev/null | head -1)
 [ -n "$cudart" ] || die "no libcudart.so.N under /usr/local/cuda (the trainer links it)"
 cp -L "$cudart" "$OUT/lib/"
-cp "$BUILD/lib/libstallscope_cuda.so" "$BUILD/lib/libstallscope_preload.so" "$OUT/lib/"
 for lib in $(find "$BUILD/libtrace" -maxdepth 1 -name 'libstallscope_*.so*'); do
   cp -P "$lib" "$OUT/lib/"
 done
-cp -r integrations/python "$OUT/share/stallscope/python"
-find "$OUT/share" -name __pycache__ -prune -exec rm -rf {} +
 strip --strip-unneeded "$OUT"/bin/* "$OUT"/lib/*.so* 2>/dev/null || true
 
 # Libraries the GPU machine provides itself (glibc, CUDA, driver), or that

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs the GPU checks on the lent GPU machine, within 4 minutes, using only
 # what scripts/gpu-bundle.sh built (gpu-bundle/) and the machine's own CUDA,
-# NCCL and PyTorch. Writes logs, traces and PyTorch-profiler traces to $OUT
+# NCCL and PyTorch. stallscope itself is the wheel of gpu-bundle/wheel/,
+# installed into a venv of the machine's python3 (--system-site-packages:
+# its PyTorch; no network needed, the wheel carries its libraries), as a
+# user installs it: `stallscope` is that venv's command and `python3` its
+# interpreter. Writes logs, traces and PyTorch-profiler traces to $OUT
 # (the device tool brings that folder back). Exits 0 when every check
 # passed, 1 when one failed, 2 when there is no GPU here (nothing run).
 #
@@ -40,9 +44,31 @@ if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; } ||
   echo "gpu-check: no GPU or no CUDA driver here: nothing run (this script needs the GPU machine)"
   exit 2
 fi
-[ -x "$B/bin/stallscope" ] || { echo "gpu-check: $B missing: run scripts/gpu-bundle.sh first and carry gpu-bundle"; exit 1; }
+ls "$B"/wheel/stallscope-*.whl >/dev/null 2>&1 ||
+  { echo "gpu-check: $B/wheel missing: run scripts/gpu-bundle.sh first and carry gpu-bundle"; exit 1; }
 nvidia-smi -L | head -4
-CUDA_LIB=$B/lib/libstallscope_cuda.so
+
+step "install the wheel into a venv"
+VENV=$OUT/venv
+rm -rf "$VENV"
+# A python3 without ensurepip makes the venv without pip; the machine's pip
+# then installs into it.
+if python3 -m venv --system-site-packages "$VENV" >"$OUT/venv.log" 2>&1 && [ -x "$VENV/bin/pip" ]; then
+  pip_in_venv=("$VENV/bin/pip")
+else
+  rm -rf "$VENV"
+  python3 -m venv --without-pip --system-site-packages "$VENV" >>"$OUT/venv.log" 2>&1
+  pip_in_venv=(python3 -m pip --python "$VENV/bin/python")
+fi
+"${pip_in_venv[@]}" install --no-index --no-deps "$B"/wheel/stallscope-*.whl >>"$OUT/venv.log" 2>&1
+S=$VENV/bin/stallscope
+if [ -x "$S" ] && "$S" --version >"$OUT/version.txt" 2>&1; then
+  ok "wheel installed: stallscope $(cat "$OUT/version.txt")"
+else
+  echo "gpu-check: the wheel did not install (see $OUT/venv.log):"; tail -5 "$OUT/venv.log"; exit 1
+fi
+export PATH=$VENV/bin:$PATH   # python3 is the venv's from here on
+CUDA_LIB=$(python3 -c 'import os, stallscope; print(os.path.join(os.path.dirname(stallscope.__file__), "_core", "lib", "libstallscope_cuda.so"))')
 
 step "CUPTI kinds, monotonic clock, launch before kernel, hand-over"
 if timeout 60 "$B/bin/test_gpu_cupti" --log_level=test_suite >"$OUT/test_gpu_cupti.log" 2>&1; then
@@ -55,8 +81,8 @@ workload() {
   rm -rf "$dir"
   STALLSCOPE_OUT=$dir timeout 60 "$B/bin/gpu_workload" "$mode" --steps 30 --attach "$CUDA_LIB" \
     >"$OUT/$2.log" 2>&1 || { bad "workload $mode" "exit $? ($(tail -2 "$OUT/$2.log" | tr '\n' ' '))"; return; }
-  "$B/bin/stallscope" report "$dir" >"$OUT/$2.report.txt" 2>&1
-  "$B/bin/stallscope" report --json "$dir" >"$OUT/$2.report.json" 2>/dev/null
+  "$S" report "$dir" >"$OUT/$2.report.txt" 2>&1
+  "$S" report --json "$dir" >"$OUT/$2.report.json" 2>/dev/null
   local cause
   cause=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print([x.get("cause","") for x in r.get("ranks",[r])][0])' \
     "$OUT/$2.report.json" 2>/dev/null)
@@ -77,8 +103,8 @@ trainer_run() {
   STALLSCOPE_OUT=$dir timeout 60 "$B/bin/trainer" --data "$OUT/trainer-ds" --device cuda "$@" \
     >"$OUT/$name.log" 2>&1 || { bad "trainer $name" "exit $? ($(tail -2 "$OUT/$name.log" | tr '\n' ' '))"; return; }
   grep -q "trainer: CUDA device" "$OUT/$name.log" || { bad "trainer $name" "not on the CUDA device"; return; }
-  "$B/bin/stallscope" report "$dir" >"$OUT/$name.report.txt" 2>&1
-  "$B/bin/stallscope" report --json "$dir" >"$OUT/$name.report.json" 2>/dev/null
+  "$S" report "$dir" >"$OUT/$name.report.txt" 2>&1
+  "$S" report --json "$dir" >"$OUT/$name.report.json" 2>/dev/null
   local cause
   cause=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print([x.get("cause","") for x in r.get("ranks",[r])][0])' \
     "$OUT/$name.report.json" 2>/dev/null)
@@ -118,7 +144,7 @@ grep -E "nccl version|PROFILER|profiler|stallscope" "$OUT/nccl.log" | head -8
 if grep -q "NCCL profiler plugin v[0-9] loaded" "$OUT/nccl.log"; then
   ok "NCCL loaded the plugin ($(grep -o 'profiler plugin v[0-9]' "$OUT/nccl.log" | head -1))"
 else bad "NCCL plugin" "no 'NCCL profiler plugin vN loaded' line (NCCL older than 2.26 knows only v1-v3)"; fi
-"$B/bin/stallscope" export --chrome "$OUT/nccl.chrome.json" "$OUT/run-nccl" >/dev/null 2>&1
+"$S" export --chrome "$OUT/nccl.chrome.json" "$OUT/run-nccl" >/dev/null 2>&1
 if python3 - "$OUT/nccl.chrome.json" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))
@@ -154,11 +180,15 @@ for k in range(2):                          # then the PyTorch profiler takes CU
 print("loop done")
 PY
 rm -rf "$OUT/run-python"
-timeout 120 "$B/bin/stallscope" run --out "$OUT/run-python" --start-step 2 --steps 20 -- \
+timeout 120 "$S" run --out "$OUT/run-python" --start-step 2 --steps 20 -- \
   python3 "$OUT/loop.py" "$OUT" >"$OUT/python.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "loop done" "$OUT/python.log"; then ok "stallscope run -- python3 (exit 0)"
 else bad "stallscope run -- python3" "exit $rc ($(tail -3 "$OUT/python.log" | tr '\n' ' '))"; fi
+# The CUPTI the CUDA library used: PyTorch's (loaded by the program), never one of the wheel's.
+if grep -q "stallscope: CUPTI .* (already loaded by the program)" "$OUT/python.log"; then
+  ok "$(grep -o 'CUPTI .* (already loaded by the program)' "$OUT/python.log" | head -1)"
+else bad "CUPTI source" "$(grep 'stallscope: CUPTI' "$OUT/python.log" | head -1)"; fi
 if python3 - "$OUT" <<'PY'
 import json, sys, os
 bad = []
@@ -175,7 +205,7 @@ for k in range(2):
 print("\n".join(bad)); sys.exit(1 if bad else 0)
 PY
 then ok "torch.profiler traces complete and aligned under stallscope"; else bad "torch.profiler" "see above"; fi
-"$B/bin/stallscope" export --chrome "$OUT/python.chrome.json" "$OUT/run-python" >/dev/null 2>&1
+"$S" export --chrome "$OUT/python.chrome.json" "$OUT/run-python" >/dev/null 2>&1
 if grep -q "GPU activity handed to" "$OUT/python.chrome.json" "$OUT/python.log" 2>/dev/null; then
   ok "hand-over to the PyTorch profiler marked"
 else bad "hand-over mark" "no 'GPU activity handed to' in the trace or log"; fi
@@ -217,8 +247,8 @@ for kind in sync launch; do
 done
 for t in kineto_loop_0 kineto_loop_1 kineto_gaps_sync kineto_gaps_launch; do
   [ -f "$OUT/$t.json" ] || continue
-  "$B/bin/stallscope" report --json "$OUT/$t.json" >"$OUT/$t.report.json" 2>"$OUT/$t.report.err"
-  "$B/bin/stallscope" report "$OUT/$t.json" >"$OUT/$t.report.txt" 2>&1
+  "$S" report --json "$OUT/$t.json" >"$OUT/$t.report.json" 2>"$OUT/$t.report.err"
+  "$S" report "$OUT/$t.json" >"$OUT/$t.report.txt" 2>&1
 done
 if python3 - "$OUT" <<'PY'
 import json, os, sys
@@ -249,7 +279,7 @@ else bad "real profiler traces" "see above (reports in \$OUT/kineto_*.report.*)"
 step "Python hooks on this PyTorch: spawn and forkserver DataLoader workers, signal handlers"
 for method in spawn forkserver; do
   rm -rf "$OUT/run-$method"
-  timeout 120 "$B/bin/stallscope" run --out "$OUT/run-$method" -- \
+  timeout 120 "$S" run --out "$OUT/run-$method" -- \
     python3 tests/attach/torch_contexts.py "$method" 12 >"$OUT/hooks-$method.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ] && grep -q "trained 12 steps with $method" "$OUT/hooks-$method.log"; then
@@ -266,11 +296,11 @@ for flags in "fork" "spawn --persistent --zip --sanity --scaler-skips" "forkserv
   method=$1; shift
   tag=$(echo "$flags" | tr -c 'a-z0-9' '-')
   rm -rf "$OUT/run-loader-$tag"
-  timeout 120 "$B/bin/stallscope" run --out "$OUT/run-loader-$tag" -- \
+  timeout 120 "$S" run --out "$OUT/run-loader-$tag" -- \
     python3 tests/attach/torch_loader.py "$method" "$OUT/loader-$tag.json" "$@" \
     >"$OUT/loader-$tag.log" 2>&1
   rc=$?
-  "$B/bin/stallscope" export --chrome "$OUT/loader-$tag.chrome.json" "$OUT/run-loader-$tag" \
+  "$S" export --chrome "$OUT/loader-$tag.chrome.json" "$OUT/run-loader-$tag" \
     >/dev/null 2>&1
   if [ $rc -eq 0 ] && python3 tests/attach/check_loader_trace.py "$OUT/loader-$tag.chrome.json" \
        "$OUT/loader-$tag.json" >"$OUT/loader-$tag.check" 2>&1; then
@@ -279,7 +309,7 @@ for flags in "fork" "spawn --persistent --zip --sanity --scaler-skips" "forkserv
 done
 rm -rf "$OUT/run-loader-set"
 STALLSCOPE_SET="dataloader[0].num_workers=1;dataloader[0].pin_memory=true" \
-  timeout 120 "$B/bin/stallscope" run --out "$OUT/run-loader-set" -- \
+  timeout 120 "$S" run --out "$OUT/run-loader-set" -- \
   python3 tests/attach/torch_loader.py fork "$OUT/loader-set.json" --print-config --epochs 1 \
   >"$OUT/loader-set.log" 2>&1
 if grep -q "config num_workers=1 prefetch_factor=2 persistent_workers=False pin_memory=True" \
@@ -287,7 +317,7 @@ if grep -q "config num_workers=1 prefetch_factor=2 persistent_workers=False pin_
 then ok "a setting applied through STALLSCOPE_SET"
 else bad "STALLSCOPE_SET" "$(grep -E 'config|set ' "$OUT/loader-set.log" | tr '\n' ' ')"; fi
 # With CUDA the pin-memory thread runs: its copies are ranges on its own track.
-"$B/bin/stallscope" export --chrome "$OUT/loader-set.chrome.json" "$OUT/run-loader-set" >/dev/null 2>&1
+"$S" export --chrome "$OUT/loader-set.chrome.json" "$OUT/run-loader-set" >/dev/null 2>&1
 if python3 - "$OUT/loader-set.chrome.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); ev = d["traceEvents"] if isinstance(d, dict) else d
@@ -300,7 +330,7 @@ PY
 then ok "pin-memory thread's copies recorded, pin_memory on"
 else bad "pin_memory" "no pin-memory ranges, or pin_memory not 'on' in the recorded configuration"; fi
 
-timeout 60 "$B/bin/stallscope" run --out "$OUT/run-signals" -- python3 -c '
+timeout 60 "$S" run --out "$OUT/run-signals" -- python3 -c '
 import os, signal, sys, time
 if signal.getsignal(signal.SIGINT) is not signal.default_int_handler: sys.exit(5)
 try:

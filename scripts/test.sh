@@ -13,6 +13,11 @@
 #   asan-tests     ctest of the ASan+UBSan build     }
 #   scenarios      ctest labels `scenarios` and `mpi`: the bottleneck
 #                  scenarios and the multi-rank runs                      8 min
+#   packages       tests/install/packages.sh: `pip install ./` into a fresh
+#                  venv, the repaired wheel into another, the .deb through
+#                  apt-get, each running a DataLoader trainer under
+#                  `stallscope run` (one CMake build directory, build-pip/,
+#                  for all three; ccache reuses release-build's objects)  6 min
 #   asan-build     ASan+UBSan build of the core libraries in build-asan/ (clang)
 #   tsan           TSan build of the recorder and the preload shim in
 #                  build-tsan/ (clang), and the shim's thread-safety cases
@@ -33,6 +38,7 @@
 #   STALLSCOPE_BUILD_DIR       Release build directory (default: build)
 #   STALLSCOPE_ASAN_BUILD_DIR  sanitizer build directory (default: build-asan)
 #   STALLSCOPE_TSAN_BUILD_DIR  TSan build directory (default: build-tsan)
+#   STALLSCOPE_PACKAGE_BUILD_DIR  the packages' build directory (default: build-pip)
 #   STALLSCOPE_BUDGET_SCALE    multiply every budget (integer, default 1), for
 #                              machines slower than CI
 # ccache is used when installed; it is not required.
@@ -66,6 +72,7 @@ budget_setup=$((240 * scale))
 budget_build=$((360 * scale))
 budget_tests=$((600 * scale))       # release-tests + asan-tests
 budget_scenarios=$((480 * scale))   # scenarios and multi-rank runs
+budget_packages=$((360 * scale))    # the three install paths, their build included
 budget_sanitizer=$((360 * scale))   # asan-build + the fuzzer's build
 fuzz_seconds=60
 fuzz_slack=$((30 * scale))          # fuzz.sh start-up and final report
@@ -256,6 +263,13 @@ phase_scenarios() {
   ctest_with_rerun scenarios "$build_dir/test.sh-scenarios.log" -L "$scenario_labels"
 }
 
+# The pip, wheel and Debian installs (docs/install.md), each used from
+# outside the checkout; ccache (scripts/packages.txt) gives their build the
+# objects release-build compiled.
+phase_packages() {
+  within tests/install/packages.sh all
+}
+
 phase_asan_build() {
   local compilers=()
   if command -v clang++ >/dev/null 2>&1; then
@@ -344,6 +358,8 @@ else
   not_run release-tests "release-build failed"
   not_run scenarios "release-build failed"
 fi
+# Its own build (build-pip/): runs even when release-build failed.
+run_phase packages "$budget_packages" 2 phase_packages
 
 if [ "$quick" -eq 1 ]; then
   record asan-build skipped 0 "--quick"

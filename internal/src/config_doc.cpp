@@ -48,7 +48,13 @@ std::string markdown_table() {
     out += "| `";
     out += v.name;
     out += "` | " + type_of(v) + " | ";
-    out += *v.dflt != '\0' ? "`" + std::string(v.dflt) + "`" : std::string("—");
+    if (*v.dflt != '\0') {
+      out += '`';
+      out += v.dflt;
+      out += '`';
+    } else {
+      out += "—";
+    }
     out += " | ";
     out += v.readers;
     out += " | ";

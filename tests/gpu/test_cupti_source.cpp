@@ -218,7 +218,7 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST_REQUIRE(files.size() == 1u, err);
   rd::TraceReader r(files[0]);
   rd::Event e;
-  int kernels = 0, device_kernels = 0, flushed_kernels = 0, handed = 0;
+  int kernels = 0, device_kernels = 0, flushed_kernels = 0, handed = 0, cupti_named = 0;
   std::map<std::string, double> counters;
   while (r.next(e)) {
     if (e.kind_enum() == fmt::Kind::kKernel && r.string(e.name_id) == "fake_device_kernel") {
@@ -243,6 +243,8 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
       const std::string text(r.string(e.name_id));
       handed += text.rfind("GPU activity handed to ", 0) == 0 &&
                 text.find("(cuptiSubscribe)") != std::string::npos;
+      // Which CUPTI recorded, and how it was found.
+      cupti_named += text == std::string("CUPTI ") + STALLSCOPE_FAKE_CUPTI + " (STALLSCOPE_CUPTI_LIB)";
     }
   }
   BOOST_TEST(kernels == 3);
@@ -252,6 +254,7 @@ BOOST_AUTO_TEST_CASE(records_through_cupti_then_hands_it_over) {
   BOOST_TEST(counters["cupti.zero_timestamp_records"] == 1.0);
   BOOST_TEST(counters["cupti.unknown_kind_records"] == 1.0);
   BOOST_TEST(handed == 1);
+  BOOST_TEST(cupti_named == 1);
 
   // One "cuda.device" per device that ran work, whatever the order of its
   // record and its work; the unnamed one from the hand-over, when no device

@@ -3,7 +3,8 @@
 // CUPTI is process-wide, so stallscope must use the CUPTI the program
 // already loaded (PyTorch brings its own) rather than a second copy: the
 // table prefers a libcupti already in the process, then STALLSCOPE_CUPTI_LIB,
-// then the toolkit's. Calls through the table's handle also bypass the
+// then the one beside the CUDA runtime the program loaded (pip's CUDA wheels),
+// then the toolkit's; `origin` says which, and the source notes it. Calls through the table's handle also bypass the
 // shim's CUPTI interposition, which is meant for other tools' calls only.
 #pragma once
 
@@ -15,7 +16,8 @@ namespace stallscope::cuda {
 
 struct CuptiApi {
   void* handle = nullptr;
-  std::string path;  // the library the functions came from
+  std::string path;    // the library the functions came from, its file once loaded
+  std::string origin;  // how it was found: "already loaded", "STALLSCOPE_CUPTI_LIB", ...
   CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*,
                               CUpti_SubscriberParams*) = nullptr;  // CUPTI >= 12.9
   CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;

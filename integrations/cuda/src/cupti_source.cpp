@@ -223,6 +223,10 @@ int CuptiSource::attach() noexcept {
     return rc;
   }
   if (int rc = subscribe(); rc < 0) return state_ = kFailed, rc;
+  // Which CUPTI records this process: on stderr and in the trace.
+  const std::string used = "CUPTI " + api_.path + " (" + api_.origin + ")";
+  note("%s", used.c_str());
+  record_mark(intern(used));
   set_clock();  // before any kind is enabled
   if (STALLSCOPE_CUPTI_CHECK(api_.register_callbacks(on_request, on_complete)) != 0) {
     api_.unsubscribe(sub_);

@@ -3,7 +3,8 @@ input pipeline seen from inside.
 
 Pure Python over the recorder's C API (ctypes, no build step). The library
 is the one already loaded in the process (``stallscope run`` preloads it),
-else ``STALLSCOPE_LIB``, else the installed ``libstallscope_trace.so``. When
+else ``STALLSCOPE_LIB``, else the installed ``libstallscope_trace.so`` (a pip
+install's, in this package's ``_core/lib``, or ``<prefix>/lib``'s). When
 none is found every function is a no-op and one warning is printed.
 
 Quickstart::
@@ -134,6 +135,8 @@ def _candidates():
     if env:
         yield env
     here = os.path.dirname(os.path.abspath(__file__))
+    # A pip install: site-packages/stallscope/_core/lib
+    yield os.path.join(here, "_core", "lib", "libstallscope_trace.so.1")
     # <prefix>/share/stallscope/python/stallscope -> <prefix>/lib
     for rel in ("../../../../lib", "../../../../lib64"):
         yield os.path.normpath(os.path.join(here, rel, "libstallscope_trace.so.1"))
