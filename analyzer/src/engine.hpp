@@ -94,6 +94,8 @@ class RankEngine {
   TrainerChans* trainer_chans();
   void add_warnings(RankReport& r) const;
   void snapshot(const StepInputs& in, const StepResult& r);
+  void device_lanes(const StepInputs& in, const StepResult& r, Timeline& t) const;
+  void producer_lanes(const StepResult& r, Timeline& t) const;
   // A timeline lane's label for a track: "GPU 0 stream 7", "trainer",
   // "ss-loader-io tid 40", "DataLoader worker 0 pid 12" (the pid where the
   // trace holds several processes).

@@ -139,6 +139,9 @@ void RankEngine::finalize(const StepCand& c) {
 
 namespace {
 
+constexpr size_t kMaxLanes = 12;    // per group (device, producers)
+constexpr size_t kMaxSpans = 2000;  // per lane
+
 // A timeline's lanes being built: (track, kind) -> lane, in first-seen order.
 struct TimelineLanes {
   std::vector<std::pair<uint64_t, Lane>> lanes;
@@ -154,6 +157,50 @@ struct TimelineLanes {
   }
 };
 
+// Sorted, touching spans merged, at most kMaxSpans.
+void normalize_spans(Lane& l) {
+  std::sort(l.spans.begin(), l.spans.end());
+  size_t n = 0;
+  for (const auto& v : l.spans) {
+    if (n > 0 && v.first <= l.spans[n - 1].second)
+      l.spans[n - 1].second = std::max(l.spans[n - 1].second, v.second);
+    else
+      l.spans[n++] = v;
+  }
+  l.spans.resize(std::min(n, kMaxSpans));
+}
+
+// Appends `b`'s lanes to `t`: beyond kMaxLanes, the least busy lanes are
+// merged per kind into one lane each ("REST_NAME: KIND").
+void finish_lanes(TimelineLanes& b, const char* rest_name, Timeline& t) {
+  for (auto& [k, l] : b.lanes) normalize_spans(l);
+  if (b.lanes.size() > kMaxLanes) {
+    const auto busy = [](const Lane& l) {
+      int64_t n = 0;
+      for (const auto& [x, y] : l.spans) n += y - x;
+      return n;
+    };
+    std::stable_sort(b.lanes.begin(), b.lanes.end(),
+                     [&](const auto& x, const auto& y) { return busy(x.second) > busy(y.second); });
+    std::vector<Lane> rest;
+    for (size_t i = kMaxLanes; i < b.lanes.size(); ++i) {
+      Lane& l = b.lanes[i].second;
+      auto it = std::find_if(rest.begin(), rest.end(), [&](const Lane& x) { return x.kind == l.kind; });
+      if (it == rest.end()) {
+        rest.push_back(Lane{std::string(rest_name) + ": " + l.kind, l.kind, {}});
+        it = rest.end() - 1;
+      }
+      it->spans.insert(it->spans.end(), l.spans.begin(), l.spans.end());
+    }
+    b.lanes.resize(kMaxLanes);
+    for (Lane& l : rest) {
+      normalize_spans(l);
+      b.lanes.push_back({~uint64_t{0}, std::move(l)});
+    }
+  }
+  for (auto& [k, l] : b.lanes) t.lanes.push_back(std::move(l));
+}
+
 }  // namespace
 
 // Keeps the lanes of the longest step and of a recent typical one (wall
@@ -168,53 +215,28 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
   const bool longest = steps_.size() > 2 && wall > double(longest_.wall_ns);
   const bool typical = steps_.size() > 2 && std::abs(wall - mean) <= 0.1 * mean && steps_.size() % 50 == 3;
   if (!longest && !typical) return;
-  constexpr size_t kMaxLanes = 12;   // per group (device, producers)
-  constexpr size_t kMaxSpans = 2000;  // per lane
-  const int64_t s0 = r.start_ns, s1 = r.end_ns;
   Timeline t{longest ? "longest" : "typical", r.index, r.wall(), {}};
-  const auto normalize_spans = [&](Lane& l) {
-    std::sort(l.spans.begin(), l.spans.end());
-    size_t n = 0;
-    for (const auto& v : l.spans) {
-      if (n > 0 && v.first <= l.spans[n - 1].second)
-        l.spans[n - 1].second = std::max(l.spans[n - 1].second, v.second);
-      else
-        l.spans[n++] = v;
-    }
-    l.spans.resize(std::min(n, kMaxSpans));
-  };
-  const auto finish = [&](TimelineLanes& b, const char* rest_name) {
-    // Beyond kMaxLanes, the least busy lanes are merged per kind.
-    for (auto& [k, l] : b.lanes) normalize_spans(l);
-    if (b.lanes.size() > kMaxLanes) {
-      const auto busy = [](const Lane& l) {
-        int64_t n = 0;
-        for (const auto& [x, y] : l.spans) n += y - x;
-        return n;
-      };
-      std::stable_sort(b.lanes.begin(), b.lanes.end(),
-                       [&](const auto& x, const auto& y) { return busy(x.second) > busy(y.second); });
-      std::vector<Lane> rest;
-      for (size_t i = kMaxLanes; i < b.lanes.size(); ++i) {
-        Lane& l = b.lanes[i].second;
-        auto it = std::find_if(rest.begin(), rest.end(), [&](const Lane& x) { return x.kind == l.kind; });
-        if (it == rest.end()) {
-          rest.push_back(Lane{std::string(rest_name) + ": " + l.kind, l.kind, {}});
-          it = rest.end() - 1;
-        }
-        it->spans.insert(it->spans.end(), l.spans.begin(), l.spans.end());
-      }
-      b.lanes.resize(kMaxLanes);
-      for (Lane& l : rest) {
-        normalize_spans(l);
-        b.lanes.push_back({~uint64_t{0}, std::move(l)});
-      }
-    }
-    for (auto& [k, l] : b.lanes) t.lanes.push_back(std::move(l));
-  };
+  device_lanes(in, r, t);
+  const int64_t s0 = r.start_ns;
   const auto rel = [&](int64_t a, int64_t b) { return std::pair<int64_t, int64_t>{a - s0, b - s0}; };
+  for (const auto& [ivs, name, kind] : {std::tuple{&in.data_waits, "trainer: data wait", "data wait"},
+                                        std::tuple{&in.api_calls, "trainer: CUDA API", "api"}}) {
+    if (ivs->empty()) continue;
+    Lane l{name, kind, {}};
+    for (size_t i = 0; i < ivs->size() && i < kMaxSpans; ++i) l.spans.push_back(rel((*ivs)[i].a, (*ivs)[i].b));
+    t.lanes.push_back(std::move(l));
+  }
+  producer_lanes(r, t);
+  (longest ? longest_ : typical_) = std::move(t);
+}
+
+// One lane per device stream and kind; device work on no known stream in
+// one lane per kind.
+void RankEngine::device_lanes(const StepInputs& in, const StepResult& r, Timeline& t) const {
   static constexpr const char* kDevKind[4] = {"compute", "comm", "h2d", "other"};
   static constexpr const char* kDevWords[4] = {"kernels", "collectives", "H2D copies", "other copies"};
+  const int64_t s0 = r.start_ns, s1 = r.end_ns;
+  const auto rel = [&](int64_t a, int64_t b) { return std::pair<int64_t, int64_t>{a - s0, b - s0}; };
   const Ivs* merged_dev[4] = {&in.compute, &in.comm, &in.h2d, &in.other};
   TimelineLanes dev;
   for (size_t k = 0; k < 4; ++k) {
@@ -229,25 +251,23 @@ void RankEngine::snapshot(const StepInputs& in, const StepResult& r) {
       for (const Iv& v : *merged_dev[k]) l.spans.push_back(rel(v.a, v.b));
     }
   }
-  finish(dev, "other streams");
-  for (const auto& [ivs, name, kind] : {std::tuple{&in.data_waits, "trainer: data wait", "data wait"},
-                                        std::tuple{&in.api_calls, "trainer: CUDA API", "api"}}) {
-    if (ivs->empty()) continue;
-    Lane l{name, kind, {}};
-    for (size_t i = 0; i < ivs->size() && i < kMaxSpans; ++i) l.spans.push_back(rel((*ivs)[i].a, (*ivs)[i].b));
-    t.lanes.push_back(std::move(l));
-  }
+  finish_lanes(dev, "other streams", t);
+}
+
+// One lane per producer thread (or worker process) and kind: reads, preprocessing.
+void RankEngine::producer_lanes(const StepResult& r, Timeline& t) const {
+  const int64_t s0 = r.start_ns, s1 = r.end_ns;
   TimelineLanes prod;
   const auto producer = [&](uint32_t track, bool read, int64_t a, int64_t b) {
     const auto name = [&] { return track_label(track) + (read ? ": reads" : ": preprocess"); };
-    prod.at(track, read ? 0 : 1, name, read ? "reads" : "preprocess").spans.push_back(rel(a, b));
+    prod.at(track, read ? 0 : 1, name, read ? "reads" : "preprocess")
+        .spans.push_back(std::pair<int64_t, int64_t>{a - s0, b - s0});
   };
   reads_.for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, true, a, b); });
   pre_.for_each(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, false, a, b); });
   lineage_.collect_busy_tracks(s0, s1, producer);
   loaders_.for_each_fetch(s0, s1, [&](uint32_t track, int64_t a, int64_t b) { producer(track, false, a, b); });
-  finish(prod, "other producers");
-  (longest ? longest_ : typical_) = std::move(t);
+  finish_lanes(prod, "other producers", t);
 }
 
 std::string RankEngine::track_label(uint32_t track) const {

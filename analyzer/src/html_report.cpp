@@ -119,22 +119,69 @@ void parts_bar(std::ostream& o, const RankReport& r) {
 
 // --- the steps chart ----------------------------------------------------------
 
+// The steps chart's plot area: heights in px, the axis's full scale in ns.
+struct ChartGeom {
+  int ch = 220, top = 12, bottom = 22;
+  int64_t scale = 0;
+  double yscale = 0;
+  bool bucketed = false;
+};
+
+// One bar of the steps chart at `x`, `w` wide: its title, its parts
+// stacked, the bucket's longest step ticked. True when it is clipped.
+bool step_bar(std::ostream& o, const StepBucket& b, double x, double w, const ChartGeom& g,
+              const std::array<bool, kPartCount>& shown) {
+  o << "<g" << (b.warmup ? " class=warm" : "") << "><title>";
+  if (b.steps == 1)
+    o << "step " << b.first << ": " << ms(b.median_wall_ns) << " ms" << (b.warmup ? " (warm-up)" : "")
+      << (b.outlier ? " (outlier)" : "");
+  else
+    o << "steps " << b.first << "-" << b.last << ": median " << ms(b.median_wall_ns) << " ms (step " << b.median_index
+      << "), longest " << ms(b.max_wall_ns) << " ms (step " << b.max_index << ")" << (b.outlier ? ", an outlier" : "");
+  for (size_t p = 0; p < kPartCount; ++p)
+    if (b.median_parts[p] > 0) o << "&#10;" << label(Part(p)) << " " << ms(b.median_parts[p]) << " ms";
+  o << "</title>";
+  // Each part a vertical stroke of the bar's width (the group sets it):
+  // a third of a rect's markup, for pages of many ranks and steps.
+  const std::string cx = num("%.1f", x + w / 2);
+  double y = g.top + g.ch;
+  for (size_t p = 0; p < kPartCount; ++p) {
+    double h = double(b.median_parts[p]) * g.yscale;
+    if (h <= 0) continue;
+    h = std::min(h, y - g.top);
+    if (h <= 0) break;
+    o << "<path d='M" << cx << " " << num("%.1f", y) << "V" << num("%.1f", y - h) << "' stroke='" << fill(p, shown)
+      << "'/>";
+    y -= h;
+  }
+  if (g.bucketed && b.max_wall_ns > b.median_wall_ns) {
+    const double my = std::max(double(g.top), g.top + g.ch - double(b.max_wall_ns) * g.yscale);
+    o << "<path class=max d='M" << cx << " " << num("%.1f", my) << "v1.5'/>";
+  }
+  const int64_t tallest = g.bucketed ? b.max_wall_ns : b.median_wall_ns;
+  const bool clipped = tallest > g.scale;
+  if (clipped) o << "<path class=clip d='M" << num("%.1f", x + w / 2 - 4) << " " << g.top << "h8l-4 -7z'/>";
+  o << "</g>\n";
+  return clipped;
+}
+
 void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
   if (r.steps.empty()) return;
   const auto shown = shown_parts(r);
   const std::vector<StepBucket> buckets = step_buckets(r, max_bars);
-  const int64_t scale = chart_scale_ns(r);
-  const int ch = 220, top = 12, bottom = 22;
+  ChartGeom g;
+  g.scale = chart_scale_ns(r);
+  const int ch = g.ch, top = g.top, bottom = g.bottom;
   const double plot_w = kW - kAxisW;
   const double bw = plot_w / double(buckets.size());
-  const double yscale = double(ch) / double(scale);
-  const bool bucketed = buckets.front().steps > 1;
+  g.yscale = double(ch) / double(g.scale);
+  g.bucketed = buckets.front().steps > 1;
   o << "<svg class=steps width=" << kW << " height=" << ch + top + bottom << " role=img><title>parts of "
-    << (bucketed ? "each bucket's median step" : "every step") << ", scaled to the steady steps</title>\n";
+    << (g.bucketed ? "each bucket's median step" : "every step") << ", scaled to the steady steps</title>\n";
   // Axis: ticks in ms.
-  const double step_ms = tick_step(double(scale) / 1e6, 5);
-  for (double t = 0; t * 1e6 <= double(scale); t += step_ms) {
-    const double y = top + ch - t * 1e6 * yscale;
+  const double step_ms = tick_step(double(g.scale) / 1e6, 5);
+  for (double t = 0; t * 1e6 <= double(g.scale); t += step_ms) {
+    const double y = top + ch - t * 1e6 * g.yscale;
     o << "<line x1=" << kAxisW - 4 << " x2=" << kW << " y1=" << num("%.1f", y) << " y2=" << num("%.1f", y)
       << " class=grid /><text x=" << kAxisW - 6 << " y=" << num("%.1f", y + 4) << " class=ax text-anchor=end>"
       << tick_label(t, step_ms) << "</text>";
@@ -143,48 +190,12 @@ void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
   size_t clipped = 0;
   const double w = std::max(bw - (bw > 3 ? 1.0 : 0.2), 0.5);
   o << "<g stroke-width=" << num("%.1f", w) << ">\n";
-  for (size_t k = 0; k < buckets.size(); ++k) {
-    const StepBucket& b = buckets[k];
-    const double x = kAxisW + double(k) * bw;
-    o << "<g" << (b.warmup ? " class=warm" : "") << "><title>";
-    if (b.steps == 1)
-      o << "step " << b.first << ": " << ms(b.median_wall_ns) << " ms" << (b.warmup ? " (warm-up)" : "")
-        << (b.outlier ? " (outlier)" : "");
-    else
-      o << "steps " << b.first << "-" << b.last << ": median " << ms(b.median_wall_ns) << " ms (step " << b.median_index
-        << "), longest " << ms(b.max_wall_ns) << " ms (step " << b.max_index << ")" << (b.outlier ? ", an outlier" : "");
-    for (size_t p = 0; p < kPartCount; ++p)
-      if (b.median_parts[p] > 0) o << "&#10;" << label(Part(p)) << " " << ms(b.median_parts[p]) << " ms";
-    o << "</title>";
-    // Each part a vertical stroke of the bar's width (the group sets it):
-    // a third of a rect's markup, for pages of many ranks and steps.
-    const std::string cx = num("%.1f", x + w / 2);
-    double y = top + ch;
-    for (size_t p = 0; p < kPartCount; ++p) {
-      double h = double(b.median_parts[p]) * yscale;
-      if (h <= 0) continue;
-      h = std::min(h, y - top);
-      if (h <= 0) break;
-      o << "<path d='M" << cx << " " << num("%.1f", y) << "V" << num("%.1f", y - h) << "' stroke='" << fill(p, shown)
-        << "'/>";
-      y -= h;
-    }
-    if (bucketed && b.max_wall_ns > b.median_wall_ns) {
-      const double my = std::max(double(top), top + ch - double(b.max_wall_ns) * yscale);
-      o << "<path class=max d='M" << cx << " " << num("%.1f", my) << "v1.5'/>";
-    }
-    const int64_t tallest = bucketed ? b.max_wall_ns : b.median_wall_ns;
-    if (tallest > scale) {
-      ++clipped;
-      o << "<path class=clip d='M" << num("%.1f", x + w / 2 - 4) << " " << top << "h8l-4 -7z'/>";
-    }
-    o << "</g>\n";
-  }
+  for (size_t k = 0; k < buckets.size(); ++k) clipped += step_bar(o, buckets[k], kAxisW + double(k) * bw, w, g, shown);
   o << "</g>\n";
   // p50 and p90 of the steady steps.
   for (const auto& [name, v] : {std::pair{"p50", r.step_p50_ms}, std::pair{"p90", r.step_p90_ms}}) {
-    if (v <= 0 || v * 1e6 > double(scale)) continue;
-    const double y = top + ch - v * 1e6 * yscale;
+    if (v <= 0 || v * 1e6 > double(g.scale)) continue;
+    const double y = top + ch - v * 1e6 * g.yscale;
     o << "<line x1=" << kAxisW << " x2=" << kW << " y1=" << num("%.1f", y) << " y2=" << num("%.1f", y)
       << " class='pline " << name << "' /><text x=" << kW - 2 << " y="
       << num("%.1f", name == std::string_view("p90") ? y - 3 : y + 11)  // p50 beneath its line: never on p90's
@@ -197,10 +208,10 @@ void steps_chart(std::ostream& o, const RankReport& r, size_t max_bars) {
     o << "<text x=" << num("%.1f", kAxisW + (double(k) + 0.5) * bw) << " y=" << top + ch + 15
       << " class=ax text-anchor=middle>" << buckets[k].first << "</text>";
   }
-  o << "</svg>\n<p class=note>" << (bucketed ? "Each bar is the median step of " + std::to_string(buckets.front().steps) +
-                                                   " consecutive steps; the dark tick is the longest of them. "
-                                             : std::string("One bar per step. "))
-    << "The axis is scaled to the steady steps (" << ms(scale) << " ms)";
+  o << "</svg>\n<p class=note>" << (g.bucketed ? "Each bar is the median step of " + std::to_string(buckets.front().steps) +
+                                                     " consecutive steps; the dark tick is the longest of them. "
+                                               : std::string("One bar per step. "))
+    << "The axis is scaled to the steady steps (" << ms(g.scale) << " ms)";
   if (clipped > 0) o << "; " << clipped << (clipped == 1 ? " bar is" : " bars are") << " taller, clipped and marked &#9650;";
   o << ". Faded: warm-up. Hover a bar for its parts.</p>\n";
 }

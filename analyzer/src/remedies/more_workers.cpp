@@ -105,15 +105,29 @@ std::optional<Remedy> for_dataloader(const RemedyContext& c, const DataLoaderRep
   return m;
 }
 
-// Producers behind a channel or relay (FeedReport): the workers that keep
-// up come from Little's law, busy time per item × items per step over the
-// trainer's own time per step; within the idle CPUs unless the producers
-// mostly wait on storage (then more of them overlap their reads).
-std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f) {
-  if (!f.found || f.producers.empty() || fed_loader(c.r) != nullptr) return std::nullopt;
+// How many producers behind a channel or relay (FeedReport) keep up:
+// Little's law, busy time per item × items per step over the trainer's own
+// time per step; within the idle CPUs unless the producers mostly wait on
+// storage (then more of them overlap their reads).
+struct ProducerPlan {
+  double w = 0;  // producers today (those that made two items or more)
+  double per_step = 0, trainer_ms = 0, data = 0, idle = -1;
+  int needed = 0, proposed = 0, most_times = 0;
+  bool capped = false, limited = false, blocked = false, processes = false;
+};
+
+// Little's law lets waits overlap without end; what the producers wait on
+// (a service, a disk, a lock none of them shows) and the memory each
+// process holds do not. At most this many times today's count: a setting
+// to type and measure, a bound on its gain; the next run asks again from
+// what it measured.
+constexpr int kMostTimesProducers = 4;
+
+std::optional<ProducerPlan> plan_producers(const RemedyContext& c, const FeedReport& f) {
+  ProducerPlan q;
+  q.data = c.data_ms();
   const Stage* st = c.stage(StageKind::kProducers);
-  const double data = c.data_ms();
-  if (st == nullptr || !st->measured || f.busy_ms_per_item <= 0 || data < 0.1 * c.step_ms)
+  if (st == nullptr || !st->measured || f.busy_ms_per_item <= 0 || q.data < 0.1 * c.step_ms)
     return std::nullopt;
   // The workers to multiply: a producer that handed on one object only (a
   // pool's task handler posting its stop sentinel to the result thread) is
@@ -124,12 +138,13 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
     makers += p.items >= 2;
     if (p.items > busiest->items) busiest = &p;
   }
-  const double w = double(makers > 0 ? makers : f.producers.size());
-  const double per_step = f.busy_ms_per_item * std::max(f.items_per_step, 1e-9);
-  const double trainer_ms = std::max(c.step_ms - data, 0.01 * c.step_ms);
+  q.processes = busiest->tid == 0;
+  q.w = double(makers > 0 ? makers : f.producers.size());
+  q.per_step = f.busy_ms_per_item * std::max(f.items_per_step, 1e-9);
+  q.trainer_ms = std::max(c.step_ms - q.data, 0.01 * c.step_ms);
   // 5 % slack: a measured ratio of 3.02 asks for 3 workers, not 4.
-  const int needed = int(std::ceil(per_step / trainer_ms - 0.05));
-  if (needed <= int(w)) return std::nullopt;  // they keep up on average: not their number
+  q.needed = int(std::ceil(q.per_step / q.trainer_ms - 0.05));
+  if (q.needed <= int(q.w)) return std::nullopt;  // they keep up on average: not their number
   // Producers that mostly wait overlap their waits: more of them than
   // cores can help. Storage reads are such waits. Time blocked elsewhere
   // may be time spent waiting for a CPU, which more producers would not
@@ -137,67 +152,66 @@ std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f)
   // is over 3x the producers' CPU time per item (a thread that needs a CPU
   // that little is not kept off one that long unless the machine is over
   // three times oversubscribed).
-  const double idle = c.r.cpu.idle_during_stalls;
+  q.idle = c.r.cpu.idle_during_stalls;
   const bool waits_elsewhere = f.other_ms_per_item > 0 &&
-                               (idle < 0 || idle >= 1 || f.other_ms_per_item > 3 * f.cpu_ms_per_item);
-  const bool blocked = mostly_in_storage(f.storage_ms_per_item, f.busy_ms_per_item) ||
-                       (waits_elsewhere && mostly_in_storage(f.storage_ms_per_item + f.other_ms_per_item,
-                                                             f.busy_ms_per_item));
-  int proposed = needed;
-  bool capped = false;
-  if (!blocked && idle >= 0) {
-    const int most = int(w + std::floor(idle + 0.5));
-    if (most < proposed) {
-      proposed = most;
-      capped = true;
+                               (q.idle < 0 || q.idle >= 1 || f.other_ms_per_item > 3 * f.cpu_ms_per_item);
+  q.blocked = mostly_in_storage(f.storage_ms_per_item, f.busy_ms_per_item) ||
+              (waits_elsewhere && mostly_in_storage(f.storage_ms_per_item + f.other_ms_per_item,
+                                                    f.busy_ms_per_item));
+  q.proposed = q.needed;
+  if (!q.blocked && q.idle >= 0) {
+    const int most = int(q.w + std::floor(q.idle + 0.5));
+    if (most < q.proposed) {
+      q.proposed = most;
+      q.capped = true;
     }
   }
-  if (proposed <= int(w)) return std::nullopt;
-  // Little's law lets waits overlap without end; what the producers wait
-  // on (a service, a disk, a lock none of them shows) and the memory each
-  // process holds do not. At most kMostTimesProducers times today's count:
-  // a setting to type and measure, a bound on its gain; the next run asks
-  // again from what it measured.
-  constexpr int kMostTimesProducers = 4;
-  const int most_times = kMostTimesProducers * int(w);
-  const bool limited = proposed > most_times;
-  if (limited) proposed = most_times;
-  const std::string n = std::to_string(proposed);
-  const bool processes = busiest->tid == 0;
-  const std::string what = processes ? "producer processes" : "producer threads";
+  if (q.proposed <= int(q.w)) return std::nullopt;
+  q.most_times = kMostTimesProducers * int(q.w);
+  q.limited = q.proposed > q.most_times;
+  if (q.limited) q.proposed = q.most_times;
+  return q;
+}
+
+std::optional<Remedy> for_producers(const RemedyContext& c, const FeedReport& f) {
+  if (!f.found || f.producers.empty() || fed_loader(c.r) != nullptr) return std::nullopt;
+  const std::optional<ProducerPlan> plan = plan_producers(c, f);
+  if (!plan) return std::nullopt;
+  const ProducerPlan& q = *plan;
+  const std::string what = q.processes ? "producer processes" : "producer threads";
   Remedy m = make_remedy(
       c, RemedyId::kMoreWorkers, "Add " + what, "none",
-      strf("%d %s feeding the trainer (now %.0f)%s", proposed, what.c_str(), w,
+      strf("%d %s feeding the trainer (now %.0f)%s", q.proposed, what.c_str(), q.w,
            f.relays.empty() ? "" : strf(": Pool(processes=%d) / ProcessPoolExecutor(max_workers=%d)",
-                                        proposed, proposed).c_str()));
+                                        q.proposed, q.proposed).c_str()));
   m.knob_for = "program";
-  const double stall = std::max(0.0, per_step / proposed - trainer_ms);
-  m.predicted_step_ms = c.step_ms - data + std::min(stall, data);
-  m.bound = limited;
+  const double stall = std::max(0.0, q.per_step / q.proposed - q.trainer_ms);
+  m.predicted_step_ms = c.step_ms - q.data + std::min(stall, q.data);
+  m.bound = q.limited;
   m.model = "workers = ceil(busy_per_item * items_per_step / (step - data_stall)), at most "
             "producers + idle CPUs during stalls unless they mostly wait (in storage reads; "
             "elsewhere with a CPU idle during stalls or over 3x their CPU time), and at most 4x "
             "the producers; step - data_stall + "
             "max(0, busy_per_item * items_per_step / workers - (step - data_stall))";
-  if (limited) m.model = "bound: " + m.model + " (their waits overlapping as today's do, unmeasured at 4x)";
+  if (q.limited) m.model = "bound: " + m.model + " (their waits overlapping as today's do, unmeasured at 4x)";
   m.evidence = strf("%s: %.0f producer(s) each busy %.2f ms per item (on CPU %.2f, in storage "
                     "reads %.2f, blocked elsewhere %.2f), %.2f item(s) per step; the trainer "
                     "works %.2f ms per step outside its waits, so %d keep up",
-                    f.path.c_str(), w, f.busy_ms_per_item, f.cpu_ms_per_item, f.storage_ms_per_item,
-                    f.other_ms_per_item, f.items_per_step, trainer_ms, needed);
-  if (idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", idle);
-  if (capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", proposed);
-  if (limited)
+                    f.path.c_str(), q.w, f.busy_ms_per_item, f.cpu_ms_per_item, f.storage_ms_per_item,
+                    f.other_ms_per_item, f.items_per_step, q.trainer_ms, q.needed);
+  if (q.idle >= 0) m.evidence += strf("; %.1f CPUs idle during data stalls", q.idle);
+  if (q.capped) m.evidence += strf(" (%d proposed: the idle CPUs allow no more)", q.proposed);
+  if (q.limited)
     m.evidence += strf(" (Little's law asks for %d; %d proposed, at most %dx the producers: what "
                        "they wait on and their memory limit more; measure, then run again)",
-                       needed, proposed, kMostTimesProducers);
-  if (blocked) m.evidence += "; they mostly wait (storage, or elsewhere), so more of them than cores can help";
-  m.inputs = {{"producers", w, ""}, {"suggested_producers", double(proposed), ""},
-              {"producers_needed", double(needed), ""},
+                       q.needed, q.proposed, kMostTimesProducers);
+  if (q.blocked) m.evidence += "; they mostly wait (storage, or elsewhere), so more of them than cores can help";
+  m.inputs = {{"producers", q.w, ""}, {"suggested_producers", double(q.proposed), ""},
+              {"producers_needed", double(q.needed), ""},
               {"busy_ms_per_item", f.busy_ms_per_item, "ms"},
-              {"items_per_step", f.items_per_step, ""}, {"trainer_ms_per_step", trainer_ms, "ms"},
-              {"idle_cpus_during_stalls", idle, ""},
-              {"most_producers", double(most_times), ""}};
+              {"items_per_step", f.items_per_step, ""}, {"trainer_ms_per_step", q.trainer_ms, "ms"},
+              {"idle_cpus_during_stalls", q.idle, ""},
+              {"most_producers", double(q.most_times), ""}};
   return m;
 }
 
