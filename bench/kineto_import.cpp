@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   c0 = cpu_s();
   w0 = wall_s();
-  const auto rep = kin::analyze_imported(imp, {});
+  const auto rep = stallscope::analyzer::analyze_imported(imp, {});
   const double analyze_cpu = cpu_s() - c0, analyze_wall = wall_s() - w0;
 
   const double mbytes = double(bytes) / 1e6;

@@ -93,6 +93,7 @@ class RankEngine {
   const RateSeries* read_as_child(uint32_t proc) const;
   TrainerChans* trainer_chans();
   void add_warnings(RankReport& r) const;
+  void add_import_notes(RankReport& r) const;
   void snapshot(const StepInputs& in, const StepResult& r);
   void device_lanes(const StepInputs& in, const StepResult& r, Timeline& t) const;
   void producer_lanes(const StepResult& r, Timeline& t) const;

@@ -34,6 +34,11 @@ RankReport RankEngine::finish() {
     r.source = StepSource::kInferred;
     r.source_detail = "step events inferred by the importer";
   }
+  if (trace_.imported.step_source != StepSource::kNone && r.source == StepSource::kInferred) {
+    // The importer's steps: the report names what delimited them.
+    r.source = trace_.imported.step_source;
+    r.source_detail = trace_.imported.step_detail;
+  }
   r.trainer_tid = finder_.has_trainer() ? trace_.tracks[finder_.trainer_track()].tid : 0;
   r.device_activity = device_seen_;
   for (const auto& t : trace_.tracks) gpu_track_ = gpu_track_ || t.type == TrackType::kGpuStream;
@@ -69,7 +74,8 @@ RankReport RankEngine::finish() {
   stats_.nccl_joined = nccl_join_.matched();
   stats_.nccl_unjoined = nccl_join_.unmatched();
   build_capacity(r, stats_, trace_);
-  RemedyContext ctx{r, stats_, trace_.probes, mean_step_ms(r), trace_.procs, trace_.origin};
+  RemedyContext ctx{r, stats_, trace_.probes, mean_step_ms(r), trace_.procs, trace_.origin,
+                    trace_.imported.single_process_loader};
   r.remedies = propose_remedies(ctx, opt_.max_remedies, &r.rejected_remedies);
   for (Timeline* t : {&typical_, &longest_})
     if (!t->lanes.empty()) r.timelines.push_back(std::move(*t));
@@ -77,7 +83,32 @@ RankReport RankEngine::finish() {
   collectives_.take(r);
   r.warnings = std::move(warnings_);
   add_warnings(r);
+  if (trace_.origin == TraceOrigin::kProfilerImport) add_import_notes(r);
   return r;
+}
+
+// What a profiler trace cannot say, first among the warnings: its summary,
+// the unsplit data stall, a loader without workers, how the steps were
+// found; then the importer's own warnings.
+void RankEngine::add_import_notes(RankReport& r) const {
+  const ImportFacts& f = trace_.imported;
+  std::vector<std::string> notes = {f.summary};
+  if (mean_part_ms(r, Part::kDataUnknown) > 0)
+    notes.push_back(
+        "a profiler trace does not show the DataLoader's workers: the data stall cannot be "
+        "split into storage and preprocessing (run under `stallscope run` to split it)");
+  if (f.single_process_loader)
+    notes.push_back("the DataLoader ran without workers (_SingleProcessDataLoaderIter): its loading "
+                    "ran on the trainer thread, inside each data wait");
+  if (r.source == StepSource::kWholeTrace)
+    notes.push_back("no ProfilerStep#N and nothing that repeats like a step: the whole trace is "
+                    "analyzed as one window (step times are not per step)");
+  else if (f.profiler_steps == 0 && r.source != StepSource::kNone)
+    notes.push_back("no ProfilerStep#N in the trace: steps " +
+                    std::string(r.source == StepSource::kInferred ? "inferred from the " : "from ") +
+                    r.source_detail);
+  notes.insert(notes.end(), f.warnings.begin(), f.warnings.end());
+  r.warnings.insert(r.warnings.begin(), notes.begin(), notes.end());
 }
 
 void RankEngine::add_warnings(RankReport& r) const {

@@ -217,8 +217,11 @@ void analyze_groups_parallel(std::vector<RankGroup>& groups, const AnalyzeOption
 Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& opt) {
   Report rep;
   rep.inputs = paths;
-  // PyTorch profiler traces (detected by content) become ranks here; the rest is ours.
-  const std::vector<std::string> own_paths = kineto::analyze_kineto_inputs(paths, opt, rep);
+  // PyTorch profiler traces (detected by content) become ranks here, one
+  // file in memory at a time; the rest is ours.
+  const std::vector<std::string> own_paths = kineto::import_each(
+      paths, opt.max_json_bytes, rep.errors,
+      [&](kineto::ImportedRank&& r) { rep.ranks.push_back(analyze_imported(r, opt)); });
   std::vector<std::unique_ptr<reader::TraceReader>> readers;
   for (const auto& p : own_paths) {
     std::string error;
@@ -252,6 +255,16 @@ Report analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions
     rep.warnings.push_back(why + ": the step and collective tables stay in memory, which grows "
                            "with the run's length (set TMPDIR to a writable directory)");
   return rep;
+}
+
+RankReport analyze_imported(const kineto::ImportedRank& imp, const AnalyzeOptions& opt) {
+  RankReport r = analyze_rank(imp.trace, opt);
+  r.rank = imp.rank;
+  r.files = {imp.file};
+  // Trace ns + baseTimeNanoseconds = wall clock: what the cross-rank pass aligns on.
+  r.realtime_offset_ns = imp.base_time_ns;
+  r.realtime_known = imp.base_time_ns != 0;
+  return r;
 }
 
 RankReport analyze_rank(const RankTrace& trace, const AnalyzeOptions& opt) {

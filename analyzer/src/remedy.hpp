@@ -26,6 +26,8 @@ struct RemedyContext {
   double step_ms = 0;  // mean steady step
   std::span<const ProcessDesc> procs = {};  // the rank's processes (empty: not known)
   TraceOrigin origin = TraceOrigin::kRecorder;
+  // A profiler trace's DataLoader ran without workers (ImportFacts).
+  bool single_process_loader = false;
   double ms(Part part) const { return mean_part_ms(r, part); }
   double share(Part part) const { return r.parts[idx(part)].share; }
   double data_ms() const {

@@ -35,7 +35,7 @@ RankReport analyze(const KinetoWriter& w) {
   testing::write_file(dir / (boost::unit_test::framework::current_test_case().p_name.get() + ".json"), w.json());
   std::string s = w.json();
   s.reserve(s.size() + 64);  // simdjson's padding
-  return kin::analyze_imported(kin::import_json(s, "mem.json"), {});
+  return analyzer::analyze_imported(kin::import_json(s, "mem.json"), {});
 }
 
 // A launch and its kernel: the runtime call [a, a + call), the kernel
@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(a_recorded_cpu_trace_has_no_gap_classes, *boost::unit_test:
   for (const char* name : {"cpu_loader_bound.json.gz", "cpu_compute_bound.json.gz"}) {
     BOOST_TEST_CONTEXT(name) {
       const auto imp = kin::import_file((dir / name).string());
-      const auto r = kin::analyze_imported(imp, {});
+      const auto r = analyzer::analyze_imported(imp, {});
       BOOST_TEST(r.steady_steps > 0u);
       BOOST_TEST(!r.host_gaps.analyzed);
       BOOST_TEST(r.host_gaps.note.find("no device-idle gaps") != std::string::npos);

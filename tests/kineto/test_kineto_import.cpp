@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_SUITE(kineto_import)
 BOOST_AUTO_TEST_CASE(single_process_iterator_proposes_workers_not_prefetch) {
   const auto imp = import_text(loader_bound(KinetoWriter::kCurrent, 60, false).json());
   BOOST_TEST(imp.stats.single_process_waits == 6u);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_REQUIRE(!r.remedies.empty());
   BOOST_TEST(r.remedies[0].id == "tune_dataloader");
   BOOST_TEST(r.remedies[0].pytorch_knob.find("num_workers=1 or more") != std::string::npos);
@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(single_process_iterator_proposes_workers_not_prefetch) {
   for (const auto& w : r.warnings) noted = noted || w.find("without workers") != std::string::npos;
   BOOST_TEST(noted);
   // With workers the remedy stays the general one.
-  const auto m = kin::analyze_imported(import_text(loader_bound(KinetoWriter::kCurrent).json()), {});
+  const auto m = analyzer::analyze_imported(import_text(loader_bound(KinetoWriter::kCurrent).json()), {});
   BOOST_TEST(m.remedies[0].pytorch_knob.find("prefetch_factor") != std::string::npos);
 }
 
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_only_trace_counts_operators_as_compute_and_gaps_as_ho
       w.op("aten::linear", o + 2, o + 5).op("aten::addmm", o + 3, o + 4);  // nested: once
       w.op("aten::sum", o + 6, o + 8);  // gaps 5-6 and 8-10: Python between operators
     }
-    const auto r = kin::analyze_imported(import_text(w.json()), {});
+    const auto r = analyzer::analyze_imported(import_text(w.json()), {});
     BOOST_TEST(r.compute_basis == "cpu_only");
     BOOST_TEST(mean_ms(r, Part::kCompute) == 5.0, boost::test_tools::tolerance(kTol));
     BOOST_TEST(mean_ms(r, Part::kDataUnknown) == 2.0, boost::test_tools::tolerance(kTol));
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(dataloader_bound_steps_are_an_unsplit_data_stall_with_datal
     BOOST_TEST(imp.stats.api_calls == 6u);
     BOOST_TEST((imp.schema ==
                 (schema == KinetoWriter::kCurrent ? kin::Schema::kKineto : kin::Schema::kLegacy)));
-    const auto r = kin::analyze_imported(imp, {});
+    const auto r = analyzer::analyze_imported(imp, {});
     BOOST_TEST(r.steps.size() == 6u);
     BOOST_TEST(r.steady_steps == 5u);
     BOOST_TEST(mean_ms(r, Part::kDataUnknown) == 60.0, boost::test_tools::tolerance(kTol));
@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_dataloader_wait_under_5_percent_proposes_no_dataloader_re
   analyzer::AnalyzeOptions opt;
   opt.max_remedies = 64;  // every remedy that fires
   const auto r =
-      kin::analyze_imported(import_text(loader_bound(KinetoWriter::kCurrent, 4).json()), opt);
+      analyzer::analyze_imported(import_text(loader_bound(KinetoWriter::kCurrent, 4).json()), opt);
   BOOST_TEST(mean_ms(r, Part::kDataUnknown) == 4.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(r, Part::kCompute) == 86.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(!has_remedy(r, "tune_dataloader"));
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(pageable_h2d_copy_is_exposed_h2d_and_proposes_pinned_memory
     BOOST_TEST((e.copy().dst == format::MemKind::kDevice));
   }
   BOOST_TEST(h2d == 6u);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST(mean_ms(r, Part::kCopyH2D) == 20.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(has_remedy(r, "pinned_memory"));
@@ -212,7 +212,7 @@ KinetoWriter mixed_copies(const char* batch_copy) {
 BOOST_AUTO_TEST_CASE(pageable_batches_beside_pinned_copies_predict_the_gain_from_both_bandwidths) {
   analyzer::AnalyzeOptions opt;
   opt.max_remedies = 64;
-  const auto r = kin::analyze_imported(
+  const auto r = analyzer::analyze_imported(
       import_text(mixed_copies("Memcpy HtoD (Pageable -> Device)").json()), opt);
   BOOST_TEST(mean_ms(r, Part::kCopyH2D) == 21.0, boost::test_tools::tolerance(kTol));
   const analyzer::Remedy* m = find_remedy(r, "pinned_memory");
@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(pageable_batches_beside_pinned_copies_predict_the_gain_from
 BOOST_AUTO_TEST_CASE(pinned_copies_propose_no_pinned_memory) {
   analyzer::AnalyzeOptions opt;
   opt.max_remedies = 64;
-  const auto r = kin::analyze_imported(
+  const auto r = analyzer::analyze_imported(
       import_text(mixed_copies("Memcpy HtoD (Pinned -> Device)").json()), opt);
   BOOST_TEST(mean_ms(r, Part::kCopyH2D) == 21.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(!has_remedy(r, "pinned_memory"));
@@ -252,7 +252,7 @@ BOOST_AUTO_TEST_CASE(only_pageable_copies_give_a_bound_not_a_measured_gain) {
     w.step(i + 1, o, o + 50).memcpy(o, o + 20, "Memcpy HtoD (Pageable -> Device)", 100 << 20);
     w.kernel(o + 20, o + 50);
   }
-  const auto r = kin::analyze_imported(import_text(w.json()), opt);
+  const auto r = analyzer::analyze_imported(import_text(w.json()), opt);
   const analyzer::Remedy* m = find_remedy(r, "pinned_memory");
   BOOST_REQUIRE(m != nullptr);
   // No pinned copy, no probe, no topology in an imported trace: at best the
@@ -303,7 +303,7 @@ BOOST_AUTO_TEST_CASE(nccl_kernel_overlapping_compute_counts_only_its_exposed_par
     BOOST_TEST(e.coll().seq == ++seq);     // per-communicator sequence
     BOOST_TEST(e.coll().comm != 0u);
   }
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST(mean_ms(r, Part::kCompute) == 60.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(r, Part::kCommTransfer) == 30.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(r, Part::kStragglerWait) == 0.0);
@@ -336,7 +336,7 @@ BOOST_AUTO_TEST_CASE(an_impossible_nccl_message_size_gives_no_bandwidth) {
   for (const auto& e : imp.trace.events)
     if (e.kind == format::Kind::kCollective) without += e.coll().bytes == 0;
   BOOST_TEST(without == 2u);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST(warned(r,
                     "huge.json: 2 NCCL collective(s) with an impossible message size (past 1 "
                     "TiB) count as time only, with no bandwidth; the first: \"In msg nelems\" " +
@@ -367,7 +367,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_bytes_are_the_ranks_own_part) {
     BOOST_TEST((e.coll().op == format::CollOp::kReduceScatter));
     BOOST_TEST(e.coll().bytes == uint64_t{4} << 20);  // 2^20 floats of the rank's own
   }
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   double busbw = 0;
   for (const auto& st : r.stages)
     if (st.kind == analyzer::StageKind::kComm)
@@ -434,8 +434,8 @@ BOOST_AUTO_TEST_CASE(two_ranks_with_a_straggler) {
   BOOST_TEST(r1.base_time_ns == base + 5'000'000);
   // Per rank: rank 0 computes 40 ms and sits in the allreduce for 50 ms
   // (waiting for rank 1); rank 1 computes 80 ms and reduces for 10 ms.
-  const auto a0 = kin::analyze_imported(r0, {});
-  const auto a1 = kin::analyze_imported(r1, {});
+  const auto a0 = analyzer::analyze_imported(r0, {});
+  const auto a1 = analyzer::analyze_imported(r1, {});
   BOOST_TEST(mean_ms(a0, Part::kCompute) == 40.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(a0, Part::kCommTransfer) == 50.0, boost::test_tools::tolerance(kTol));
   BOOST_TEST(mean_ms(a1, Part::kCompute) == 80.0, boost::test_tools::tolerance(kTol));
@@ -536,7 +536,7 @@ BOOST_AUTO_TEST_CASE(missing_fields_skip_the_event_or_fail_the_file) {
       std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"no_dur\""));
   BOOST_TEST(imp.stats.first_skip.find(at) != std::string::npos,
              imp.stats.first_skip << " vs " << at);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST(warned(r, "gaps.json: 4 trace event(s) skipped"));
   BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0,
              boost::test_tools::tolerance(kTol));  // the rest intact
@@ -575,7 +575,7 @@ BOOST_AUTO_TEST_CASE(a_time_out_of_range_skips_its_event_like_a_negative_dur) {
                                                          "\"name\": \"far\"")) +
                                 ")") != std::string::npos,
       imp.stats.first_skip);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST(warned(r, "far.json: 5 trace event(s) skipped"));
   BOOST_TEST(mean_ms(r, Part::kCompute) == 30.0, boost::test_tools::tolerance(kTol));
   // Not a number at all is still no trace event.
@@ -627,7 +627,7 @@ BOOST_AUTO_TEST_CASE(any_cut_or_flipped_byte_gives_a_result_or_an_error_never_a_
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;
     bad[i] = static_cast<char>(bad[i] ^ 0x20);
-    std::string e = import_error([&] { kin::analyze_imported(import_text(bad), {}); });
+    std::string e = import_error([&] { analyzer::analyze_imported(import_text(bad), {}); });
     (e.empty() ? results : errors) += 1;
   }
   BOOST_TEST(errors > good.size() / 2);  // most cuts are malformed JSON

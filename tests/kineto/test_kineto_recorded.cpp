@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(loader_bound_cpu_trace_is_input_bound_with_the_exact_wait_s
   const Expected x = expected_of(path);
   BOOST_REQUIRE(x.steps >= 4u);
   BOOST_TEST(imp.stats.steps == x.steps);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST(r.steps.size() == x.steps);
   BOOST_TEST(r.compute_basis == "cpu_only");
   const double want = share_of_steady(r, x.wait_ms, x);
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(compute_bound_cpu_trace_is_healthy) {
   const auto imp = kin::import_file(path);
   const Expected x = expected_of(path);
   BOOST_TEST(imp.stats.steps == x.steps);
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   const double wait = share_of_steady(r, x.wait_ms, x);
   BOOST_TEST(r.parts[analyzer::idx(Part::kDataUnknown)].share == wait,
              boost::test_tools::tolerance(1e-6));

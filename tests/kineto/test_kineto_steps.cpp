@@ -111,7 +111,7 @@ Compared compare(const std::string& marked_json, const std::string& bare_json,
   const auto b = import(bare_json, "bare.json");
   BOOST_TEST(m.stats.steps > 0u);
   BOOST_TEST(b.stats.steps == 0u);
-  Compared c{kin::analyze_imported(m, {}), kin::analyze_imported(b, {})};
+  Compared c{analyzer::analyze_imported(m, {}), analyzer::analyze_imported(b, {})};
   BOOST_TEST((c.marked.source == StepSource::kStepEvents));
   BOOST_TEST((c.inferred.source == StepSource::kInferred), c.inferred.source_detail);
   const auto n = static_cast<long>(c.marked.steps.size()),
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(nothing_repeating_is_one_whole_trace_window_with_a_warning)
   KinetoWriter w(KinetoWriter::kCurrent);
   w.kernel(1, 3, "a").kernel(4, 9, "b").runtime(0, 0.5, "cudaLaunchKernel");
   const auto imp = import(w.json(), "one.json");
-  const auto r = kin::analyze_imported(imp, {});
+  const auto r = analyzer::analyze_imported(imp, {});
   BOOST_TEST((r.source == StepSource::kWholeTrace));
   BOOST_TEST(r.steps.size() == 1u);
   BOOST_TEST(r.step_p50_ms == 9.0, boost::test_tools::tolerance(1e-6));

@@ -4,7 +4,7 @@
 // used and how.
 //
 //   auto imp = kineto::import_file("rank0.pt.trace.json.gz");  // throws ImportError
-//   RankReport r = kineto::analyze_imported(imp, opt);
+//   RankReport r = analyze_imported(imp, opt);  // the engine's, in input.cpp
 //
 // Input detection is by content (kineto::sniff), never by file name, so
 // stallscope's own .sst files and PyTorch traces can be passed together.
@@ -98,11 +98,6 @@ ImportedRank import_file(const std::string& path, uint64_t max_bytes = kDefaultM
 // The same from JSON text already in memory.
 ImportedRank import_json(std::string_view json, const std::string& name);
 
-// Analyzes one imported rank with the normal engine, then adds what a
-// profiler trace cannot say (no loader lineage, no CPU samples) to the
-// warnings and the DataLoader remedy for an unsplit data stall.
-RankReport analyze_imported(const ImportedRank& r, const AnalyzeOptions& opt);
-
 // The seam for the cross-rank pass: every PyTorch profiler trace among
 // `paths` (files, or directories holding *.json / *.json.gz files), each
 // imported as one rank with its rank id and wall-clock base. Files that
@@ -115,10 +110,18 @@ struct Imported {
 };
 Imported import_paths(const std::vector<std::string>& paths);
 
-// The input hook of analyze_paths: imports and analyzes the profiler traces
-// among `paths` into `rep` (ranks, errors) and returns the paths left for
-// stallscope's own reader.
-std::vector<std::string> analyze_kineto_inputs(const std::vector<std::string>& paths,
-                                               const AnalyzeOptions& opt, Report& rep);
+// The input hook of analyze_paths: each profiler trace among `paths`
+// imported and handed to `fn` in turn (one file in memory at a time),
+// failures to `errors`; returns the paths left for stallscope's own reader.
+std::vector<std::string> import_each(const std::vector<std::string>& paths, uint64_t max_bytes,
+                                     std::vector<std::string>& errors,
+                                     const std::function<void(ImportedRank&&)>& fn);
 
 }  // namespace stallscope::analyzer::kineto
+
+namespace stallscope::analyzer {
+// An imported rank analyzed by the engine, as a recording's rank is
+// (input.cpp); the import's facts (RankTrace::imported) say what a profiler
+// trace cannot: no loader lineage, no CPU samples, how its steps were found.
+RankReport analyze_imported(const kineto::ImportedRank& r, const AnalyzeOptions& opt);
+}  // namespace stallscope::analyzer

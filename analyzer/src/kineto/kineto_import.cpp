@@ -79,12 +79,38 @@ std::string_view schema_name(Schema s) noexcept {
 
 namespace {
 
+std::string source_note(const ImportedRank& imp) {
+  const ImportStats& s = imp.stats;
+  std::string n =
+      "PyTorch profiler trace (" + std::string(schema_name(imp.schema)) +
+      "): " + std::to_string(s.events) + " events; " + std::to_string(s.steps) +
+      " ProfilerStep#N steps; " + std::to_string(s.data_waits) +
+      " data waits from enumerate(DataLoader)#...__next__ (detection: profiler annotation); " +
+      std::to_string(s.kernels) + " kernels, " + std::to_string(s.collectives) + " NCCL kernels, " +
+      std::to_string(s.copies) + " copies/memsets, " + std::to_string(s.api_calls) +
+      " CUDA API calls, " + std::to_string(s.syncs) + " syncs";
+  if (imp.rank >= 0)
+    n += "; rank " + std::to_string(imp.rank) + " of " + std::to_string(imp.world_size);
+  return n;
+}
+
 ImportedRank import_source(Source& src, const std::string& name) {
   ImportedRank out;
   out.file = name;
   Mapper m(out);
   parse_trace(src, name, m, out);
   m.finish();
+  // What the analysis needs of the import beside the events.
+  ImportFacts& f = out.trace.imported;
+  f.summary = source_note(out);
+  f.warnings = out.warnings;
+  f.profiler_steps = out.stats.steps;
+  // Every wait in _SingleProcessDataLoaderIter.__next__: the DataLoader had
+  // no workers and loaded on the trainer thread.
+  f.single_process_loader =
+      out.stats.single_process_waits > 0 && out.stats.single_process_waits == out.stats.data_waits;
+  f.step_source = out.step_source;
+  f.step_detail = out.step_detail;
   return out;
 }
 
@@ -107,12 +133,11 @@ Imported import_paths(const std::vector<std::string>& paths) {
   return out;
 }
 
-std::vector<std::string> analyze_kineto_inputs(const std::vector<std::string>& paths,
-                                               const AnalyzeOptions& opt, Report& rep) {
+std::vector<std::string> import_each(const std::vector<std::string>& paths, uint64_t max_bytes,
+                                     std::vector<std::string>& errors,
+                                     const std::function<void(ImportedRank&&)>& fn) {
   std::vector<std::string> rest;
-  // One file in memory at a time: imported, analyzed, dropped.
-  for_each_import(paths, rep.errors, rest, opt.max_json_bytes,
-                  [&](ImportedRank&& r) { rep.ranks.push_back(analyze_imported(r, opt)); });
+  for_each_import(paths, errors, rest, max_bytes, fn);
   return rest;
 }
 

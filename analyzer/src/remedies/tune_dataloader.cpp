@@ -102,6 +102,14 @@ class TuneDataloader final : public RemedyRule {
       if (fetch_share(*l) >= 0.5 && dataloader_workers(c, *l)) return std::nullopt;
       with_setting(c, *l, data, m);
     }
+    if (c.single_process_loader) {
+      // Loading ran on the trainer thread: prefetch and persistent workers
+      // do not exist without workers, so workers are the setting to try.
+      m.title = "Load batches in DataLoader workers";
+      m.pytorch_knob = "DataLoader(num_workers=1 or more) (it had num_workers=0: loading ran on the "
+                       "trainer thread; prefetch_factor and persistent_workers need workers)";
+      m.settings = {{"dataloader", "num_workers", "1"}};
+    }
     return m;
   }
 };

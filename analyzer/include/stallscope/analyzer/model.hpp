@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "stallscope/analyzer/parts.hpp"
 #include "stallscope/format.hpp"
 
 namespace stallscope::analyzer {
@@ -324,9 +325,23 @@ enum class TraceOrigin : uint8_t {
 };
 
 // Everything one rank recorded, in memory (tests, small inputs).
+// What a profiler import found that its events do not say (a RankTrace of
+// origin kProfilerImport; empty otherwise).
+struct ImportFacts {
+  std::string summary;                 // "PyTorch profiler trace (Kineto): N events; …"
+  std::vector<std::string> warnings;   // the importer's own
+  uint64_t profiler_steps = 0;         // ProfilerStep#N ranges
+  bool single_process_loader = false;  // every data wait in _SingleProcessDataLoaderIter.__next__
+  // Without ProfilerStep#N: how the importer inferred the steps (kInferred,
+  // kWholeTrace; kNone when the trace marks steps or holds no activity).
+  StepSource step_source = StepSource::kNone;
+  std::string step_detail;
+};
+
 struct RankTrace {
   int64_t rank = -1;
   TraceOrigin origin = TraceOrigin::kRecorder;
+  ImportFacts imported;
   std::vector<ProcessDesc> procs;
   std::vector<TrackDesc> tracks;
   std::vector<std::string> names = {""};  // names[0] = none

@@ -28,6 +28,16 @@ enum class Part : uint8_t {
 };
 
 inline constexpr size_t kPartCount = static_cast<size_t>(Part::kCount);
+
+// Which events defined the steps (most certain first).
+// kHandoffs: the hand-offs of objects to the trainer thread (channel
+// messages, relay wake-ups), blocking or not. kInferred: step events an
+// importer inferred (a profiler trace without step marks: its top-level
+// ranges or the period of its kernels). kWholeTrace: nothing delimits steps;
+// the whole trace is one window.
+enum class StepSource : uint8_t {
+  kStepEvents, kRanges, kDataWaits, kNone, kHandoffs, kInferred, kWholeTrace };
+std::string_view step_source_key(StepSource s) noexcept;  // "step_events", "ranges", …
 using PartNs = std::array<int64_t, kPartCount>;
 
 constexpr size_t idx(Part p) noexcept { return static_cast<size_t>(p); }

@@ -37,15 +37,6 @@ inline constexpr int kSchemaVersion = 1;
 // 1.10: `step_buckets` (the HTML steps chart's bars and scale), `timelines`.
 inline constexpr int kSchemaMinor = 10;
 
-// Which events defined the steps (most certain first).
-// kHandoffs: the hand-offs of objects to the trainer thread (channel
-// messages, relay wake-ups), blocking or not. kInferred: step events an
-// importer inferred (a profiler trace without step marks: its top-level
-// ranges or the period of its kernels). kWholeTrace: nothing delimits steps;
-// the whole trace is one window.
-enum class StepSource : uint8_t {
-  kStepEvents, kRanges, kDataWaits, kNone, kHandoffs, kInferred, kWholeTrace };
-std::string_view step_source_key(StepSource s) noexcept;  // "step_events", "ranges", …
 
 // How the data-stall time of a step was split (bits).
 // kSplitExact: from the DataLoader hooks' records (the batch's fetch in its
