@@ -122,7 +122,7 @@ class RankEngine {
   ActivityWindow ops_window_;
   NameFlags name_flags_;
   GapClassifier gap_classifier_;
-  HostSets host_sets_;
+  StepSets step_sets_;  // the attribution's sets of the step being finalized (its host sets: the gaps')
   std::vector<HostActivity> step_acts_;
   GapTotals gap_totals_;
   std::vector<std::pair<int64_t, GapTotals>> gap_early_;  // (step start, its totals)

@@ -29,7 +29,7 @@ void RankEngine::classify_gaps(const StepCand& c, StepResult& r) {
     gap_early_.emplace_back(c.start, GapTotals{});
     t = &gap_early_.back().second;
   }
-  r.gap_ns = gap_classifier_.classify(host_sets_, c.start, c.index, step_acts_, *t);
+  r.gap_ns = gap_classifier_.classify(step_sets_.host, c.start, c.index, step_acts_, *t);
   ++t->steps;
   t->wall_ns += r.wall();
   t->host_ns += host_parts(r);

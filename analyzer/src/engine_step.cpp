@@ -113,10 +113,14 @@ void RankEngine::finalize(const StepCand& c) {
   }
   in.device_activity = device_seen_;
   take_ops(c.start, c.end, in);
-  in.trainer_cpu = [this](const Ivs& set) { return trainer_cpu(set); };
-  in.split_stall = [this, &c](const Ivs& stall) { return split_stall(stall, c.start, c.end); };
   loaders_.on_step(c.start, c.end);
-  const StepParts p = attribute_step(in, &host_sets_);
+  // The attribution's two phases, with the engine's answers between them:
+  // the data stall's split (lineage, loaders), the trainer's CPU time.
+  StepSets& sets = step_sets_;
+  step_sets(in, sets);
+  const DataSplit split = sets.stall.empty() ? DataSplit{} : split_stall(sets.stall, c.start, c.end);
+  const int64_t cpu = sets.cpu.empty() ? 0 : trainer_cpu(sets.cpu);
+  const StepParts p = step_parts(sets, split, cpu);
   collectives_.on_step(c.start, c.end, in.comm, in.compute);
   cpu_unknown_seen_ = cpu_unknown_seen_ || p.cpu_unknown;
   StepResult r;
