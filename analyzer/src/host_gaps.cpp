@@ -234,6 +234,62 @@ int64_t& GapClassifier::activity(GapTotals& out, uint64_t key) {
   return *last_ns_;
 }
 
+// The gap's activities (credits [from, to)) by (kind, name) into the run's
+// totals, except in a sync gap (its drain is the call's), and its top one
+// into `e`. Most gaps lie in one activity (a launch call between kernels).
+void GapClassifier::credit_activities(size_t from, size_t to, GapClass cls,
+                                      const std::vector<HostActivity>& acts, GapTotals& out, GapEntry& e) {
+  const auto ci = static_cast<uint64_t>(cls);
+  if (to - from == 1) {
+    const HostActivity& x = acts[credits_[from].act];
+    if (cls != GapClass::kSync) activity(out, ci << 40 | uint64_t(x.kind) << 32 | x.name) += credits_[from].ns;
+    e.top = x.name;
+    e.top_kind = x.kind;
+    return;
+  }
+  if (to - from < 2) return;
+  agg_.clear();
+  for (size_t k = from; k < to; ++k) {
+    const HostActivity& x = acts[credits_[k].act];
+    agg_.push_back({uint64_t(x.kind) << 32 | x.name, credits_[k].ns});
+  }
+  std::sort(agg_.begin(), agg_.end());
+  int64_t top_ns = 0;
+  for (size_t k = 0; k < agg_.size();) {
+    size_t j = k;
+    int64_t sum = 0;
+    for (; j < agg_.size() && agg_[j].first == agg_[k].first; ++j) sum += agg_[j].second;
+    if (cls != GapClass::kSync) activity(out, ci << 40 | agg_[k].first) += sum;
+    if (sum > top_ns) {
+      top_ns = sum;
+      e.top = static_cast<uint32_t>(agg_[k].first);
+      e.top_kind = static_cast<ActivityKind>(agg_[k].first >> 32);
+    }
+    k = j;
+  }
+}
+
+// A gap's optimizer ns (`opt`, not in a data gap) and logging ns, each
+// to its name: the step's optimizer, the logging call covering the gap
+// (else the frame that made its sync).
+void GapClassifier::side_totals(const Iv& gap, GapClass cls, int64_t opt, int64_t logging,
+                                const std::vector<HostActivity>& acts, const GapEntry& e, GapTotals& out) {
+  if (cls != GapClass::kData && opt > 0) {
+    out.optimizer_ns += opt;
+    if (!opt_known_) opt_name_ = optimizer_name(acts);
+    opt_known_ = true;
+    out.optimizer[opt_name_] += opt;
+  }
+  if (logging <= 0) return;
+  out.logging_ns += logging;
+  uint32_t who = 0;
+  for (const HostActivity& x : acts) {
+    if (x.a >= gap.b) break;
+    if ((flags_.of(x.name) & kNameLogging) && x.b > gap.a) who = x.name;
+  }
+  out.logging[who != 0 ? who : e.made_frame] += logging;
+}
+
 GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t step_index,
                               std::vector<HostActivity>& acts, GapTotals& out) {
   GapNs ns{};
@@ -277,8 +333,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
   if (any_launch) launches(gaps, acts);
   sweep(gaps, acts);
   size_t c = 0, busy = 0;
-  uint32_t opt_name = 0;
-  bool opt_known = false;
+  opt_known_ = false;
   for (size_t g = 0; g < gaps.size(); ++g) {
     const size_t from = c;
     int64_t traced = 0;
@@ -291,35 +346,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
     out.launch_ns[ci] += p.launch_in;
     ++out.gaps[ci];
     GapEntry e{gaps[g].len(), gaps[g].a - step_start, step_index, cls};
-    // The gap's activities by (kind, name), its top one. Most gaps lie in
-    // one activity (a launch call between two kernels).
-    if (c - from == 1) {
-      const HostActivity& x = acts[credits_[from].act];
-      if (cls != GapClass::kSync)
-        activity(out, uint64_t(ci) << 40 | uint64_t(x.kind) << 32 | x.name) += credits_[from].ns;
-      e.top = x.name;
-      e.top_kind = x.kind;
-    } else if (c - from > 1) {
-      agg_.clear();
-      for (size_t k = from; k < c; ++k) {
-        const HostActivity& x = acts[credits_[k].act];
-        agg_.push_back({uint64_t(x.kind) << 32 | x.name, credits_[k].ns});
-      }
-      std::sort(agg_.begin(), agg_.end());
-      int64_t top_ns = 0;
-      for (size_t k = 0; k < agg_.size();) {
-        size_t j = k;
-        int64_t sum = 0;
-        for (; j < agg_.size() && agg_[j].first == agg_[k].first; ++j) sum += agg_[j].second;
-        if (cls != GapClass::kSync) activity(out, uint64_t(ci) << 40 | agg_[k].first) += sum;
-        if (sum > top_ns) {
-          top_ns = sum;
-          e.top = static_cast<uint32_t>(agg_[k].first);
-          e.top_kind = static_cast<ActivityKind>(agg_[k].first >> 32);
-        }
-        k = j;
-      }
-    }
+    credit_activities(from, c, cls, acts, out, e);
     int64_t logging = p.log;
     if (cls == GapClass::kSync) {
       sync_call(gaps[g], hs.after, acts, e, out);
@@ -329,21 +356,7 @@ GapNs GapClassifier::classify(const HostSets& hs, int64_t step_start, uint64_t s
       if (logging > 0 || (flags_.of(e.made_frame) & kNameLogging)) logging = gaps[g].len();
     }
     if (cls == GapClass::kLaunch) out.launches += p.launch_n;
-    if (cls != GapClass::kData && p.opt > 0) {
-      out.optimizer_ns += p.opt;
-      if (!opt_known) opt_name = optimizer_name(acts);
-      opt_known = true;
-      out.optimizer[opt_name] += p.opt;
-    }
-    if (logging > 0) {
-      out.logging_ns += logging;
-      uint32_t who = 0;
-      for (const HostActivity& x : acts) {
-        if (x.a >= gaps[g].b) break;
-        if ((flags_.of(x.name) & kNameLogging) && x.b > gaps[g].a) who = x.name;
-      }
-      out.logging[who != 0 ? who : e.made_frame] += logging;
-    }
+    side_totals(gaps[g], cls, p.opt, logging, acts, e, out);
     out.add_longest(e);
   }
   return ns;

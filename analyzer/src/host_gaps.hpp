@@ -120,6 +120,10 @@ class GapClassifier {
   void launches(const Ivs& gaps, const std::vector<HostActivity>& acts);
   GapClass decide(size_t g, const Ivs& gaps, const Iv* next_busy, int64_t traced) const;
   uint32_t optimizer_name(const std::vector<HostActivity>& acts);
+  void credit_activities(size_t from, size_t to, GapClass cls, const std::vector<HostActivity>& acts,
+                         GapTotals& out, GapEntry& e);
+  void side_totals(const Iv& gap, GapClass cls, int64_t opt, int64_t logging,
+                   const std::vector<HostActivity>& acts, const GapEntry& e, GapTotals& out);
   int64_t& activity(GapTotals& out, uint64_t key);
   void sync_call(const Iv& gap, const Ivs& after, const std::vector<HostActivity>& acts,
                  GapEntry& e, GapTotals& out);
@@ -133,6 +137,8 @@ class GapClassifier {
   static constexpr uint64_t kNoKey = ~uint64_t{0};  // (keys use 40 + 8 bits)
   uint64_t last_key_ = kNoKey;
   int64_t* last_ns_ = nullptr;  // out.activity[last_key_] of this step
+  uint32_t opt_name_ = 0;       // the step's optimizer (optimizer_name), once asked
+  bool opt_known_ = false;
 };
 
 // The report's block from the totals of the steady steps (`names`: the rank's).

@@ -111,6 +111,99 @@ std::map<uint64_t, int64_t> ProducerModel::storage_ns() const {
   return out;
 }
 
+namespace {
+
+// The trainer's hand-offs: how many waited, their bytes and wait.
+struct HandoffTotals {
+  uint64_t waited = 0, bytes = 0;
+  int64_t wait_ns = 0;
+};
+
+// The figures per item and per hand-off, from the producers' CPU, storage
+// and the time between their items (FeedReport).
+void per_item_figures(FeedReport& f, const HandoffTotals& t, size_t steps, double data_share) {
+  if (steps > 0) f.items_per_step = double(f.items) / double(steps);
+  if (f.handoffs > 0) {
+    f.waited_share = double(t.waited) / double(f.handoffs);
+    f.bytes_per_item = double(t.bytes) / double(f.handoffs);
+    f.wait_ms_per_handoff = double(t.wait_ns) / 1e6 / double(f.handoffs);
+  }
+  if (f.items > 0) {
+    double cpu = 0, storage_ms = 0;
+    bool cpu_known = true;
+    for (const Producer& p : f.producers) {
+      cpu_known = cpu_known && p.cpu_ms >= 0;
+      cpu += std::max(p.cpu_ms, 0.0);
+      storage_ms += p.storage_ms;
+    }
+    f.storage_ms_per_item = storage_ms / double(f.items);
+    if (cpu_known) {
+      f.cpu_ms_per_item = cpu / double(f.items);
+      f.busy_ms_per_item = f.cpu_ms_per_item + f.storage_ms_per_item;
+    }
+    // A starved trainer (it waited for most objects, or a quarter of its
+    // time): every producer was busy all along, so the time between its
+    // items is its time per item — on CPU, in storage reads, or blocked
+    // elsewhere (a network call, a sleep, a lock) that neither the sampler
+    // nor the reads see.
+    double interval = 0, weight = 0;
+    for (const Producer& p : f.producers) {
+      if (p.interval_ms <= 0) continue;
+      interval += p.interval_ms * double(p.items);
+      weight += double(p.items);
+    }
+    if (weight > 0) f.interval_ms_per_item = interval / weight;
+    const bool starved = f.waited_share >= kStarvedWaits || data_share >= kStarvedShare;
+    if (starved && f.interval_ms_per_item > 0) {
+      const double seen = std::max(f.busy_ms_per_item, 0.0);
+      if (f.interval_ms_per_item > seen) {
+        f.other_ms_per_item = f.interval_ms_per_item - seen;
+        f.busy_ms_per_item = f.interval_ms_per_item;
+      }
+    }
+  }
+}
+
+// "2 processes -> multiprocessing queue -> thread 12 (…) -> semaphore -> trainer"
+std::string feed_path(const FeedReport& f, uint32_t upstream_types) {
+  size_t procs = 0, threads = 0;
+  for (const Producer& p : f.producers) (p.tid == 0 ? procs : threads) += 1;
+  char buf[96];
+  std::string who;
+  if (procs > 0) {
+    std::snprintf(buf, sizeof buf, "%zu process%s", procs, procs == 1 ? "" : "es");
+    who = buf;
+  }
+  if (threads > 0) {
+    std::snprintf(buf, sizeof buf, "%s%zu thread%s", who.empty() ? "" : " and ", threads,
+                  threads == 1 ? "" : "s");
+    who += buf;
+  }
+  std::string path = who.empty() ? "writers not seen" : who;
+  if (!f.relays.empty()) {
+    path += " -> " + types_text(upstream_types) + " -> ";
+    for (size_t i = 0; i < f.relays.size(); ++i) path += (i ? ", " : "") + f.relays[i].name;
+  }
+  path += " -> " + f.channel + " -> trainer";
+  return path;
+}
+
+}  // namespace
+
+// Each producer's and relay's name, CPU and storage time.
+void ProducerModel::describe(FeedReport& f, const CpuOf& cpu_of) const {
+  const std::map<uint64_t, int64_t> storage = storage_ns();
+  for (auto* v : {&f.producers, &f.relays}) {
+    for (Producer& p : *v) {
+      p.name = thread_name(p.pid, p.tid);
+      const double ns = cpu_of(p.pid, p.tid);
+      p.cpu_ms = ns >= 0 ? ns / 1e6 : -1;
+      for (const auto& [k, s] : storage)
+        if (pid_of(k) == p.pid && (p.tid == 0 || tid_of(k) == p.tid)) p.storage_ms += double(s) / 1e6;
+    }
+  }
+}
+
 FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double data_share,
                                  const CpuOf& cpu_of) const {
   FeedReport f;
@@ -177,78 +270,11 @@ FeedReport ProducerModel::finish(uint32_t trainer_track, size_t steps, double da
     if (p.items >= 2 && last > first) p.interval_ms = double(last - first) / 1e6 / double(p.items - 1);
     f.producers.push_back(p);
   }
-  const std::map<uint64_t, int64_t> storage = storage_ns();
-  for (auto* v : {&f.producers, &f.relays}) {
-    for (Producer& p : *v) {
-      p.name = thread_name(p.pid, p.tid);
-      const double ns = cpu_of(p.pid, p.tid);
-      p.cpu_ms = ns >= 0 ? ns / 1e6 : -1;
-      for (const auto& [k, s] : storage)
-        if (pid_of(k) == p.pid && (p.tid == 0 || tid_of(k) == p.tid)) p.storage_ms += double(s) / 1e6;
-    }
-  }
+  describe(f, cpu_of);
   f.channel = types_text(trainer_types);
   for (const Producer& p : f.producers) f.items += p.items;
-  if (steps > 0) f.items_per_step = double(f.items) / double(steps);
-  if (f.handoffs > 0) {
-    f.waited_share = double(waited) / double(f.handoffs);
-    f.bytes_per_item = double(bytes) / double(f.handoffs);
-    f.wait_ms_per_handoff = double(wait_ns) / 1e6 / double(f.handoffs);
-  }
-  if (f.items > 0) {
-    double cpu = 0, storage_ms = 0;
-    bool cpu_known = true;
-    for (const Producer& p : f.producers) {
-      cpu_known = cpu_known && p.cpu_ms >= 0;
-      cpu += std::max(p.cpu_ms, 0.0);
-      storage_ms += p.storage_ms;
-    }
-    f.storage_ms_per_item = storage_ms / double(f.items);
-    if (cpu_known) {
-      f.cpu_ms_per_item = cpu / double(f.items);
-      f.busy_ms_per_item = f.cpu_ms_per_item + f.storage_ms_per_item;
-    }
-    // A starved trainer (it waited for most objects, or a quarter of its
-    // time): every producer was busy all along, so the time between its
-    // items is its time per item — on CPU, in storage reads, or blocked
-    // elsewhere (a network call, a sleep, a lock) that neither the sampler
-    // nor the reads see.
-    double interval = 0, weight = 0;
-    for (const Producer& p : f.producers) {
-      if (p.interval_ms <= 0) continue;
-      interval += p.interval_ms * double(p.items);
-      weight += double(p.items);
-    }
-    if (weight > 0) f.interval_ms_per_item = interval / weight;
-    const bool starved = f.waited_share >= kStarvedWaits || data_share >= kStarvedShare;
-    if (starved && f.interval_ms_per_item > 0) {
-      const double seen = std::max(f.busy_ms_per_item, 0.0);
-      if (f.interval_ms_per_item > seen) {
-        f.other_ms_per_item = f.interval_ms_per_item - seen;
-        f.busy_ms_per_item = f.interval_ms_per_item;
-      }
-    }
-  }
-  // "2 processes -> multiprocessing queue -> thread 12 (…) -> semaphore -> trainer"
-  size_t procs = 0, threads = 0;
-  for (const Producer& p : f.producers) (p.tid == 0 ? procs : threads) += 1;
-  char buf[96];
-  std::string who;
-  if (procs > 0) {
-    std::snprintf(buf, sizeof buf, "%zu process%s", procs, procs == 1 ? "" : "es");
-    who = buf;
-  }
-  if (threads > 0) {
-    std::snprintf(buf, sizeof buf, "%s%zu thread%s", who.empty() ? "" : " and ", threads,
-                  threads == 1 ? "" : "s");
-    who += buf;
-  }
-  f.path = who.empty() ? "writers not seen" : who;
-  if (!f.relays.empty()) {
-    f.path += " -> " + types_text(upstream_types) + " -> ";
-    for (size_t i = 0; i < f.relays.size(); ++i) f.path += (i ? ", " : "") + f.relays[i].name;
-  }
-  f.path += " -> " + f.channel + " -> trainer";
+  per_item_figures(f, {waited, bytes, wait_ns}, steps, data_share);
+  f.path = feed_path(f, upstream_types);
   return f;
 }
 

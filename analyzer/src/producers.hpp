@@ -66,6 +66,7 @@ class ProducerModel {
   std::map<uint64_t, bool> symmetric_;
   // Storage ns by thread key, from the sums by track.
   std::map<uint64_t, int64_t> storage_ns() const;
+  void describe(FeedReport& f, const CpuOf& cpu_of) const;
   std::vector<int64_t> storage_by_track_;  // by track
   int64_t storage_unknown_ = 0;            // reads on no known track (thread key 0)
   static constexpr size_t kMaxKeys = 1u << 16;

@@ -175,22 +175,68 @@ double noise_ms(const Measurement& a, const Measurement& b, const Options& o) {
   return std::max(floor, o.noise_sigmas * std::sqrt(a.se_ms * a.se_ms + b.se_ms * b.se_ms));
 }
 
-Result search(const Options& o, const Runner& run,
-              const std::function<void(const std::string&)>& progress) {
-  auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
-  Result r;
+namespace {
+
+// The untried candidate of `cur`'s report with the largest predicted gain
+// (the ceiling caps what an input remedy can promise); none (c null) when
+// each was tried or adds a setting that failed.
+struct Pick {
+  const Candidate* c = nullptr;
+  double pred = 0, gain = -1;
+  std::vector<std::string> settings;  // cur's with the candidate's merged in
+};
+Pick pick_next(const Trial& cur, const Options& o, const std::set<std::string>& tried,
+               const std::set<std::string>& failed) {
+  Pick p;
+  for (const auto& c : cur.m.remedies) {
+    std::vector<std::string> s = merge_settings(cur.settings, c.sets);
+    if (tried.contains(signature(s))) continue;
+    if (std::any_of(c.sets.begin(), c.sets.end(), [&](const std::string& x) { return failed.contains(x); }))
+      continue;
+    const double pred = o.ceiling_ms > 0 ? std::max(c.predicted_step_ms, o.ceiling_ms) : c.predicted_step_ms;
+    const double gain = c.step_ms - pred;
+    if (gain > p.gain) p = {&c, pred, gain, std::move(s)};
+  }
+  return p;
+}
+
+// Why the search stops when no candidate is left.
+std::string nothing_left(const Trial& cur, const Options& o) {
+  if (cur.m.top_gain_ms >= o.min_gain_share * cur.p50_ms && !cur.m.top_title.empty())
+    return "no setting left to try: the top remedy (" + cur.m.top_title + ") needs a change to the program";
+  return cur.m.remedies.empty() ? "the report proposes no setting to try"
+                                : "every setting the report proposes was tried";
+}
+
+// Trial number `index`: `p`'s settings on top of trial `current` (`cur`).
+Trial next_trial(const Pick& p, int index, int current, const Trial& cur) {
+  Trial t;
+  t.index = index;
+  t.settings = p.settings;
+  t.added = p.c->sets;
+  t.remedy_id = p.c->id;
+  t.remedy_title = p.c->title;
+  t.edit = p.c->edit;
+  t.based_on = current;
+  t.based_on_ms = cur.p50_ms;
+  t.predicted_ms = p.pred;
+  t.bound = p.c->bound;
+  return t;
+}
+
+// Trial 0, the job as it is (or with the initial settings), into `r`;
+// false when it failed (the search stops there).
+template <class Say>
+bool run_baseline(const Options& o, const Runner& run, const Say& say, Result& r) {
   Trial base;
   base.settings = o.initial;
-  say("trial 0 (the job " + std::string(o.initial.empty() ? "as is" : "with its settings") +
-      "): running");
+  say("trial 0 (the job " + std::string(o.initial.empty() ? "as is" : "with its settings") + "): running");
   base.m = run({0, 0, o.initial, ""});
   if (!base.m.ok) {
     base.outcome = Outcome::kFailed;
     r.trials.push_back(base);
     r.stop_reason = "the first run failed: " + base.m.failure;
-    return r;
+    return false;
   }
   base.run_p50s = {base.m.p50_ms};
   base.p50_ms = base.m.p50_ms;
@@ -198,6 +244,59 @@ Result search(const Options& o, const Runner& run,
   say(fmt("trial 0: step p50 %.2f ms (p90-p10 %.2f ms)", base.p50_ms, base.m.spread_ms));
   r.trials.push_back(base);
   r.best = 0;
+  return true;
+}
+
+Outcome judge(const Trial& t, const Trial& cur) {
+  const double delta = t.p50_ms - cur.p50_ms;
+  return delta > t.noise_ms ? Outcome::kWorse : delta < -t.noise_ms ? Outcome::kBetter : Outcome::kWithinNoise;
+}
+
+// Runs trial `t` and judges it against `cur`: once more, judged on the
+// mean of both, when the first run is within the noise and a run is left.
+// False when a run failed (t.outcome kFailed).
+template <class Say>
+bool measure_trial(Trial& t, const Trial& cur, const Options& o, const Runner& run, const Say& say, Result& r) {
+  t.m = run({t.index, 0, t.settings, t.remedy_id});
+  ++r.runs;
+  if (!t.m.ok) {
+    t.outcome = Outcome::kFailed;
+    say("trial " + std::to_string(t.index) + ": setting failed: " + t.m.failure);
+    return false;
+  }
+  t.run_p50s = {t.m.p50_ms};
+  t.p50_ms = t.m.p50_ms;
+  t.mean_ms = t.m.mean_ms;
+  t.noise_ms = noise_ms(cur.m, t.m, o);
+  t.outcome = judge(t, cur);
+  if (t.outcome != Outcome::kWithinNoise || !o.repeat_in_doubt || r.runs >= o.trials) return true;
+  say("trial " + std::to_string(t.index) +
+      fmt(": %.2f ms, within the noise (%.2f ms) of %.2f ms: once more", t.p50_ms, t.noise_ms, cur.p50_ms));
+  const Measurement again = run({t.index, 1, t.settings, t.remedy_id});
+  ++r.runs;
+  if (!again.ok) {
+    t.outcome = Outcome::kFailed;
+    t.m = again;
+    say("trial " + std::to_string(t.index) + ": setting failed on the repeat: " + again.failure);
+    return false;
+  }
+  t.run_p50s.push_back(again.p50_ms);
+  t.p50_ms = (t.run_p50s[0] + t.run_p50s[1]) / 2;
+  t.mean_ms = (t.mean_ms + again.mean_ms) / 2;
+  t.m = again;
+  t.outcome = judge(t, cur);
+  return true;
+}
+
+}  // namespace
+
+Result search(const Options& o, const Runner& run,
+              const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  Result r;
+  if (!run_baseline(o, run, say, r)) return r;
   int current = 0;
   std::set<std::string> tried{signature(o.initial)};
   std::set<std::string> failed;  // the items a failed trial added: never tried again
@@ -210,36 +309,14 @@ Result search(const Options& o, const Runner& run,
                       fmt(" (%.2f ms, data for free): no input setting can gain more", o.ceiling_ms);
       break;
     }
-    // The untried candidate with the largest predicted gain (the ceiling
-    // caps what an input remedy can promise).
-    const Candidate* pick = nullptr;
-    double pick_pred = 0, pick_gain = -1;
-    std::vector<std::string> pick_settings;
-    for (const auto& c : cur.m.remedies) {
-      std::vector<std::string> s = merge_settings(cur.settings, c.sets);
-      if (tried.contains(signature(s))) continue;
-      if (std::any_of(c.sets.begin(), c.sets.end(),
-                      [&](const std::string& x) { return failed.contains(x); }))
-        continue;
-      const double pred = o.ceiling_ms > 0 ? std::max(c.predicted_step_ms, o.ceiling_ms)
-                                           : c.predicted_step_ms;
-      const double gain = c.step_ms - pred;
-      if (gain > pick_gain) {
-        pick = &c;
-        pick_pred = pred;
-        pick_gain = gain;
-        pick_settings = std::move(s);
-      }
-    }
-    if (pick == nullptr) {
-      if (cur.m.top_gain_ms >= o.min_gain_share * cur.p50_ms && !cur.m.top_title.empty())
-        r.stop_reason = "no setting left to try: the top remedy (" + cur.m.top_title +
-                        ") needs a change to the program";
-      else
-        r.stop_reason = cur.m.remedies.empty() ? "the report proposes no setting to try"
-                                               : "every setting the report proposes was tried";
+    const Pick next = pick_next(cur, o, tried, failed);
+    if (next.c == nullptr) {
+      r.stop_reason = nothing_left(cur, o);
       break;
     }
+    const Candidate* pick = next.c;
+    const double pick_pred = next.pred, pick_gain = next.gain;
+    const std::vector<std::string>& pick_settings = next.settings;
     const double step_ref = pick->step_ms > 0 ? pick->step_ms : cur.p50_ms;
     if (pick_gain < o.min_gain_share * step_ref) {
       r.stop_reason = "the best predicted gain left (" + pick->title + ", " +
@@ -252,58 +329,13 @@ Result search(const Options& o, const Runner& run,
       break;
     }
     tried.insert(signature(pick_settings));
-    Trial t;
-    t.index = int(r.trials.size());
-    t.settings = pick_settings;
-    t.added = pick->sets;
-    t.remedy_id = pick->id;
-    t.remedy_title = pick->title;
-    t.edit = pick->edit;
-    t.based_on = current;
-    t.based_on_ms = cur.p50_ms;
-    t.predicted_ms = pick_pred;
-    t.bound = pick->bound;
+    Trial t = next_trial(next, int(r.trials.size()), current, cur);
     say("trial " + std::to_string(t.index) + ": " + pick->title + ", " + joined(t.added) +
         fmt(" (predicted %.2f ms): running", pick_pred));
-    t.m = run({t.index, 0, t.settings, t.remedy_id});
-    ++r.runs;
-    if (!t.m.ok) {
-      t.outcome = Outcome::kFailed;
-      say("trial " + std::to_string(t.index) + ": setting failed: " + t.m.failure);
+    if (!measure_trial(t, cur, o, run, say, r)) {
       failed.insert(t.added.begin(), t.added.end());
       r.trials.push_back(t);
       continue;  // not followed: the next candidate of the same report
-    }
-    t.run_p50s = {t.m.p50_ms};
-    t.p50_ms = t.m.p50_ms;
-    t.mean_ms = t.m.mean_ms;
-    t.noise_ms = noise_ms(cur.m, t.m, o);
-    auto judge = [&] {
-      const double delta = t.p50_ms - cur.p50_ms;
-      return delta > t.noise_ms    ? Outcome::kWorse
-             : delta < -t.noise_ms ? Outcome::kBetter
-                                   : Outcome::kWithinNoise;
-    };
-    t.outcome = judge();
-    if (t.outcome == Outcome::kWithinNoise && o.repeat_in_doubt && r.runs < o.trials) {
-      say("trial " + std::to_string(t.index) +
-          fmt(": %.2f ms, within the noise (%.2f ms) of %.2f ms: once more", t.p50_ms, t.noise_ms,
-              cur.p50_ms));
-      const Measurement again = run({t.index, 1, t.settings, t.remedy_id});
-      ++r.runs;
-      if (!again.ok) {
-        t.outcome = Outcome::kFailed;
-        t.m = again;
-        say("trial " + std::to_string(t.index) + ": setting failed on the repeat: " + again.failure);
-        failed.insert(t.added.begin(), t.added.end());
-        r.trials.push_back(t);
-        continue;
-      }
-      t.run_p50s.push_back(again.p50_ms);
-      t.p50_ms = (t.run_p50s[0] + t.run_p50s[1]) / 2;
-      t.mean_ms = (t.mean_ms + again.mean_ms) / 2;
-      t.m = again;
-      t.outcome = judge();
     }
     t.delivered = delivery(t, cur.mean_ms, pick->step_ms - pick_pred, o);
     say("trial " + std::to_string(t.index) + fmt(": step p50 %.2f ms (was %.2f ms): ", t.p50_ms,

@@ -11,6 +11,42 @@ namespace {
 
 constexpr const char* kTitle = "deeper prefetch";
 
+// The depth: the batches the run's bursts asked for beyond today's, as
+// stallscope's loader's prefetch or the DataLoader's prefetch_factor.
+void set_depth(const RemedyContext& c, const DataLoaderReport* l, double min_capacity, Remedy& m) {
+  const auto plan = prefetch_plan(c, min_capacity, l != nullptr ? producer_share(*l) : 1.0);
+  const int extra = plan ? plan->extra_batches : 0;
+  if (plan) {
+    m.evidence += strf("; the producers fell up to %.1f batches behind (longest burst: %d "
+                       "stalled step(s), %.1f ms)%s, so the queue needs %d more",
+                       plan->peak_batches, plan->burst_steps, plan->burst_ms,
+                       plan->capped ? " (capped)" : "", extra);
+    m.model += "; depth + ceil(peak deficit), the deficit carried over steps as "
+               "max(0, deficit + stall * capacity - (work * capacity - 1))";
+    m.inputs.push_back({"peak_deficit_batches", plan->peak_batches, ""});
+    m.inputs.push_back({"extra_batches", double(extra), ""});
+  }
+  if (c.p.prefetch_batches > 0) {
+    m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
+    const double next = extra > 0 ? c.p.prefetch_batches + extra : 2 * c.p.prefetch_batches;
+    const std::string depth = strf("%.0f", next);
+    m.loader_knob = "--loader-prefetch=" + depth + " (or --set loader.prefetch=" + depth + ")";
+    m.settings = loader_settings(c, {{"prefetch", depth}});
+  }
+  if (l != nullptr) {
+    // In flight: num_workers × prefetch_factor (torch's default 2); the
+    // extra batches spread over the workers.
+    const uint32_t pf0 = std::max<uint32_t>(l->prefetch_factor, 2);
+    const uint32_t w = std::max<uint32_t>(l->num_workers, 1);
+    const uint32_t pf1 = extra > 0 ? pf0 + (static_cast<uint32_t>(extra) + w - 1) / w : 2 * pf0;
+    const std::string pf = std::to_string(pf1);
+    m.loader_knob = "none";
+    m.pytorch_knob = dataloader_knob(*l, {{"prefetch_factor", pf}});
+    m.settings = dataloader_settings(c, *l, {{"prefetch_factor", pf}});
+    m.inputs.push_back({"prefetch_factor", double(l->prefetch_factor), ""});
+  }
+}
+
 class RaisePrefetch final : public RemedyRule {
  public:
   RemedyId id() const override { return RemedyId::kRaisePrefetch; }
@@ -75,38 +111,7 @@ class RaisePrefetch final : public RemedyRule {
       m.evidence += strf(" (beyond %.2f ms per step of waits for each epoch's first batch)", starts);
       m.inputs.push_back({"epoch_start_wait_ms", starts, "ms"});
     }
-    // The depth: the batches the run's bursts asked for beyond today's.
-    const auto plan = prefetch_plan(c, min_capacity, l != nullptr ? producer_share(*l) : 1.0);
-    const int extra = plan ? plan->extra_batches : 0;
-    if (plan) {
-      m.evidence += strf("; the producers fell up to %.1f batches behind (longest burst: %d "
-                         "stalled step(s), %.1f ms)%s, so the queue needs %d more",
-                         plan->peak_batches, plan->burst_steps, plan->burst_ms,
-                         plan->capped ? " (capped)" : "", extra);
-      m.model += "; depth + ceil(peak deficit), the deficit carried over steps as "
-                 "max(0, deficit + stall * capacity - (work * capacity - 1))";
-      m.inputs.push_back({"peak_deficit_batches", plan->peak_batches, ""});
-      m.inputs.push_back({"extra_batches", double(extra), ""});
-    }
-    if (c.p.prefetch_batches > 0) {
-      m.inputs.push_back({"prefetch_batches", c.p.prefetch_batches, ""});
-      const double next = extra > 0 ? c.p.prefetch_batches + extra : 2 * c.p.prefetch_batches;
-      const std::string depth = strf("%.0f", next);
-      m.loader_knob = "--loader-prefetch=" + depth + " (or --set loader.prefetch=" + depth + ")";
-      m.settings = loader_settings(c, {{"prefetch", depth}});
-    }
-    if (l != nullptr) {
-      // In flight: num_workers × prefetch_factor (torch's default 2); the
-      // extra batches spread over the workers.
-      const uint32_t pf0 = std::max<uint32_t>(l->prefetch_factor, 2);
-      const uint32_t w = std::max<uint32_t>(l->num_workers, 1);
-      const uint32_t pf1 = extra > 0 ? pf0 + (static_cast<uint32_t>(extra) + w - 1) / w : 2 * pf0;
-      const std::string pf = std::to_string(pf1);
-      m.loader_knob = "none";
-      m.pytorch_knob = dataloader_knob(*l, {{"prefetch_factor", pf}});
-      m.settings = dataloader_settings(c, *l, {{"prefetch_factor", pf}});
-      m.inputs.push_back({"prefetch_factor", double(l->prefetch_factor), ""});
-    }
+    set_depth(c, l, min_capacity, m);
     return m;
   }
 };
