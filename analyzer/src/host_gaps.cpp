@@ -237,7 +237,7 @@ int64_t& GapClassifier::activity(GapTotals& out, uint64_t key) {
 // The gap's activities (credits [from, to)) by (kind, name) into the run's
 // totals, except in a sync gap (its drain is the call's), and its top one
 // into `e`. Most gaps lie in one activity (a launch call between kernels).
-void GapClassifier::credit_activities(size_t from, size_t to, GapClass cls,
+[[gnu::always_inline]] inline void GapClassifier::credit_activities(size_t from, size_t to, GapClass cls,
                                       const std::vector<HostActivity>& acts, GapTotals& out, GapEntry& e) {
   const auto ci = static_cast<uint64_t>(cls);
   if (to - from == 1) {
@@ -272,7 +272,7 @@ void GapClassifier::credit_activities(size_t from, size_t to, GapClass cls,
 // A gap's optimizer ns (`opt`, not in a data gap) and logging ns, each
 // to its name: the step's optimizer, the logging call covering the gap
 // (else the frame that made its sync).
-void GapClassifier::side_totals(const Iv& gap, GapClass cls, int64_t opt, int64_t logging,
+[[gnu::always_inline]] inline void GapClassifier::side_totals(const Iv& gap, GapClass cls, int64_t opt, int64_t logging,
                                 const std::vector<HostActivity>& acts, const GapEntry& e, GapTotals& out) {
   if (cls != GapClass::kData && opt > 0) {
     out.optimizer_ns += opt;
