@@ -31,7 +31,9 @@ export STALLSCOPE_PACKAGE_BUILD_DIR=$build
 python=/usr/bin/python3
 trainer=$root/tests/install/dataloader_trainer.py
 version=$(sed -n 's/^project(stallscope VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-work=$(mktemp -d /tmp/stallscope-packages-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/stallscope-packages-XXXXXX")
+# The venvs and logs go even when a timeout or ^C ends the run early.
+trap 'rm -rf "$work"' EXIT
 failures=()
 
 say() { echo "packages.sh: $*"; }
